@@ -1,0 +1,207 @@
+//! The pipeline's configuration file (TOML). Unknown keys are errors that
+//! name the key, so a typo never silently becomes a default.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::store::StoreOptions;
+
+/// The whole file. Every section and key is optional.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub ingest: IngestConfig,
+    pub store: StoreConfig,
+    pub import: ImportConfig,
+}
+
+/// `[ingest]`: limits of the OTLP/HTTP receiver.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestConfig {
+    /// Largest request body, compressed or decompressed (bytes); 413 past it.
+    pub max_body_bytes: usize,
+    /// Request bodies held in memory at once (bytes); 429 past it.
+    pub max_inflight_bytes: usize,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        IngestConfig {
+            max_body_bytes: 64 << 20,
+            max_inflight_bytes: 256 << 20,
+        }
+    }
+}
+
+/// `[store]`: the write path and what is kept.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// Delete days older than this; 0 keeps everything.
+    pub retention_days: u32,
+    pub flush_interval_secs: u64,
+    pub flush_rows: usize,
+    pub max_pending_bytes: usize,
+    pub max_memory_bytes: usize,
+    pub compact_parts: usize,
+    pub rollup_interval_secs: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        let d = StoreOptions::default();
+        StoreConfig {
+            retention_days: 90,
+            flush_interval_secs: d.flush_interval.as_secs(),
+            flush_rows: d.flush_rows,
+            max_pending_bytes: d.max_pending_bytes,
+            max_memory_bytes: d.max_memory_bytes,
+            compact_parts: d.compact_parts,
+            rollup_interval_secs: d.rollup_interval.as_secs(),
+        }
+    }
+}
+
+/// `[import]`: the file follower.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ImportConfig {
+    /// How often `import --follow` looks for new data (milliseconds).
+    pub poll_interval_ms: u64,
+}
+
+impl Default for ImportConfig {
+    fn default() -> Self {
+        ImportConfig { poll_interval_ms: 1000 }
+    }
+}
+
+/// Why a config file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid config file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Config {
+    /// Parse a config file's text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: origin.to_path_buf(),
+            message: e.to_string().trim().replace('\n', " "),
+        })?;
+        config.validate(origin)?;
+        Ok(config)
+    }
+
+    /// Load `path`, or `./stormwatch.toml` when no path is given and it
+    /// exists, or the defaults.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let path = match path {
+            Some(p) => p.to_path_buf(),
+            None => {
+                let default = PathBuf::from("stormwatch.toml");
+                if !default.exists() {
+                    return Ok(Config::default());
+                }
+                default
+            }
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Config::parse(&text, &path)
+    }
+
+    fn validate(&self, origin: &Path) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| {
+            Err(ConfigError::Invalid {
+                path: origin.to_path_buf(),
+                message: format!("{key}: {why}"),
+            })
+        };
+        if self.ingest.max_body_bytes < 1024 {
+            return bad("ingest.max_body_bytes", "must be at least 1024");
+        }
+        if self.ingest.max_inflight_bytes < self.ingest.max_body_bytes {
+            return bad("ingest.max_inflight_bytes", "must be at least ingest.max_body_bytes");
+        }
+        if self.store.flush_interval_secs == 0 {
+            return bad("store.flush_interval_secs", "must be at least 1");
+        }
+        if self.store.flush_rows == 0 {
+            return bad("store.flush_rows", "must be at least 1");
+        }
+        if self.store.compact_parts < 2 {
+            return bad("store.compact_parts", "must be at least 2");
+        }
+        Ok(())
+    }
+
+    /// The store's options, with a retention given on the command line winning.
+    pub fn store_options(&self, retention_days: Option<u32>) -> StoreOptions {
+        let days = retention_days.unwrap_or(self.store.retention_days);
+        StoreOptions {
+            flush_interval: Duration::from_secs(self.store.flush_interval_secs),
+            flush_rows: self.store.flush_rows,
+            max_pending_bytes: self.store.max_pending_bytes,
+            max_memory_bytes: self.store.max_memory_bytes,
+            compact_parts: self.store.compact_parts,
+            retention_days: (days > 0).then_some(days),
+            rollup_interval: Duration::from_secs(self.store.rollup_interval_secs.max(1)),
+            ..StoreOptions::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_defaults() {
+        assert_eq!(Config::parse("", Path::new("x.toml")).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = Config::parse("[store]\nretention_dayz = 3\n", Path::new("x.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("retention_dayz"), "{msg}");
+        assert!(msg.contains("x.toml"), "{msg}");
+    }
+
+    #[test]
+    fn wrong_type_says_what_was_expected() {
+        let err = Config::parse("[ingest]\nmax_body_bytes = \"big\"\n", Path::new("x.toml")).unwrap_err();
+        assert!(err.to_string().contains("max_body_bytes"), "{err}");
+    }
+
+    /// The README's config reference is the real defaults, key for key.
+    #[test]
+    fn readme_defaults_are_the_built_in_defaults() {
+        let readme = include_str!("../README.md");
+        let start = readme.find("The defaults:\n\n```toml\n").expect("README has the defaults block");
+        let block = &readme[start..];
+        let body = &block[block.find("```toml\n").unwrap() + 8..];
+        let body = &body[..body.find("```").unwrap()];
+        let parsed = Config::parse(body, Path::new("README.md")).unwrap();
+        assert_eq!(parsed, Config::default());
+        // Every key is spelled out, so a new key cannot hide from the README.
+        let keys = body.lines().filter(|l| l.contains(" = ")).count();
+        assert_eq!(keys, 2 + 7 + 1, "README lists {keys} keys");
+    }
+
+    #[test]
+    fn retention_zero_keeps_everything_and_flag_wins() {
+        let c = Config::parse("[store]\nretention_days = 0\n", Path::new("x.toml")).unwrap();
+        assert_eq!(c.store_options(None).retention_days, None);
+        assert_eq!(c.store_options(Some(7)).retention_days, Some(7));
+    }
+}

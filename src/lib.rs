@@ -1,0 +1,27 @@
+//! stormwatch watches what AI agents do with their tools.
+//!
+//! Data flows down this list of modules, one stage each (see ARCHITECTURE.md):
+//!
+//! - [`ingest`]: OTLP protobuf/JSON bodies and files → normalized span rows
+//!   (tool-call detection, sessions, error classes).
+//! - [`store`]: write-ahead log, Parquet partitions, compaction, retention,
+//!   daily rollups, readers returning polars `LazyFrame`s.
+//! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health now,
+//!   the dashboard later).
+//! - [`import`]: the `import` command: files and followed directories into the store.
+//!
+//! Shared pieces: [`model`] (the span row and error classes), [`config`]
+//! (the TOML file), [`cli`], [`telemetry`] (logs), [`retry`] (backoff),
+//! [`faults`] (fault injection for tests), [`demo`] (the bundled incident).
+
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod faults;
+pub mod import;
+pub mod ingest;
+pub mod model;
+pub mod retry;
+pub mod serve;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,113 @@
+//! The `stormwatch` binary: parse the command line, start logging, run the
+//! subcommand. The only place an error becomes an exit code.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use std::io::IsTerminal;
+
+use stormwatch::cli::{Cli, Command};
+use stormwatch::config::Config;
+use stormwatch::store::Store;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    stormwatch::telemetry::init(cli.log_format);
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Ok(spec) = std::env::var("STORMWATCH_FAULTS") {
+        stormwatch::faults::install(&spec).map_err(anyhow::Error::msg).context("STORMWATCH_FAULTS")?;
+    }
+    let config = Config::load(cli.config.as_deref())?;
+    let data_dir = cli.data_dir();
+    match &cli.command {
+        Command::Serve(args) => {
+            let retention = if args.demo && args.retention_days.is_none() {
+                // The demo incident is dated July 2026: keep it whatever its age.
+                Some(0)
+            } else {
+                args.retention_days
+            };
+            let store = Arc::new(Store::open(&data_dir, config.store_options(retention))?);
+            if args.demo {
+                let stored = stormwatch::demo::load(&store).context("loading the demo incident")?;
+                tracing::info!(spans = stored, "demo incident loaded (July 7 - August 12, 2026)");
+            }
+            let opts = stormwatch::serve::ServeOptions {
+                otlp_addr: args.otlp_addr,
+                http_addr: args.http_addr,
+                max_body_bytes: config.ingest.max_body_bytes,
+                max_inflight_bytes: config.ingest.max_inflight_bytes,
+                shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
+            };
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            let result = runtime.block_on(stormwatch::serve::run(store, opts, stormwatch::serve::shutdown_signal()));
+            // A final flush that overran the shutdown timeout is abandoned
+            // here; its spans are in the WAL and recovered on the next start.
+            runtime.shutdown_timeout(Duration::from_secs(1));
+            result
+        }
+        Command::Import(args) => {
+            let store = Store::open(&data_dir, config.store_options(args.retention_days))?;
+            let progress = std::io::stderr().is_terminal();
+            let mut report = stormwatch::import::ImportReport::default();
+            if !args.paths.is_empty() {
+                report = stormwatch::import::import_paths(&store, &args.paths, progress)?;
+            }
+            if let Some(dir) = &args.follow {
+                let stop = Arc::new(AtomicBool::new(false));
+                let flag = Arc::clone(&stop);
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .context("starting the signal handler")?;
+                runtime.spawn(async move {
+                    stormwatch::serve::shutdown_signal().await;
+                    flag.store(true, Ordering::Relaxed);
+                });
+                let interval = Duration::from_millis(config.import.poll_interval_ms.max(10));
+                let followed = std::thread::scope(|s| {
+                    let h = s.spawn(|| {
+                        let r = stormwatch::import::follow(&store, dir, interval, &stop);
+                        stop.store(true, Ordering::Relaxed);
+                        r
+                    });
+                    // Drive the signal handler while the follower works.
+                    runtime.block_on(async {
+                        while !stop.load(Ordering::Relaxed) {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    });
+                    h.join().map_err(|_| anyhow::anyhow!("the follower thread panicked"))
+                })??;
+                report.files += followed.files;
+                report.records += followed.records;
+                report.spans_stored += followed.spans_stored;
+                report.duplicates += followed.duplicates;
+                report.rejected += followed.rejected;
+                report.bad_records += followed.bad_records;
+            }
+            store.close().context("flushing the store")?;
+            println!(
+                "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped",
+                report.files, report.records, report.spans_stored, report.duplicates, report.rejected, report.bad_records
+            );
+            Ok(())
+        }
+    }
+}

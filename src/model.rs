@@ -1,0 +1,252 @@
+//! The shared vocabulary of every stage: the normalized span row, the error
+//! classes of detection.md §3 and the column names the store writes.
+//! No IO happens here.
+
+use std::fmt;
+
+/// What a failure was, whatever name the span gave it (detection.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorClass {
+    Ok,
+    RateLimited,
+    Unavailable,
+    Timeout,
+    Network,
+    ServerError,
+    Auth,
+    NotFound,
+    InvalidRequest,
+    ClientError,
+    Policy,
+    Unknown,
+}
+
+impl ErrorClass {
+    /// Every class, in the order reports list them.
+    pub const ALL: [ErrorClass; 12] = [
+        ErrorClass::Ok,
+        ErrorClass::RateLimited,
+        ErrorClass::Unavailable,
+        ErrorClass::Timeout,
+        ErrorClass::Network,
+        ErrorClass::ServerError,
+        ErrorClass::Auth,
+        ErrorClass::NotFound,
+        ErrorClass::InvalidRequest,
+        ErrorClass::ClientError,
+        ErrorClass::Policy,
+        ErrorClass::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Ok => "ok",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Unavailable => "unavailable",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Network => "network",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::Auth => "auth",
+            ErrorClass::NotFound => "not_found",
+            ErrorClass::InvalidRequest => "invalid_request",
+            ErrorClass::ClientError => "client_error",
+            ErrorClass::Policy => "policy",
+            ErrorClass::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ErrorClass> {
+        ErrorClass::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// `Some(true)` when waiting can fix it, `Some(false)` when the same
+    /// request fails the same way, `None` for `ok` and `unknown`.
+    pub fn retryable(self) -> Option<bool> {
+        match self {
+            ErrorClass::RateLimited
+            | ErrorClass::Unavailable
+            | ErrorClass::Timeout
+            | ErrorClass::Network
+            | ErrorClass::ServerError => Some(true),
+            ErrorClass::Auth
+            | ErrorClass::NotFound
+            | ErrorClass::InvalidRequest
+            | ErrorClass::ClientError
+            | ErrorClass::Policy => Some(false),
+            ErrorClass::Ok | ErrorClass::Unknown => None,
+        }
+    }
+
+    pub fn is_error(self) -> bool {
+        self != ErrorClass::Ok
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which convention marked a span as a tool call (detection.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolConvention {
+    GenAi,
+    OpenInference,
+    OpenLlmetry,
+    VercelAi,
+    Fallback,
+    Mcp,
+}
+
+impl ToolConvention {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolConvention::GenAi => "gen_ai",
+            ToolConvention::OpenInference => "openinference",
+            ToolConvention::OpenLlmetry => "openllmetry",
+            ToolConvention::VercelAi => "vercel_ai",
+            ToolConvention::Fallback => "fallback",
+            ToolConvention::Mcp => "mcp",
+        }
+    }
+}
+
+/// One span after normalization: the row of DESIGN.md's span table.
+///
+/// `turn_id` is resolved at sweep time (detection.md §2) and is `None` in
+/// stored parts; `is_agent` and `agent_call_id` are what that resolution needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanRow {
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub kind: &'static str,
+    pub service_name: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub duration_ns: i64,
+    pub status_code: &'static str,
+    pub status_message: Option<String>,
+    pub is_tool_call: bool,
+    pub tool_name: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub tool_args_hash: Option<String>,
+    pub tool_convention: Option<ToolConvention>,
+    pub session_id: Option<String>,
+    pub turn_id: Option<String>,
+    pub is_agent: bool,
+    pub agent_call_id: Option<String>,
+    pub http_status: Option<i32>,
+    pub rpc_status: Option<i32>,
+    pub error_type: Option<String>,
+    pub error_class: ErrorClass,
+    pub retryable: Option<bool>,
+    pub cost_usd: Option<f64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    /// Span attributes as a JSON object, kept for the trace view.
+    pub attributes: String,
+    /// Span events as a JSON array (`[]` when there are none).
+    pub events: String,
+    /// Resource attributes as a JSON object.
+    pub resource: String,
+}
+
+impl SpanRow {
+    /// UTC day of the span's start, as days since 1970-01-01.
+    pub fn day(&self) -> i32 {
+        day_of_ns(self.start_ns)
+    }
+
+    /// The exact identity used to store a span once: trace id + span id.
+    pub fn key(&self) -> Option<SpanKey> {
+        SpanKey::from_hex(&self.trace_id, &self.span_id)
+    }
+}
+
+/// Trace id and span id as numbers: the dedup key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SpanKey {
+    pub trace: u128,
+    pub span: u64,
+}
+
+impl SpanKey {
+    pub fn from_hex(trace_id: &str, span_id: &str) -> Option<SpanKey> {
+        if trace_id.len() != 32 || span_id.len() != 16 {
+            return None;
+        }
+        Some(SpanKey {
+            trace: u128::from_str_radix(trace_id, 16).ok()?,
+            span: u64::from_str_radix(span_id, 16).ok()?,
+        })
+    }
+}
+
+pub const NANOS_PER_DAY: i64 = 86_400 * 1_000_000_000;
+
+/// UTC day number (days since the epoch) of a nanosecond timestamp.
+pub fn day_of_ns(ns: i64) -> i32 {
+    ns.div_euclid(NANOS_PER_DAY) as i32
+}
+
+/// `YYYY-MM-DD` of a day number.
+pub fn day_to_string(day: i32) -> String {
+    let date = chrono::DateTime::from_timestamp(i64::from(day) * 86_400, 0)
+        .map(|d| d.date_naive())
+        .unwrap_or_default();
+    date.format("%Y-%m-%d").to_string()
+}
+
+/// Day number of a `YYYY-MM-DD` string.
+pub fn day_from_str(s: &str) -> Option<i32> {
+    let date = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
+    i32::try_from((date - epoch).num_days()).ok()
+}
+
+/// Lowercase hex of bytes.
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_round_trip() {
+        for s in ["1970-01-01", "2026-07-29", "2026-08-05", "1969-12-31"] {
+            let d = day_from_str(s).unwrap();
+            assert_eq!(day_to_string(d), s);
+        }
+        let jul29 = day_from_str("2026-07-29").unwrap();
+        let ns = i64::from(jul29) * NANOS_PER_DAY + 3_600_000_000_000;
+        assert_eq!(day_of_ns(ns), jul29);
+    }
+
+    #[test]
+    fn classes_round_trip_and_split() {
+        for c in ErrorClass::ALL {
+            assert_eq!(ErrorClass::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorClass::Unavailable.retryable(), Some(true));
+        assert_eq!(ErrorClass::NotFound.retryable(), Some(false));
+        assert_eq!(ErrorClass::Unknown.retryable(), None);
+    }
+
+    #[test]
+    fn key_needs_exact_hex_lengths() {
+        assert!(SpanKey::from_hex(&"ab".repeat(16), &"cd".repeat(8)).is_some());
+        assert!(SpanKey::from_hex(&"ab".repeat(15), &"cd".repeat(8)).is_none());
+        assert!(SpanKey::from_hex(&"zz".repeat(16), &"cd".repeat(8)).is_none());
+    }
+}
