@@ -1,0 +1,154 @@
+//! Reading OTLP attributes: typed look-ups by key and the JSON rendering the
+//! trace view keeps.
+
+use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
+
+/// The value under `key`, if present and not empty.
+pub fn get<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a Value> {
+    attrs
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|v| v.value.as_ref())
+}
+
+/// A string attribute; numbers and booleans are rendered, empty strings are absent.
+pub fn string(attrs: &[KeyValue], key: &str) -> Option<String> {
+    match get(attrs, key)? {
+        Value::StringValue(s) if s.is_empty() => None,
+        Value::StringValue(s) => Some(s.clone()),
+        Value::IntValue(i) => Some(i.to_string()),
+        Value::DoubleValue(d) => Some(d.to_string()),
+        Value::BoolValue(b) => Some(b.to_string()),
+        other => Some(value_to_json(other)),
+    }
+}
+
+/// A string attribute borrowed, only when it really is a string.
+pub fn str_ref<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a str> {
+    match get(attrs, key)? {
+        Value::StringValue(s) if !s.is_empty() => Some(s),
+        _ => None,
+    }
+}
+
+/// An integer attribute; integral doubles and numeric strings are accepted,
+/// since exporters disagree on how to send a status code.
+pub fn int(attrs: &[KeyValue], key: &str) -> Option<i64> {
+    match get(attrs, key)? {
+        Value::IntValue(i) => Some(*i),
+        Value::DoubleValue(d) if d.fract() == 0.0 && d.is_finite() => Some(*d as i64),
+        Value::StringValue(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A float attribute; integers and numeric strings are accepted.
+pub fn float(attrs: &[KeyValue], key: &str) -> Option<f64> {
+    match get(attrs, key)? {
+        Value::DoubleValue(d) if d.is_finite() => Some(*d),
+        Value::IntValue(i) => Some(*i as f64),
+        Value::StringValue(s) => s.trim().parse().ok().filter(|d: &f64| d.is_finite()),
+        _ => None,
+    }
+}
+
+/// The first key of `keys` that holds a non-empty string.
+pub fn first_string(attrs: &[KeyValue], keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| string(attrs, k))
+}
+
+/// Attributes as one JSON object (`{}` when there are none).
+pub fn to_json(attrs: &[KeyValue]) -> String {
+    let mut out = String::with_capacity(16 + attrs.len() * 32);
+    push_object(&mut out, attrs);
+    out
+}
+
+fn push_object(out: &mut String, attrs: &[KeyValue]) {
+    out.push('{');
+    for (i, kv) in attrs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_str(out, &kv.key);
+        out.push(':');
+        match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(v) => push_value(out, v),
+            None => out.push_str("null"),
+        }
+    }
+    out.push('}');
+}
+
+/// One attribute value as JSON text.
+pub fn value_to_json(v: &Value) -> String {
+    let mut out = String::new();
+    push_value(&mut out, v);
+    out
+}
+
+fn push_value(out: &mut String, v: &Value) {
+    use std::fmt::Write;
+    match v {
+        Value::StringValue(s) => push_str(out, s),
+        Value::BoolValue(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::IntValue(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::DoubleValue(d) if d.is_finite() => {
+            let _ = write!(out, "{d}");
+        }
+        Value::DoubleValue(d) => push_str(out, &d.to_string()),
+        Value::ArrayValue(a) => {
+            out.push('[');
+            for (i, item) in a.values.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                match item.value.as_ref() {
+                    Some(v) => push_value(out, v),
+                    None => out.push_str("null"),
+                }
+            }
+            out.push(']');
+        }
+        Value::KvlistValue(kv) => push_object(out, &kv.values),
+        Value::BytesValue(b) => push_str(out, &crate::model::to_hex(b)),
+        // Only profiles use string-table references; keep the index.
+        Value::StringValueStrindex(i) => {
+            let _ = write!(out, "{i}");
+        }
+    }
+}
+
+/// A JSON string literal, escaped.
+pub fn push_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                use std::fmt::Write;
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Build a string attribute (used by tests and the JSON decoder).
+pub fn kv_string(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: Some(AnyValue {
+            value: Some(Value::StringValue(value.to_string())),
+        }),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,182 @@
+//! Error classification (detection.md §3): every span gets one `error_class`,
+//! decided by the first source that has an opinion, and keeps the raw name it
+//! was reported under.
+
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::trace::v1::{span::Event, status::StatusCode, Status};
+
+use super::attrs;
+use crate::model::ErrorClass;
+
+/// What classification found out about one span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub class: ErrorClass,
+    pub http_status: Option<i32>,
+    pub rpc_status: Option<i32>,
+    /// The raw name the failure was reported under (`error.type`, else the
+    /// exception type), so "seven names for one 429" stays visible.
+    pub error_type: Option<String>,
+}
+
+/// Attribute keys that hold a tool's result, across conventions.
+const RESULT_KEYS: &[&str] = &[
+    "gen_ai.tool.call.result",
+    "output.value",
+    "ai.toolCall.result",
+    "traceloop.entity.output",
+    "mcp.tool.result",
+];
+
+pub fn classify(attrs: &[KeyValue], status: Option<&Status>, events: &[Event]) -> Verdict {
+    let http_status = attrs::int(attrs, "http.response.status_code")
+        .or_else(|| attrs::int(attrs, "http.status_code"))
+        .and_then(|s| i32::try_from(s).ok());
+    let rpc_status =
+        attrs::int(attrs, "rpc.grpc.status_code").and_then(|s| i32::try_from(s).ok());
+    let exception = events.iter().find(|e| e.name == "exception");
+    let exception_type = exception.and_then(|e| attrs::string(&e.attributes, "exception.type"));
+    let exception_message =
+        exception.and_then(|e| attrs::string(&e.attributes, "exception.message"));
+    let declared_type = attrs::string(attrs, "error.type");
+    let is_error_status = status.is_some_and(|s| s.code == StatusCode::Error as i32);
+    // An exception event or a status message on a span that did not fail was
+    // handled; only a failed span's words count.
+    let failed = is_error_status || declared_type.is_some();
+    let error_type = declared_type.or(exception_type.clone().filter(|_| failed));
+    let status_message = status
+        .map(|s| s.message.as_str())
+        .filter(|m| !m.is_empty() && is_error_status);
+
+    let class = http_status
+        .and_then(from_http)
+        .or_else(|| rpc_status.and_then(from_grpc))
+        .or_else(|| {
+            // `error.type` often carries the status code itself ("503").
+            error_type
+                .as_deref()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+                .and_then(from_http)
+        })
+        .or_else(|| {
+            [
+                error_type.as_deref(),
+                exception_type.as_deref().filter(|_| failed),
+                exception_message.as_deref().filter(|_| failed),
+                status_message,
+            ]
+            .into_iter()
+            .flatten()
+            .find_map(from_text)
+        })
+        .or_else(|| tool_result_failed(attrs))
+        .unwrap_or(if failed {
+            ErrorClass::Unknown
+        } else {
+            ErrorClass::Ok
+        });
+
+    Verdict {
+        class,
+        http_status,
+        rpc_status,
+        error_type,
+    }
+}
+
+/// HTTP status → class; `None` for statuses that are not failures.
+pub fn from_http(status: i32) -> Option<ErrorClass> {
+    Some(match status {
+        429 => ErrorClass::RateLimited,
+        408 => ErrorClass::Timeout,
+        502..=504 => ErrorClass::Unavailable,
+        500..=599 => ErrorClass::ServerError,
+        401 | 403 => ErrorClass::Auth,
+        404 | 410 => ErrorClass::NotFound,
+        400 | 409 | 413 | 422 => ErrorClass::InvalidRequest,
+        400..=499 => ErrorClass::ClientError,
+        _ => return None,
+    })
+}
+
+/// gRPC status code → class; `None` for OK and codes the table leaves open.
+pub fn from_grpc(code: i32) -> Option<ErrorClass> {
+    Some(match code {
+        8 => ErrorClass::RateLimited,
+        14 => ErrorClass::Unavailable,
+        4 => ErrorClass::Timeout,
+        16 | 7 => ErrorClass::Auth,
+        5 => ErrorClass::NotFound,
+        3 | 9 | 11 => ErrorClass::InvalidRequest,
+        13 | 2 => ErrorClass::ServerError,
+        _ => return None,
+    })
+}
+
+/// Words in an error name or message → class.
+pub fn from_text(text: &str) -> Option<ErrorClass> {
+    let t = text.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
+    if has(&["timeout", "timed out", "deadline"]) {
+        Some(ErrorClass::Timeout)
+    } else if has(&[
+        "connection reset",
+        "connection refused",
+        "connectionreset",
+        "connectionrefused",
+        "econnreset",
+        "econnrefused",
+        "fetch failed",
+        "dns",
+        "name resolution",
+        "getaddrinfo",
+        "enotfound",
+    ]) {
+        Some(ErrorClass::Network)
+    } else if has(&["rate limit", "ratelimit", "rate_limit", "too many requests", "quota"]) {
+        Some(ErrorClass::RateLimited)
+    } else if has(&["validation", "invalid"]) {
+        Some(ErrorClass::InvalidRequest)
+    } else if has(&["moderation", "content policy", "content_policy", "safety"]) {
+        Some(ErrorClass::Policy)
+    } else {
+        None
+    }
+}
+
+/// A tool result that says it failed: `unknown`, unless a status inside decides.
+fn tool_result_failed(attrs: &[KeyValue]) -> Option<ErrorClass> {
+    let raw = RESULT_KEYS.iter().find_map(|k| attrs::str_ref(attrs, k))?;
+    let value: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let obj = value.as_object()?;
+    let flag = |k: &str, failed: bool| obj.get(k).and_then(|v| v.as_bool()) == Some(failed);
+    let error = obj.get("error").filter(|e| match e {
+        serde_json::Value::Null => false,
+        serde_json::Value::String(s) => !s.is_empty(),
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::Object(o) => !o.is_empty(),
+        _ => true,
+    });
+    if !(flag("isError", true) || flag("ok", false) || flag("success", false) || error.is_some()) {
+        return None;
+    }
+    let status_in = |o: &serde_json::Map<String, serde_json::Value>| {
+        ["status", "statusCode", "status_code", "code"]
+            .iter()
+            .filter_map(|k| o.get(*k))
+            .find_map(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
+            .and_then(|s| i32::try_from(s).ok())
+            .and_then(from_http)
+    };
+    let inner = error.and_then(|e| match e {
+        serde_json::Value::Object(o) => status_in(o).or_else(|| {
+            ["type", "message"]
+                .iter()
+                .filter_map(|k| o.get(*k)?.as_str())
+                .find_map(from_text)
+        }),
+        serde_json::Value::String(s) => from_text(s),
+        _ => None,
+    });
+    Some(inner.or_else(|| status_in(obj)).unwrap_or(ErrorClass::Unknown))
+}

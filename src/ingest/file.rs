@@ -1,0 +1,213 @@
+//! Reading OTLP files: one JSON document, JSON lines (the Collector's file
+//! exporter and Python's `otlp-json-file` exporter: one request per line),
+//! protobuf (a single request or the file exporter's 4-byte length-prefixed
+//! frames), each optionally gzip'd. A bad record is reported with its line
+//! and skipped; the rest of the file still loads.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+
+use super::json;
+
+/// How a file's content is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Json,
+    JsonLines,
+    Protobuf,
+}
+
+/// One request read from a file, or why it could not be read.
+#[derive(Debug)]
+pub struct Record {
+    /// 1-based line for JSON lines, 1-based frame for framed protobuf.
+    pub line: Option<usize>,
+    pub result: Result<ExportTraceServiceRequest, String>,
+}
+
+/// Every file below `paths` (directories walked in name order), skipping
+/// hidden files.
+pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        walk(p, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn walk(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    if meta.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| !p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')))
+            .collect();
+        entries.sort();
+        for e in entries {
+            walk(&e, out)?;
+        }
+    } else {
+        out.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+fn is_gzip(path: &Path) -> io::Result<bool> {
+    let mut magic = [0u8; 2];
+    let mut f = File::open(path)?;
+    let n = f.read(&mut magic)?;
+    Ok(n == 2 && magic == [0x1f, 0x8b])
+}
+
+/// A reader of the file's content, gzip undone.
+fn content(path: &Path) -> io::Result<Box<dyn BufRead>> {
+    let f = File::open(path)?;
+    if is_gzip(path)? {
+        Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(f))))
+    } else {
+        Ok(Box::new(BufReader::new(f)))
+    }
+}
+
+/// Guess the layout from the name and the first bytes.
+pub fn sniff(path: &Path) -> io::Result<FileKind> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    if name.ends_with(".jsonl") || name.ends_with(".ndjson") {
+        return Ok(FileKind::JsonLines);
+    }
+    if name.ends_with(".pb") || name.ends_with(".binpb") || name.ends_with(".proto") {
+        return Ok(FileKind::Protobuf);
+    }
+    let mut r = content(path)?;
+    let mut first_line = Vec::new();
+    r.by_ref().take(64 << 20).read_until(b'\n', &mut first_line)?;
+    let trimmed = first_line.trim_ascii_start();
+    if !trimmed.starts_with(b"{") {
+        return Ok(FileKind::Protobuf);
+    }
+    // A first line that is a whole JSON value means one request per line.
+    let more = !r.fill_buf()?.is_empty();
+    if more && serde_json::from_slice::<serde_json::Value>(&first_line).is_ok() {
+        Ok(FileKind::JsonLines)
+    } else {
+        Ok(FileKind::Json)
+    }
+}
+
+/// Read every request in a file, in order.
+pub fn read(path: &Path) -> io::Result<(FileKind, Vec<Record>)> {
+    let kind = sniff(path)?;
+    let records = match kind {
+        FileKind::Json => {
+            let mut buf = Vec::new();
+            content(path)?.read_to_end(&mut buf)?;
+            vec![Record {
+                line: None,
+                result: json::decode(&buf).map_err(|e| e.to_string()),
+            }]
+        }
+        FileKind::JsonLines => {
+            let mut records = Vec::new();
+            read_lines(content(path)?, 0, &mut records)?;
+            records
+        }
+        FileKind::Protobuf => {
+            let mut buf = Vec::new();
+            content(path)?.read_to_end(&mut buf)?;
+            read_protobuf(&buf)
+        }
+    };
+    Ok((kind, records))
+}
+
+/// JSON lines from `reader`, numbering from `first_line + 1`; blank lines are
+/// skipped. Returns the bytes consumed by complete lines.
+fn read_lines(mut reader: impl BufRead, first_line: usize, out: &mut Vec<Record>) -> io::Result<u64> {
+    let mut consumed = 0u64;
+    let mut line_no = first_line;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 || buf.last() != Some(&b'\n') {
+            // End of file, or a line still being written: leave it for later.
+            return Ok(consumed);
+        }
+        consumed += n as u64;
+        line_no += 1;
+        let line = buf.trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        out.push(Record {
+            line: Some(line_no),
+            result: json::decode(line).map_err(|e| e.to_string()),
+        });
+    }
+}
+
+/// The complete lines of a plain JSON-lines file after `offset`, for
+/// `--follow`: the records, and the offset and line count after them.
+pub fn read_lines_from(path: &Path, offset: u64, lines_before: usize) -> io::Result<(Vec<Record>, u64, usize)> {
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(offset))?;
+    let mut records = Vec::new();
+    let mut reader = BufReader::new(f);
+    let consumed = read_lines(&mut reader, lines_before, &mut records)?;
+    // Count the lines consumed, blank ones included, to keep numbering right.
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(offset))?;
+    let mut counted = 0usize;
+    let mut chunk = BufReader::new(f.take(consumed));
+    let mut buf = Vec::new();
+    while chunk.read_until(b'\n', &mut buf)? > 0 {
+        counted += 1;
+        buf.clear();
+    }
+    Ok((records, offset + consumed, lines_before + counted))
+}
+
+fn read_protobuf(buf: &[u8]) -> Vec<Record> {
+    // The Collector's file exporter frames each message with a 4-byte
+    // big-endian length; a bare request never starts with a zero byte.
+    if buf.first() != Some(&0) {
+        return vec![Record {
+            line: None,
+            result: ExportTraceServiceRequest::decode(buf).map_err(|e| format!("not an OTLP protobuf request: {e}")),
+        }];
+    }
+    let mut records = Vec::new();
+    let mut rest = buf;
+    let mut frame = 0;
+    while !rest.is_empty() {
+        frame += 1;
+        if rest.len() < 4 {
+            records.push(Record {
+                line: Some(frame),
+                result: Err(format!("truncated frame header ({} bytes)", rest.len())),
+            });
+            break;
+        }
+        let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        if rest.len() - 4 < len {
+            records.push(Record {
+                line: Some(frame),
+                result: Err(format!("frame says {len} bytes, {} remain", rest.len() - 4)),
+            });
+            break;
+        }
+        let body = &rest[4..4 + len];
+        records.push(Record {
+            line: Some(frame),
+            result: ExportTraceServiceRequest::decode(body).map_err(|e| format!("not an OTLP protobuf request: {e}")),
+        });
+        rest = &rest[4 + len..];
+    }
+    records
+}

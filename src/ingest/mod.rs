@@ -1,0 +1,61 @@
+//! Ingest: OTLP protobuf and JSON decoding, decompression with limits,
+//! attribute resolution, tool-call detection and error classification, from a
+//! request body or a file to span rows. Touches no disk and no network beyond
+//! reading the files it is given.
+
+pub mod attrs;
+pub mod classify;
+pub mod decode;
+mod error;
+pub mod file;
+pub mod json;
+pub mod normalize;
+pub mod toolcall;
+
+#[cfg(test)]
+mod tests;
+
+pub use decode::{Encoding, Format};
+pub use error::IngestError;
+pub use normalize::{normalize, Normalized};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+
+/// A decoded request, ready for the store: its rows and the bytes the WAL keeps.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub normalized: Normalized,
+    /// The request as OTLP protobuf: what the write-ahead log records and
+    /// recovery decodes again.
+    pub wal_payload: bytes::Bytes,
+}
+
+/// Decompress, decode and normalize one OTLP/HTTP body.
+pub fn prepare_body(
+    body: bytes::Bytes,
+    format: Format,
+    encoding: Encoding,
+    limit: usize,
+) -> Result<Prepared, IngestError> {
+    let raw = decode::decompress(body, encoding, limit)?;
+    let request = decode::decode(&raw, format)?;
+    let payload = match format {
+        Format::Protobuf => raw,
+        Format::Json => request.encode_to_vec().into(),
+    };
+    Ok(prepare_request(&request, payload))
+}
+
+/// Normalize a decoded request; `payload` must be its protobuf encoding.
+pub fn prepare_request(request: &ExportTraceServiceRequest, payload: bytes::Bytes) -> Prepared {
+    Prepared {
+        normalized: normalize(request),
+        wal_payload: payload,
+    }
+}
+
+/// Normalize a request and encode it for the WAL.
+pub fn prepare(request: &ExportTraceServiceRequest) -> Prepared {
+    prepare_request(request, request.encode_to_vec().into())
+}

@@ -1,0 +1,138 @@
+//! Which spans are tool calls and what they are called (detection.md §1),
+//! whose session they belong to and whether they open a turn (§2).
+
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+
+use super::attrs;
+use crate::model::ToolConvention;
+
+/// A span recognised as a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub name: String,
+    pub call_id: Option<String>,
+    /// Hash of the canonical JSON of the arguments, when they were recorded.
+    pub args_hash: Option<String>,
+    pub convention: ToolConvention,
+}
+
+const SESSION_KEYS: &[&str] = &[
+    "session.id",
+    "gen_ai.conversation.id",
+    "gen_ai.session.id",
+    "langfuse.session.id",
+    "traceloop.association.properties.session_id",
+];
+
+/// The tool call a span describes, if any; the first convention that marks
+/// it wins (GenAI, OpenInference, OpenLLMetry, Vercel AI SDK, bare
+/// `gen_ai.tool.name` / `tool.name`, MCP `tools/call`).
+pub fn detect(span_name: &str, attrs: &[KeyValue]) -> Option<ToolCall> {
+    let is = |key: &str, value: &str| attrs::str_ref(attrs, key) == Some(value);
+    let s = |key: &str| attrs::string(attrs, key);
+    let (convention, name, call_id, args) = if is("gen_ai.operation.name", "execute_tool") {
+        (
+            ToolConvention::GenAi,
+            s("gen_ai.tool.name"),
+            s("gen_ai.tool.call.id"),
+            attrs::str_ref(attrs, "gen_ai.tool.call.arguments"),
+        )
+    } else if is("openinference.span.kind", "TOOL") {
+        (
+            ToolConvention::OpenInference,
+            s("tool.name"),
+            s("tool_call.id"),
+            attrs::str_ref(attrs, "tool.parameters")
+                .or_else(|| attrs::str_ref(attrs, "input.value")),
+        )
+    } else if is("traceloop.span.kind", "tool") {
+        (
+            ToolConvention::OpenLlmetry,
+            s("traceloop.entity.name"),
+            None,
+            attrs::str_ref(attrs, "traceloop.entity.input"),
+        )
+    } else if let Some(name) = s("ai.toolCall.name") {
+        (
+            ToolConvention::VercelAi,
+            Some(name),
+            s("ai.toolCall.id"),
+            attrs::str_ref(attrs, "ai.toolCall.args"),
+        )
+    } else if is("mcp.method.name", "tools/call") {
+        (
+            ToolConvention::Mcp,
+            s("gen_ai.tool.name").or_else(|| s("mcp.tool.name")),
+            s("gen_ai.tool.call.id").or_else(|| s("jsonrpc.request.id")),
+            attrs::str_ref(attrs, "gen_ai.tool.call.arguments"),
+        )
+    } else if let Some(name) = s("gen_ai.tool.name").or_else(|| s("tool.name")) {
+        (ToolConvention::Fallback, Some(name), None, None)
+    } else {
+        return None;
+    };
+    let name = name.unwrap_or_else(|| name_from_span(span_name, convention));
+    Some(ToolCall {
+        name,
+        call_id,
+        args_hash: args.map(args_hash),
+        convention,
+    })
+}
+
+/// The tool name when no attribute gave one: the span name, less the
+/// `execute_tool ` (or MCP `tools/call `) prefix the conventions put there.
+fn name_from_span(span_name: &str, convention: ToolConvention) -> String {
+    let prefix = match convention {
+        ToolConvention::Mcp => "tools/call ",
+        _ => "execute_tool ",
+    };
+    span_name
+        .strip_prefix(prefix)
+        .unwrap_or(span_name)
+        .trim()
+        .to_string()
+}
+
+/// Hash of the arguments' canonical JSON (keys sorted, no whitespace); text
+/// that is not JSON is hashed as it is.
+pub fn args_hash(raw: &str) -> String {
+    let canonical = serde_json::from_str::<serde_json::Value>(raw)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| raw.to_string());
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(canonical.as_bytes()))
+}
+
+/// The session a span belongs to: the span's own attributes first, then the resource's.
+pub fn session_id(attrs: &[KeyValue], resource: &[KeyValue]) -> Option<String> {
+    attrs::first_string(attrs, SESSION_KEYS).or_else(|| attrs::first_string(resource, SESSION_KEYS))
+}
+
+/// True for the spans that open a turn: `invoke_agent` or an OpenInference AGENT.
+pub fn is_agent(attrs: &[KeyValue]) -> bool {
+    attrs::str_ref(attrs, "gen_ai.operation.name") == Some("invoke_agent")
+        || attrs::str_ref(attrs, "openinference.span.kind") == Some("AGENT")
+}
+
+/// Usage figures the gen_ai and OpenInference conventions carry.
+pub fn cost_usd(attrs: &[KeyValue]) -> Option<f64> {
+    ["gen_ai.usage.cost", "gen_ai.usage.cost_usd", "llm.cost.total", "llm.usage.cost"]
+        .iter()
+        .find_map(|k| attrs::float(attrs, k))
+}
+
+pub fn input_tokens(attrs: &[KeyValue]) -> Option<i64> {
+    ["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"]
+        .iter()
+        .find_map(|k| attrs::int(attrs, k))
+}
+
+pub fn output_tokens(attrs: &[KeyValue]) -> Option<i64> {
+    [
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.completion_tokens",
+        "llm.token_count.completion",
+    ]
+    .iter()
+    .find_map(|k| attrs::int(attrs, k))
+}
