@@ -1,0 +1,34 @@
+-- tool_daily: per tool, service and UTC day, the numbers every later read
+-- starts from (the error-rate baseline, the dashboard's daily chart).
+-- Input table `spans`: the day's tool-call rows (MCP spans that duplicate a
+-- GenAI span of the same call already removed) with a `day` column
+-- ('YYYY-MM-DD'). Run by store::rollup through polars SQL; runs unchanged on
+-- DuckDB over the Parquet parts.
+SELECT
+    tool_name,
+    service_name,
+    day,
+    COUNT(*) AS calls,
+    SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS errors,
+    CAST(SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS DOUBLE) / COUNT(*) AS error_rate,
+    SUM(CASE WHEN retryable = TRUE THEN 1 ELSE 0 END) AS retryable_errors,
+    SUM(CASE WHEN retryable = FALSE THEN 1 ELSE 0 END) AS deterministic_errors,
+    SUM(CASE WHEN error_class = 'rate_limited' THEN 1 ELSE 0 END) AS rate_limited,
+    SUM(CASE WHEN error_class = 'unavailable' THEN 1 ELSE 0 END) AS unavailable,
+    SUM(CASE WHEN error_class = 'timeout' THEN 1 ELSE 0 END) AS timeout,
+    SUM(CASE WHEN error_class = 'network' THEN 1 ELSE 0 END) AS network,
+    SUM(CASE WHEN error_class = 'server_error' THEN 1 ELSE 0 END) AS server_error,
+    SUM(CASE WHEN error_class = 'auth' THEN 1 ELSE 0 END) AS auth,
+    SUM(CASE WHEN error_class = 'not_found' THEN 1 ELSE 0 END) AS not_found,
+    SUM(CASE WHEN error_class = 'invalid_request' THEN 1 ELSE 0 END) AS invalid_request,
+    SUM(CASE WHEN error_class = 'client_error' THEN 1 ELSE 0 END) AS client_error,
+    SUM(CASE WHEN error_class = 'policy' THEN 1 ELSE 0 END) AS policy,
+    SUM(CASE WHEN error_class = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+    SUM(duration_ns) AS duration_sum_ns,
+    QUANTILE_CONT(duration_ns, 0.5) AS p50_ns,
+    QUANTILE_CONT(duration_ns, 0.95) AS p95_ns,
+    MAX(duration_ns) AS max_ns,
+    SUM(cost_usd) AS cost_usd
+FROM spans
+GROUP BY tool_name, service_name, day
+ORDER BY day, tool_name, service_name

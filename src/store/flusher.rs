@@ -1,0 +1,228 @@
+//! The flusher thread: writes frozen memtables to Parquet parts and commits
+//! them (which lets the WAL segments they cover go), then keeps the files in
+//! shape: compaction of small parts, the rollup of changed days, retention.
+//! A failed flush keeps its WAL segments and is retried with backoff.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use polars::prelude::*;
+
+use super::commit::{self, Intent};
+use super::memtable::Frozen;
+use super::{frame, parquet, rollup, Shared, StoreError};
+use crate::model::{day_to_string, SpanKey, NANOS_PER_DAY};
+
+/// A table to write, and who waits for it.
+pub struct Job {
+    pub frozen: Arc<Frozen>,
+    pub waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+}
+
+const RETRY_BASE: Duration = Duration::from_millis(200);
+const RETRY_CAP: Duration = Duration::from_secs(30);
+/// How long a flush that waits for a caller keeps retrying before it reports failure.
+const WAITED_RETRY_BUDGET: Duration = Duration::from_secs(20);
+
+pub fn run(shared: Arc<Shared>, jobs: Receiver<Job>) {
+    let mut dirty: BTreeSet<i32> = rollup_dirty(&shared);
+    let mut last_rollup = Instant::now();
+    let mut last_retention: Option<Instant> = None;
+    loop {
+        let job = match jobs.recv_timeout(Duration::from_millis(500)) {
+            Ok(job) => Some(job),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => {
+                refresh_rollups(&shared, &mut dirty);
+                return;
+            }
+        };
+        if let Some(job) = job {
+            let days: Vec<i32> = job.frozen.table.days.keys().copied().collect();
+            let result = flush_with_retry(&shared, &job);
+            let ok = result.is_ok();
+            if ok {
+                dirty.extend(days.iter().copied());
+                compact_days(&shared, &days);
+            }
+            // Waiters asked for everything to be readable: rollups included.
+            if !job.waiters.is_empty() && ok {
+                refresh_rollups(&shared, &mut dirty);
+                last_rollup = Instant::now();
+            }
+            // Only now may dedup forget the frozen rows: they are in parts,
+            // or (after a failure) still in the WAL for the next open.
+            *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            shared.flusher_idle.notify_all();
+            for w in job.waiters {
+                let _ = w.send(result.clone());
+            }
+        }
+        if !dirty.is_empty() && last_rollup.elapsed() >= shared.opts.rollup_interval {
+            refresh_rollups(&shared, &mut dirty);
+            last_rollup = Instant::now();
+        }
+        if last_retention.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
+            last_retention = Some(Instant::now());
+            if let Err(e) = apply_retention(&shared, &mut dirty) {
+                tracing::error!(error = %e, "retention pass failed; will try again in an hour");
+            }
+        }
+    }
+}
+
+/// Days whose rollup rows are stale, as recorded on disk (they survive a crash).
+fn rollup_dirty(shared: &Shared) -> BTreeSet<i32> {
+    rollup::dirty(&shared.layout).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "could not read the dirty rollup days; refreshing every day");
+        shared.layout.days().unwrap_or_default().into_iter().collect()
+    })
+}
+
+fn refresh_rollups(shared: &Shared, dirty: &mut BTreeSet<i32>) {
+    if dirty.is_empty() {
+        return;
+    }
+    let days: Vec<i32> = dirty.iter().copied().collect();
+    match rollup::refresh(&shared.layout, &days) {
+        Ok(()) => dirty.clear(),
+        Err(e) => tracing::error!(error = %e, days = days.len(), "rollup refresh failed; will retry"),
+    }
+}
+
+fn flush_with_retry(shared: &Shared, job: &Job) -> Result<(), StoreError> {
+    let started = Instant::now();
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        match flush(shared, &job.frozen) {
+            Ok(()) => {
+                shared.stats.flushes.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            Err(e) => {
+                shared.stats.flush_failures.fetch_add(1, Ordering::Relaxed);
+                let waited = started.elapsed();
+                if !job.waiters.is_empty() && waited >= WAITED_RETRY_BUDGET {
+                    tracing::error!(error = %e, attempts = attempt, waited_ms = waited.as_millis() as u64, "giving up on this flush; its spans stay in the WAL and are flushed after the next start");
+                    return Err(e);
+                }
+                let delay = crate::retry::full_jitter(RETRY_BASE, RETRY_CAP, attempt);
+                tracing::warn!(error = %e, attempt, retry_in_ms = delay.as_millis() as u64, "flush to Parquet failed; the WAL keeps the spans, retrying");
+                std::thread::sleep(delay);
+            }
+        }
+    }
+}
+
+/// Write one part per day, then commit them with the WAL segments they cover.
+fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
+    let layout = &shared.layout;
+    let mut intent = Intent {
+        wal_upto: Some(frozen.wal_upto),
+        rollup_days: frozen.table.days.keys().copied().collect(),
+        ..Intent::default()
+    };
+    let written = (|| {
+        for (day, rows) in &frozen.table.days {
+            let refs: Vec<_> = rows.iter().collect();
+            let mut df = frame::rows_to_frame(&refs).map_err(|e| StoreError::data("building a part", e))?;
+            let tag = format!("{:016}", frozen.wal_upto);
+            intent.renames.push(parquet::write_tmp_part(layout, *day, &tag, &mut df)?);
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        for (tmp, _) in &intent.renames {
+            let _ = fs::remove_file(layout.absolute(tmp));
+        }
+        return Err(e);
+    }
+    commit::commit(layout, &intent)
+}
+
+/// Merge each day's small parts once there are `compact_parts` of them.
+fn compact_days(shared: &Shared, days: &[i32]) {
+    for &day in days {
+        match compact_day(shared, day) {
+            Ok(true) => {
+                shared.stats.compactions.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(day = %day_to_string(day), error = %e, "compaction failed; the parts stay as they are"),
+        }
+    }
+}
+
+fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
+    let layout = &shared.layout;
+    let small: Vec<_> = layout
+        .parts(day)?
+        .into_iter()
+        .filter(|p| fs::metadata(p).is_ok_and(|m| m.len() < shared.opts.compact_small_bytes))
+        .collect();
+    if small.len() < shared.opts.compact_parts.max(2) {
+        return Ok(false);
+    }
+    let context = || format!("compacting {}", day_to_string(day));
+    let df = parquet::scan(&small)
+        .and_then(|lf| lf.collect())
+        .map_err(|e| StoreError::data(context(), e))?;
+    let mut df = dedup(df)
+        .and_then(|df| df.sort(["start_ns"], SortMultipleOptions::default()))
+        .map_err(|e| StoreError::data(context(), e))?;
+    let last = small.last().and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let tag = format!("{}-c", last.trim_start_matches("part-"));
+    let rename = parquet::write_tmp_part(layout, day, &tag, &mut df)?;
+    let intent = Intent {
+        deletes: small.iter().map(|p| layout.relative(p)).collect(),
+        renames: vec![rename],
+        ..Intent::default()
+    };
+    commit::commit(layout, &intent)?;
+    tracing::debug!(day = %day_to_string(day), parts = small.len(), rows = df.height(), "compacted");
+    Ok(true)
+}
+
+/// Keep the first row of each (trace id, span id).
+pub fn dedup(df: DataFrame) -> PolarsResult<DataFrame> {
+    let mut seen = std::collections::HashSet::<SpanKey>::new();
+    let mask: BooleanChunked = frame::keys(&df)?
+        .into_iter()
+        .map(|k| k.is_none_or(|k| seen.insert(k)))
+        .collect();
+    if mask.all() {
+        return Ok(df);
+    }
+    df.filter(&mask)
+}
+
+/// Delete the days older than the retention window.
+fn apply_retention(shared: &Shared, dirty: &mut BTreeSet<i32>) -> Result<(), StoreError> {
+    let Some(keep) = shared.opts.retention_days else {
+        return Ok(());
+    };
+    let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    let today = now_ns.div_euclid(NANOS_PER_DAY) as i32;
+    let oldest_kept = today - keep as i32;
+    let layout = &shared.layout;
+    let old: Vec<i32> = layout.days()?.into_iter().filter(|d| *d < oldest_kept).collect();
+    if old.is_empty() {
+        return Ok(());
+    }
+    let mut intent = Intent {
+        rollup_days: old.clone(),
+        ..Intent::default()
+    };
+    for &day in &old {
+        intent.deletes.extend(layout.parts(day)?.iter().map(|p| layout.relative(p)));
+    }
+    commit::commit(layout, &intent)?;
+    dirty.extend(old.iter().copied());
+    tracing::info!(days = old.len(), oldest = %day_to_string(old[0]), "retention removed old days");
+    Ok(())
+}

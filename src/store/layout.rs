@@ -1,0 +1,104 @@
+//! Where everything lives under the data directory, and listing what is there.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::StoreError;
+use crate::model::{day_from_str, day_to_string};
+
+/// The data directory's layout (DESIGN.md, "Storage layout").
+#[derive(Debug, Clone)]
+pub struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    pub fn new(root: impl Into<PathBuf>) -> Layout {
+        Layout { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn wal_dir(&self) -> PathBuf {
+        self.root.join("wal")
+    }
+    pub fn spans_dir(&self) -> PathBuf {
+        self.root.join("spans")
+    }
+    pub fn day_dir(&self, day: i32) -> PathBuf {
+        self.spans_dir().join(format!("date={}", day_to_string(day)))
+    }
+    pub fn rollups_dir(&self) -> PathBuf {
+        self.root.join("rollups")
+    }
+    pub fn tool_daily(&self) -> PathBuf {
+        self.rollups_dir().join("tool_daily.parquet")
+    }
+    pub fn intent(&self) -> PathBuf {
+        self.root.join("commit-intent.json")
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.root.join(".lock")
+    }
+    pub fn state_db(&self) -> PathBuf {
+        self.root.join("state.sqlite")
+    }
+
+    /// Create the directories a writable store needs.
+    pub fn create(&self) -> Result<(), StoreError> {
+        for d in [self.root.clone(), self.wal_dir(), self.spans_dir(), self.rollups_dir()] {
+            fs::create_dir_all(&d).map_err(|e| StoreError::io(format!("creating {}", d.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// Days with a partition directory, in order.
+    pub fn days(&self) -> Result<Vec<i32>, StoreError> {
+        let dir = self.spans_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io(format!("listing {}", dir.display()), e)),
+        };
+        let mut days: Vec<i32> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                day_from_str(name.to_str()?.strip_prefix("date=")?)
+            })
+            .collect();
+        days.sort_unstable();
+        Ok(days)
+    }
+
+    /// The committed Parquet parts of a day, in name order.
+    pub fn parts(&self, day: i32) -> Result<Vec<PathBuf>, StoreError> {
+        let dir = self.day_dir(day);
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io(format!("listing {}", dir.display()), e)),
+        };
+        let mut parts: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("part-") && n.ends_with(".parquet"))
+            })
+            .collect();
+        parts.sort();
+        Ok(parts)
+    }
+
+    /// A path relative to the root, as intents record it.
+    pub fn relative(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root).unwrap_or(path).to_string_lossy().into_owned()
+    }
+
+    pub fn absolute(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+}

@@ -1,0 +1,109 @@
+//! Acknowledged rows not yet in Parquet, by day, and the set of span keys
+//! already stored (so a redelivered span is stored once).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::model::{SpanKey, SpanRow};
+
+/// Rows waiting for the next flush.
+#[derive(Default)]
+pub struct Memtable {
+    pub days: BTreeMap<i32, Vec<SpanRow>>,
+    pub rows: usize,
+    pub bytes: usize,
+}
+
+/// A rough size of a row in memory, for the flush and memory bounds.
+pub fn row_bytes(r: &SpanRow) -> usize {
+    std::mem::size_of::<SpanRow>()
+        + r.trace_id.len()
+        + r.span_id.len()
+        + r.name.len()
+        + r.service_name.len()
+        + r.attributes.len()
+        + r.events.len()
+        + r.resource.len()
+        + r.tool_name.as_ref().map_or(0, String::len)
+        + r.session_id.as_ref().map_or(0, String::len)
+        + r.status_message.as_ref().map_or(0, String::len)
+        + 96
+}
+
+impl Memtable {
+    pub fn push(&mut self, row: SpanRow) {
+        self.rows += 1;
+        self.bytes += row_bytes(&row);
+        self.days.entry(row.day()).or_default().push(row);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    pub fn take(&mut self) -> Memtable {
+        std::mem::take(self)
+    }
+}
+
+/// A memtable handed to the flusher: its rows stay visible to dedup until
+/// their parts are committed.
+pub struct Frozen {
+    pub table: Memtable,
+    /// WAL segments whose records are all in this table or already in Parquet.
+    pub wal_upto: u64,
+}
+
+/// Span keys already stored, per day, loaded lazily from the day's parts the
+/// first time a row of that day arrives, and bounded by a number of days.
+pub struct Seen {
+    days: HashMap<i32, HashSet<SpanKey>>,
+    order: Vec<i32>,
+    max_days: usize,
+}
+
+impl Seen {
+    pub fn new(max_days: usize) -> Seen {
+        Seen {
+            days: HashMap::new(),
+            order: Vec::new(),
+            max_days: max_days.max(1),
+        }
+    }
+
+    pub fn is_loaded(&self, day: i32) -> bool {
+        self.days.contains_key(&day)
+    }
+
+    /// Install the keys of a day (from its parts, the frozen table and the memtable).
+    pub fn load(&mut self, day: i32, keys: HashSet<SpanKey>) {
+        while self.order.len() >= self.max_days {
+            let evict = self.order.remove(0);
+            self.days.remove(&evict);
+        }
+        self.order.push(day);
+        self.days.insert(day, keys);
+    }
+
+    /// Record a key; false when it was already stored.
+    pub fn insert(&mut self, day: i32, key: SpanKey) -> bool {
+        if let Some(pos) = self.order.iter().position(|d| *d == day) {
+            if pos + 1 != self.order.len() {
+                let d = self.order.remove(pos);
+                self.order.push(d);
+            }
+        }
+        self.days.entry(day).or_default().insert(key)
+    }
+}
+
+/// Keys of one day held in memory (memtable and frozen table).
+pub fn memory_keys(day: i32, table: &Memtable, frozen: Option<&Arc<Frozen>>) -> HashSet<SpanKey> {
+    let rows = table
+        .days
+        .get(&day)
+        .into_iter()
+        .flatten()
+        .chain(frozen.and_then(|f| f.table.days.get(&day)).into_iter().flatten());
+    rows.filter_map(SpanRow::key).collect()
+}

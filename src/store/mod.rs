@@ -1,0 +1,314 @@
+//! The embedded store: a write-ahead log with group commit (a span is
+//! acknowledged only once it is fsynced), Parquet parts under
+//! `spans/date=YYYY-MM-DD/` written from the log by a background flusher,
+//! compaction of small parts, retention, the per-tool daily rollup, and
+//! readers that hand out polars `LazyFrame`s. Knows nothing of detectors.
+//!
+//! Threads: one writer owns the WAL and the memtable; one flusher turns
+//! frozen memtables into Parquet and runs compaction, rollups and retention.
+//! Both are plain OS threads, so polars work never lands on async workers.
+
+mod commit;
+mod error;
+pub mod frame;
+mod flusher;
+pub mod layout;
+mod memtable;
+pub mod parquet;
+pub mod read;
+pub mod rollup;
+pub mod wal;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub use error::StoreError;
+pub use layout::Layout;
+pub use read::Reader;
+
+use crate::ingest::Prepared;
+use memtable::Frozen;
+
+/// Tuning of the write path; the defaults suit one machine and a few
+/// hundred thousand spans a second.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Flush the memtable to Parquet at least this often when it holds rows.
+    pub flush_interval: Duration,
+    /// ... or once it holds this many rows,
+    pub flush_rows: usize,
+    /// ... or this many bytes.
+    pub flush_bytes: usize,
+    /// Requests waiting for the WAL beyond this many bytes are refused
+    /// (HTTP 429 with Retry-After): the bound on queued memory.
+    pub max_pending_bytes: usize,
+    /// Memtable plus the table being flushed; past it the writer waits for
+    /// the flusher, the queue fills and requests are refused.
+    pub max_memory_bytes: usize,
+    /// Merge a day's small parts once it has this many.
+    pub compact_parts: usize,
+    /// A part below this size counts as small.
+    pub compact_small_bytes: u64,
+    /// Delete days older than this many days (`None`: keep everything).
+    pub retention_days: Option<u32>,
+    /// Days of stored span keys held for dedup.
+    pub dedup_days: usize,
+    /// Refresh the rollup of days changed by flushes this often.
+    pub rollup_interval: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            flush_interval: Duration::from_secs(10),
+            flush_rows: 250_000,
+            flush_bytes: 192 << 20,
+            max_pending_bytes: 256 << 20,
+            max_memory_bytes: 768 << 20,
+            compact_parts: 8,
+            compact_small_bytes: 32 << 20,
+            retention_days: None,
+            dedup_days: 8,
+            rollup_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What the store did with an acknowledged request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ack {
+    /// Spans stored for the first time.
+    pub stored: usize,
+    /// Spans already stored (a redelivery), dropped.
+    pub duplicates: usize,
+}
+
+/// Counters for `/metrics` and the logs.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub spans_stored: AtomicU64,
+    pub spans_duplicate: AtomicU64,
+    pub requests_refused: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub wal_sync_nanos: AtomicU64,
+    pub wal_failures: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_failures: AtomicU64,
+    pub compactions: AtomicU64,
+    pub memtable_rows: AtomicUsize,
+    pub pending_bytes: AtomicUsize,
+}
+
+/// What recovery found on open.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Recovery {
+    pub finished_commit: bool,
+    pub segments: usize,
+    pub records: usize,
+    pub spans: usize,
+    pub torn_tails: usize,
+}
+
+struct Shared {
+    layout: Layout,
+    opts: StoreOptions,
+    stats: Stats,
+    frozen: Mutex<Option<Arc<Frozen>>>,
+    flusher_idle: Condvar,
+}
+
+enum Cmd {
+    Submit(Submission),
+    Flush(tokio::sync::oneshot::Sender<Result<(), StoreError>>),
+    Shutdown,
+}
+
+struct Submission {
+    payload: bytes::Bytes,
+    rows: Vec<crate::model::SpanRow>,
+    bytes: usize,
+    reply: tokio::sync::oneshot::Sender<Result<Ack, StoreError>>,
+}
+
+/// A pending acknowledgement: await it, or `wait` from a plain thread.
+pub struct PendingAck(tokio::sync::oneshot::Receiver<Result<Ack, StoreError>>);
+
+impl PendingAck {
+    pub async fn done(self) -> Result<Ack, StoreError> {
+        self.0.await.unwrap_or(Err(StoreError::Closed))
+    }
+
+    pub fn wait(self) -> Result<Ack, StoreError> {
+        self.0.blocking_recv().unwrap_or(Err(StoreError::Closed))
+    }
+}
+
+/// The open, writable store. One process holds a data directory at a time.
+pub struct Store {
+    shared: Arc<Shared>,
+    tx: Mutex<Option<mpsc::Sender<Cmd>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    recovery: Recovery,
+    _lock: File,
+}
+
+impl Store {
+    /// Open (creating if needed) the store in `dir`: take the lock, finish
+    /// an interrupted commit, replay the WAL, start the writer and flusher.
+    pub fn open(dir: &Path, opts: StoreOptions) -> Result<Store, StoreError> {
+        let layout = Layout::new(dir);
+        layout.create()?;
+        let lock_path = layout.lock();
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::io(format!("opening {}", lock_path.display()), e))?;
+        if lock.try_lock().is_err() {
+            return Err(StoreError::Locked {
+                dir: dir.display().to_string(),
+                lock: lock_path.display().to_string(),
+            });
+        }
+        let shared = Arc::new(Shared {
+            layout,
+            opts,
+            stats: Stats::default(),
+            frozen: Mutex::new(None),
+            flusher_idle: Condvar::new(),
+        });
+        let (state, recovery) = writer::recover(&shared)?;
+        let (tx, rx) = mpsc::channel();
+        let (job_tx, job_rx) = mpsc::channel();
+        let w = Arc::clone(&shared);
+        let writer = std::thread::Builder::new()
+            .name("stormwatch-wal".into())
+            .spawn(move || writer::run(w, state, rx, job_tx))
+            .map_err(|e| StoreError::io("starting the WAL writer thread", e))?;
+        let f = Arc::clone(&shared);
+        let flusher = std::thread::Builder::new()
+            .name("stormwatch-flush".into())
+            .spawn(move || flusher::run(f, job_rx))
+            .map_err(|e| StoreError::io("starting the flusher thread", e))?;
+        if recovery != Recovery::default() {
+            tracing::info!(
+                finished_commit = recovery.finished_commit,
+                segments = recovery.segments,
+                records = recovery.records,
+                spans = recovery.spans,
+                torn_tails = recovery.torn_tails,
+                "recovered the write-ahead log"
+            );
+        }
+        Ok(Store {
+            shared,
+            tx: Mutex::new(Some(tx)),
+            threads: Mutex::new(vec![writer, flusher]),
+            recovery,
+            _lock: lock,
+        })
+    }
+
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.shared.layout
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.shared.stats
+    }
+
+    pub fn reader(&self) -> Reader {
+        Reader::new(self.shared.layout.clone())
+    }
+
+    fn send(&self, cmd: Cmd) -> Result<(), StoreError> {
+        let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        guard.as_ref().ok_or(StoreError::Closed)?.send(cmd).map_err(|_| StoreError::Closed)
+    }
+
+    /// Queue a prepared request for the WAL. Refused at once with
+    /// `Overloaded` when the queue is full; otherwise the returned ack
+    /// resolves once the request is fsynced (or failed).
+    pub fn submit(&self, prepared: Prepared) -> Result<PendingAck, StoreError> {
+        let rows = prepared.normalized.rows;
+        let bytes = prepared.wal_payload.len() + rows.iter().map(memtable::row_bytes).sum::<usize>();
+        let pending = &self.shared.stats.pending_bytes;
+        let before = pending.fetch_add(bytes, Ordering::AcqRel);
+        if before > 0 && before + bytes > self.shared.opts.max_pending_bytes {
+            pending.fetch_sub(bytes, Ordering::AcqRel);
+            self.shared.stats.requests_refused.fetch_add(1, Ordering::Relaxed);
+            return Err(StoreError::Overloaded {
+                pending_bytes: before,
+                retry_after_secs: 1,
+            });
+        }
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        let sent = self.send(Cmd::Submit(Submission {
+            payload: prepared.wal_payload,
+            rows,
+            bytes,
+            reply,
+        }));
+        if let Err(e) = sent {
+            pending.fetch_sub(bytes, Ordering::AcqRel);
+            return Err(e);
+        }
+        Ok(PendingAck(rx))
+    }
+
+    /// Write everything acknowledged so far to Parquet and refresh the
+    /// rollups; returns once it is committed.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Cmd::Flush(tx))?;
+        rx.blocking_recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// `flush` for async callers: the wait runs on a blocking thread.
+    pub async fn flush_async(self: &Arc<Self>) -> Result<(), StoreError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Cmd::Flush(tx))?;
+        rx.await.unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// Flush, stop the threads, release the lock. What cannot be flushed
+    /// stays in the WAL for the next open.
+    pub fn close(&self) -> Result<(), StoreError> {
+        let flushed = self.flush();
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = tx.send(Cmd::Shutdown);
+        }
+        for t in self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            let _ = t.join();
+        }
+        match flushed {
+            Err(StoreError::Closed) => Ok(()),
+            other => other,
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = tx.send(Cmd::Shutdown);
+        }
+        for t in self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            let _ = t.join();
+        }
+    }
+}

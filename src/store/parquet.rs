@@ -1,0 +1,57 @@
+//! Parquet parts: writing a frame under a temporary name, durably, and
+//! scanning parts back as a `LazyFrame`.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+
+use super::layout::Layout;
+use super::StoreError;
+use crate::model::SpanKey;
+
+/// Write `df` as a new part of `day` under a temporary name; returns the
+/// (temporary, final) paths relative to the data directory, for an intent.
+pub fn write_tmp_part(layout: &Layout, day: i32, tag: &str, df: &mut DataFrame) -> Result<(String, String), StoreError> {
+    let dir = layout.day_dir(day);
+    fs::create_dir_all(&dir).map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
+    let final_path = dir.join(format!("part-{tag}.parquet"));
+    let tmp = dir.join(format!(".part-{tag}.parquet.tmp"));
+    write_file(&tmp, df)?;
+    Ok((layout.relative(&tmp), layout.relative(&final_path)))
+}
+
+/// Write a frame to `path` (zstd, statistics on) and fsync it.
+pub fn write_file(path: &Path, df: &mut DataFrame) -> Result<(), StoreError> {
+    let context = || format!("writing {}", path.display());
+    crate::faults::check("parquet_write").map_err(|e| StoreError::io(context(), e))?;
+    let file = File::create(path).map_err(|e| StoreError::io(context(), e))?;
+    ParquetWriter::new(&file)
+        .with_compression(ParquetCompression::Zstd(None))
+        .finish(df)
+        .map_err(|e| StoreError::io(context(), e))?;
+    file.sync_all().map_err(|e| StoreError::io(context(), e))
+}
+
+/// A lazy scan over parts (which must exist and share the span schema).
+pub fn scan(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
+    let paths: Vec<PlRefPath> = paths
+        .iter()
+        .map(|p| PlRefPath::try_from_path(p))
+        .collect::<PolarsResult<_>>()?;
+    let args = ScanArgsParquet {
+        // Part names encode nothing a scan needs; never treat them as globs.
+        glob: false,
+        ..Default::default()
+    };
+    LazyFrame::scan_parquet_files(paths.into(), args)
+}
+
+/// The dedup keys stored in a set of parts.
+pub fn read_keys(paths: &[PathBuf]) -> PolarsResult<Vec<SpanKey>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let df = scan(paths)?.select([col("trace_id"), col("span_id")]).collect()?;
+    Ok(super::frame::keys(&df)?.into_iter().flatten().collect())
+}

@@ -1,0 +1,186 @@
+//! The write-ahead log: numbered segment files of length- and
+//! CRC-framed records, each record one acknowledged request as OTLP protobuf.
+//! A batch of records is written and fsynced together (group commit); a
+//! segment is deleted only once a committed flush covers it.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::StoreError;
+
+const HEADER: usize = 8;
+/// A record larger than this is corrupt, not real (the body cap is far lower).
+const MAX_RECORD: usize = 1 << 30;
+
+/// The open log: the segment being appended to.
+pub struct Wal {
+    dir: PathBuf,
+    seq: u64,
+    file: File,
+    len: u64,
+}
+
+/// A segment's records as read back on recovery.
+pub struct Segment {
+    pub seq: u64,
+    pub records: Vec<Vec<u8>>,
+    /// Set when the tail was torn (a crash mid-write) and cut off.
+    pub torn_at: Option<u64>,
+}
+
+pub fn segment_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("wal-{seq:016}.log"))
+}
+
+/// Sequence numbers of the segments present, in order.
+pub fn list(dir: &Path) -> Result<Vec<u64>, StoreError> {
+    let mut seqs = Vec::new();
+    let entries = fs::read_dir(dir).map_err(|e| StoreError::io(format!("listing {}", dir.display()), e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if let Some(n) = name.strip_prefix("wal-").and_then(|n| n.strip_suffix(".log")) {
+            if let Ok(seq) = n.parse() {
+                seqs.push(seq);
+            }
+        }
+    }
+    seqs.sort_unstable();
+    Ok(seqs)
+}
+
+/// Read one segment; a torn tail (short or failing its CRC) is cut off the file.
+pub fn read_segment(dir: &Path, seq: u64) -> Result<Segment, StoreError> {
+    let path = segment_path(dir, seq);
+    let mut buf = Vec::new();
+    File::open(&path)
+        .and_then(|mut f| f.read_to_end(&mut buf))
+        .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?;
+    let mut records = Vec::new();
+    let mut pos = 0usize;
+    let mut torn_at = None;
+    while pos < buf.len() {
+        let Some(header) = buf.get(pos..pos + HEADER) else {
+            torn_at = Some(pos as u64);
+            break;
+        };
+        let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
+        let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+        let body = buf.get(pos + HEADER..pos + HEADER + len);
+        match body {
+            Some(body) if len <= MAX_RECORD && crc32fast::hash(body) == crc => {
+                records.push(body.to_vec());
+                pos += HEADER + len;
+            }
+            _ => {
+                torn_at = Some(pos as u64);
+                break;
+            }
+        }
+    }
+    if let Some(at) = torn_at {
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|f| {
+                f.set_len(at)?;
+                f.sync_all()
+            })
+            .map_err(|e| StoreError::io(format!("cutting the torn tail of {}", path.display()), e))?;
+    }
+    Ok(Segment { seq, records, torn_at })
+}
+
+impl Wal {
+    /// Start a new segment after the highest one present.
+    pub fn create(dir: &Path, after: u64) -> Result<Wal, StoreError> {
+        let seq = after + 1;
+        let path = segment_path(dir, seq);
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| StoreError::io(format!("creating {}", path.display()), e))?;
+        sync_dir(dir)?;
+        Ok(Wal {
+            dir: dir.to_path_buf(),
+            seq,
+            file,
+            len: 0,
+        })
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Append records and fsync them: after `Ok`, they survive a crash.
+    /// On failure the segment is cut back to where the batch began, so a
+    /// failed batch never half-exists.
+    pub fn append_sync(&mut self, records: &[&[u8]]) -> Result<(), StoreError> {
+        let total: usize = records.iter().map(|r| HEADER + r.len()).sum();
+        let mut buf = Vec::with_capacity(total);
+        for r in records {
+            buf.extend_from_slice(&(r.len() as u32).to_le_bytes());
+            buf.extend_from_slice(&crc32fast::hash(r).to_le_bytes());
+            buf.extend_from_slice(r);
+        }
+        let result = crate::faults::check("wal_write")
+            .and_then(|()| self.file.write_all(&buf))
+            .and_then(|()| crate::faults::check("wal_fsync"))
+            .and_then(|()| self.file.sync_data());
+        match result {
+            Ok(()) => {
+                self.len += buf.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let path = segment_path(&self.dir, self.seq);
+                // The bytes may or may not be on disk: cut them off, and
+                // start a fresh segment so a bad file handle is not reused.
+                let _ = self.file.set_len(self.len).and_then(|()| self.file.sync_all());
+                if let Ok(next) = Wal::create(&self.dir, self.seq) {
+                    *self = next;
+                }
+                Err(StoreError::io(format!("writing the WAL segment {}", path.display()), e))
+            }
+        }
+    }
+
+    /// Bytes in the current segment.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Close this segment and open the next; returns the sealed segment's number.
+    pub fn rotate(&mut self) -> Result<u64, StoreError> {
+        let sealed = self.seq;
+        *self = Wal::create(&self.dir, sealed)?;
+        Ok(sealed)
+    }
+}
+
+/// Delete every segment numbered `upto` or lower.
+pub fn delete_upto(dir: &Path, upto: u64) -> Result<(), StoreError> {
+    for seq in list(dir)?.into_iter().filter(|s| *s <= upto) {
+        let path = segment_path(dir, seq);
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(format!("removing {}", path.display()), e)),
+        }
+    }
+    sync_dir(dir)
+}
+
+/// Make a directory's entries (new, renamed or removed files) durable.
+pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io(format!("syncing directory {}", dir.display()), e))
+}

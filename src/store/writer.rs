@@ -1,0 +1,256 @@
+//! The writer thread: takes queued requests, appends them to the WAL with
+//! one fsync per group, acknowledges them, and keeps their rows (deduplicated)
+//! in the memtable until it hands a frozen table to the flusher.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+
+use super::flusher::Job;
+use super::memtable::{memory_keys, Frozen, Memtable, Seen};
+use super::wal::{self, Wal};
+use super::{parquet, Ack, Cmd, Recovery, Shared, StoreError, Submission};
+use crate::model::SpanRow;
+
+/// Largest group of requests written with one fsync.
+const MAX_GROUP_BYTES: usize = 32 << 20;
+
+/// What the writer owns.
+pub struct WriterState {
+    wal: Wal,
+    mem: Memtable,
+    seen: Seen,
+}
+
+/// Finish an interrupted commit and replay the WAL into a memtable.
+pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
+    let layout = &shared.layout;
+    let mut report = Recovery {
+        finished_commit: super::commit::recover(layout)?,
+        ..Recovery::default()
+    };
+    let mut mem = Memtable::default();
+    let mut seen = Seen::new(shared.opts.dedup_days);
+    let wal_dir = layout.wal_dir();
+    let seqs = wal::list(&wal_dir)?;
+    for &seq in &seqs {
+        let segment = wal::read_segment(&wal_dir, seq)?;
+        report.segments += 1;
+        if let Some(at) = segment.torn_at {
+            report.torn_tails += 1;
+            tracing::warn!(segment = seq, offset = at, "cut a torn record off the WAL (a write interrupted before it was acknowledged)");
+        }
+        for record in &segment.records {
+            report.records += 1;
+            match ExportTraceServiceRequest::decode(record.as_slice()) {
+                Ok(req) => {
+                    let rows = crate::ingest::normalize(&req).rows;
+                    let (stored, _) = insert_rows(shared, &mut mem, &mut seen, None, rows);
+                    report.spans += stored;
+                }
+                Err(e) => tracing::error!(segment = seq, error = %e, "a WAL record passed its CRC but does not decode; skipped"),
+            }
+        }
+    }
+    let wal = Wal::create(&wal_dir, seqs.last().copied().unwrap_or(0))?;
+    shared.stats.memtable_rows.store(mem.rows, Ordering::Relaxed);
+    Ok((WriterState { wal, mem, seen }, report))
+}
+
+/// Make sure the keys of `day` are loaded, then keep the rows not seen before.
+fn insert_rows(
+    shared: &Shared,
+    mem: &mut Memtable,
+    seen: &mut Seen,
+    frozen: Option<&Arc<Frozen>>,
+    rows: Vec<SpanRow>,
+) -> (usize, usize) {
+    let (mut stored, mut dups) = (0, 0);
+    for row in rows {
+        let day = row.day();
+        if !seen.is_loaded(day) {
+            let keys = load_day_keys(shared, day, mem, frozen);
+            seen.load(day, keys);
+        }
+        let fresh = row.key().is_none_or(|k| seen.insert(day, k));
+        if fresh {
+            mem.push(row);
+            stored += 1;
+        } else {
+            dups += 1;
+        }
+    }
+    (stored, dups)
+}
+
+/// Keys of a day: the table being flushed (read first, so a commit racing
+/// this read is seen either there or in the parts), the parts, the memtable.
+fn load_day_keys(shared: &Shared, day: i32, mem: &Memtable, frozen: Option<&Arc<Frozen>>) -> HashSet<crate::model::SpanKey> {
+    let frozen = frozen.cloned().or_else(|| shared.frozen.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    let mut keys = memory_keys(day, mem, frozen.as_ref());
+    for attempt in 1..=3 {
+        let parts = match shared.layout.parts(day) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "listing parts for dedup failed");
+                continue;
+            }
+        };
+        match parquet::read_keys(&parts) {
+            Ok(k) => {
+                keys.extend(k);
+                return keys;
+            }
+            // A compaction may have replaced a part mid-read: list again.
+            Err(e) if attempt < 3 => tracing::debug!(error = %e, "re-reading keys after a concurrent change"),
+            Err(e) => tracing::error!(day = %crate::model::day_to_string(day), error = %e, "could not read stored keys; spans of this day redelivered now may be stored twice until compaction"),
+        }
+    }
+    keys
+}
+
+pub fn run(shared: Arc<Shared>, mut state: WriterState, rx: Receiver<Cmd>, jobs: Sender<Job>) {
+    let opts = shared.opts.clone();
+    let tick = (opts.flush_interval / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
+    let mut last_flush = Instant::now();
+    loop {
+        let mut group: Vec<Submission> = Vec::new();
+        let mut waiters = Vec::new();
+        let mut shutdown = false;
+        let mut take = |cmd: Cmd, group: &mut Vec<Submission>, shutdown: &mut bool| match cmd {
+            Cmd::Submit(s) => group.push(s),
+            Cmd::Flush(w) => waiters.push(w),
+            Cmd::Shutdown => *shutdown = true,
+        };
+        match rx.recv_timeout(tick) {
+            Ok(cmd) => take(cmd, &mut group, &mut shutdown),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => shutdown = true,
+        }
+        let mut group_bytes: usize = group.iter().map(|s| s.payload.len()).sum();
+        while group_bytes < MAX_GROUP_BYTES {
+            match rx.try_recv() {
+                Ok(cmd) => {
+                    take(cmd, &mut group, &mut shutdown);
+                    group_bytes = group.iter().map(|s| s.payload.len()).sum();
+                }
+                Err(_) => break,
+            }
+        }
+        if !group.is_empty() {
+            write_group(&shared, &mut state, group);
+        }
+        let mem = &state.mem;
+        let due = !mem.is_empty()
+            && (mem.rows >= opts.flush_rows || mem.bytes >= opts.flush_bytes || last_flush.elapsed() >= opts.flush_interval);
+        if due || !waiters.is_empty() || shutdown {
+            let must = !waiters.is_empty() || shutdown || over_memory(&shared, &state.mem);
+            if hand_off(&shared, &mut state, &jobs, waiters, must) {
+                last_flush = Instant::now();
+            }
+        } else if over_memory(&shared, &state.mem) {
+            hand_off(&shared, &mut state, &jobs, Vec::new(), true);
+        }
+        if shutdown {
+            wait_flusher_idle(&shared);
+            return;
+        }
+    }
+}
+
+fn over_memory(shared: &Shared, mem: &Memtable) -> bool {
+    let frozen_bytes = shared
+        .frozen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or(0, |f| f.table.bytes);
+    mem.bytes + frozen_bytes > shared.opts.max_memory_bytes
+}
+
+fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>) {
+    let stats = &shared.stats;
+    let records: Vec<&[u8]> = group.iter().map(|s| s.payload.as_ref()).collect();
+    let bytes: u64 = records.iter().map(|r| r.len() as u64).sum();
+    let started = Instant::now();
+    let result = state.wal.append_sync(&records);
+    stats.wal_sync_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
+    let frozen = shared.frozen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match result {
+        Ok(()) => {
+            stats.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
+            for s in group {
+                let (stored, duplicates) = insert_rows(shared, &mut state.mem, &mut state.seen, frozen.as_ref(), s.rows);
+                stats.spans_stored.fetch_add(stored as u64, Ordering::Relaxed);
+                stats.spans_duplicate.fetch_add(duplicates as u64, Ordering::Relaxed);
+                stats.pending_bytes.fetch_sub(s.bytes, Ordering::AcqRel);
+                let _ = s.reply.send(Ok(Ack { stored, duplicates }));
+            }
+        }
+        Err(e) => {
+            stats.wal_failures.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(error = %e, requests = group.len(), "WAL write failed; the group is refused and nothing of it is kept");
+            for s in group {
+                stats.pending_bytes.fetch_sub(s.bytes, Ordering::AcqRel);
+                let _ = s.reply.send(Err(e.clone()));
+            }
+        }
+    }
+    stats.memtable_rows.store(state.mem.rows, Ordering::Relaxed);
+}
+
+fn wait_flusher_idle(shared: &Shared) {
+    let mut frozen = shared.frozen.lock().unwrap_or_else(|e| e.into_inner());
+    while frozen.is_some() {
+        frozen = shared.flusher_idle.wait(frozen).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Freeze the memtable and give it to the flusher. When the flusher is busy,
+/// wait for it only if `must`; returns whether a table was handed off.
+fn hand_off(
+    shared: &Shared,
+    state: &mut WriterState,
+    jobs: &Sender<Job>,
+    waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+    must: bool,
+) -> bool {
+    let busy = shared.frozen.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+    if busy {
+        if !must {
+            return false;
+        }
+        wait_flusher_idle(shared);
+    }
+    let upto = match state.wal.rotate() {
+        Ok(upto) => upto,
+        Err(e) => {
+            tracing::error!(error = %e, "could not start a new WAL segment; flush postponed");
+            for w in waiters {
+                let _ = w.send(Err(e.clone()));
+            }
+            return false;
+        }
+    };
+    let frozen = Arc::new(Frozen {
+        table: state.mem.take(),
+        wal_upto: upto,
+    });
+    *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&frozen));
+    shared.stats.memtable_rows.store(0, Ordering::Relaxed);
+    if let Err(err) = jobs.send(Job { frozen, waiters }) {
+        // The flusher is gone (shutdown): the rows stay safe in the WAL.
+        *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        for w in err.0.waiters {
+            let _ = w.send(Err(StoreError::Closed));
+        }
+        return false;
+    }
+    true
+}
