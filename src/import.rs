@@ -1,0 +1,393 @@
+//! `stormwatch import`: files and directories into the store, and
+//! `--follow DIR`, which keeps pulling new files (and new lines of growing
+//! JSON-lines files) and remembers in `state.sqlite` what it took.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use crate::ingest::file::{self, FileKind, Record};
+use crate::retry::{self, IoFailure};
+use crate::store::{PendingAck, Store, StoreError};
+
+/// What an import did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    pub files: usize,
+    pub records: usize,
+    pub spans_stored: usize,
+    pub duplicates: usize,
+    /// Spans the OTLP rules reject (invalid ids).
+    pub rejected: u64,
+    /// Lines or documents that could not be decoded, skipped.
+    pub bad_records: usize,
+}
+
+impl ImportReport {
+    fn add(&mut self, other: &ImportReport) {
+        self.files += other.files;
+        self.records += other.records;
+        self.spans_stored += other.spans_stored;
+        self.duplicates += other.duplicates;
+        self.rejected += other.rejected;
+        self.bad_records += other.bad_records;
+    }
+}
+
+/// Why an import stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("import state {path}: {source}")]
+    State { path: PathBuf, source: rusqlite::Error },
+}
+
+/// Requests submitted ahead of their acknowledgement (one fsync serves many).
+const WINDOW: usize = 32;
+const SUBMIT_ATTEMPTS: u32 = 8;
+
+/// Submits requests with a window of pending acknowledgements.
+struct Loader<'a> {
+    store: &'a Store,
+    pending: Vec<PendingAck>,
+    report: ImportReport,
+}
+
+impl<'a> Loader<'a> {
+    fn new(store: &'a Store) -> Loader<'a> {
+        Loader {
+            store,
+            pending: Vec::new(),
+            report: ImportReport::default(),
+        }
+    }
+
+    fn record(&mut self, path: &Path, record: Record) -> Result<(), ImportError> {
+        let where_ = match record.line {
+            Some(line) => format!("{}:{line}", path.display()),
+            None => path.display().to_string(),
+        };
+        let request = match record.result {
+            Ok(r) => r,
+            Err(message) => {
+                self.report.bad_records += 1;
+                tracing::warn!("{where_}: skipped: {message}");
+                return Ok(());
+            }
+        };
+        self.report.records += 1;
+        let prepared = crate::ingest::prepare(&request);
+        self.report.rejected += prepared.normalized.rejected;
+        if let Some(m) = prepared.normalized.reject_message() {
+            tracing::warn!("{where_}: {m}");
+        }
+        if prepared.normalized.rows.is_empty() {
+            return Ok(());
+        }
+        self.submit(prepared)
+    }
+
+    /// Submit, classifying refusals: a full queue waits for our own pending
+    /// acks, a failed write backs off; both are capped.
+    fn submit(&mut self, prepared: crate::ingest::Prepared) -> Result<(), ImportError> {
+        let started = Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.store.submit(prepared.clone()) {
+                Ok(ack) => {
+                    self.pending.push(ack);
+                    if self.pending.len() >= WINDOW {
+                        let oldest = self.pending.remove(0);
+                        self.settle(oldest)?;
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.is_transient() && attempt < SUBMIT_ATTEMPTS => {
+                    if !self.pending.is_empty() {
+                        self.drain()?;
+                    } else {
+                        std::thread::sleep(retry::full_jitter(Duration::from_millis(50), Duration::from_secs(5), attempt));
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(attempts = attempt, waited_ms = started.elapsed().as_millis() as u64, error = %e, "giving up on a batch");
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
+    fn settle(&mut self, ack: PendingAck) -> Result<(), ImportError> {
+        let ack = ack.wait()?;
+        self.report.spans_stored += ack.stored;
+        self.report.duplicates += ack.duplicates;
+        Ok(())
+    }
+
+    fn drain(&mut self) -> Result<(), ImportError> {
+        for ack in std::mem::take(&mut self.pending) {
+            self.settle(ack)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<ImportReport, ImportError> {
+        self.drain()?;
+        Ok(self.report)
+    }
+}
+
+/// Import files and directories; a bad record is reported (file and line)
+/// and skipped, an unreadable file stops the import with its name.
+pub fn import_paths(store: &Store, paths: &[PathBuf], progress: bool) -> Result<ImportReport, ImportError> {
+    let files = file::expand(paths).map_err(|source| ImportError::Io {
+        path: paths.first().cloned().unwrap_or_default(),
+        source,
+    })?;
+    let total: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+    let bar = if progress {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut loader = Loader::new(store);
+    for path in &files {
+        bar.set_message(path.display().to_string());
+        let (_, records) = file::read(path).map_err(|source| ImportError::Io { path: path.clone(), source })?;
+        for record in records {
+            loader.record(path, record)?;
+        }
+        loader.report.files += 1;
+        bar.inc(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
+    }
+    bar.finish_and_clear();
+    loader.finish()
+}
+
+/// Per-file progress of the follower, as kept in `state.sqlite`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct FileState {
+    size: u64,
+    mtime_ns: i64,
+    offset: u64,
+    lines: usize,
+    done: bool,
+}
+
+struct FollowDb {
+    conn: rusqlite::Connection,
+    path: PathBuf,
+}
+
+impl FollowDb {
+    fn open(path: &Path) -> Result<FollowDb, ImportError> {
+        let err = |source| ImportError::State { path: path.to_path_buf(), source };
+        let conn = rusqlite::Connection::open(path).map_err(err)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             CREATE TABLE IF NOT EXISTS import_files (
+                 path TEXT PRIMARY KEY,
+                 size INTEGER NOT NULL,
+                 mtime_ns INTEGER NOT NULL,
+                 offset INTEGER NOT NULL,
+                 lines INTEGER NOT NULL,
+                 done INTEGER NOT NULL,
+                 updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+             );",
+        )
+        .map_err(err)?;
+        Ok(FollowDb { conn, path: path.to_path_buf() })
+    }
+
+    fn get(&self, file: &Path) -> Result<Option<FileState>, ImportError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT size, mtime_ns, offset, lines, done FROM import_files WHERE path = ?1")
+            .map_err(|source| ImportError::State { path: self.path.clone(), source })?;
+        let mut rows = stmt
+            .query([file.to_string_lossy()])
+            .map_err(|source| ImportError::State { path: self.path.clone(), source })?;
+        match rows.next().map_err(|source| ImportError::State { path: self.path.clone(), source })? {
+            None => Ok(None),
+            Some(r) => Ok(Some(FileState {
+                size: r.get::<_, i64>(0).unwrap_or(0) as u64,
+                mtime_ns: r.get(1).unwrap_or(0),
+                offset: r.get::<_, i64>(2).unwrap_or(0) as u64,
+                lines: r.get::<_, i64>(3).unwrap_or(0) as usize,
+                done: r.get::<_, i64>(4).unwrap_or(0) != 0,
+            })),
+        }
+    }
+
+    fn put(&self, file: &Path, s: &FileState) -> Result<(), ImportError> {
+        self.conn
+            .execute(
+                "INSERT INTO import_files (path, size, mtime_ns, offset, lines, done) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, offset=excluded.offset,
+                   lines=excluded.lines, done=excluded.done, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')",
+                rusqlite::params![
+                    file.to_string_lossy(),
+                    s.size as i64,
+                    s.mtime_ns,
+                    s.offset as i64,
+                    s.lines as i64,
+                    i64::from(s.done)
+                ],
+            )
+            .map(|_| ())
+            .map_err(|source| ImportError::State { path: self.path.clone(), source })
+    }
+}
+
+/// A file that failed: when to try again, and how often it has.
+struct Failing {
+    attempts: u32,
+    since: Instant,
+    next: Instant,
+}
+
+const FOLLOW_ATTEMPTS: u32 = 6;
+const FOLLOW_GIVE_UP_AFTER: Duration = Duration::from_secs(600);
+
+/// Follow `dir` until `stop` is set. Every poll: new complete lines of
+/// JSON-lines files are loaded and their offset saved once acknowledged;
+/// other files are loaded once their size and mtime hold still for a poll.
+pub fn follow(store: &Store, dir: &Path, interval: Duration, stop: &AtomicBool) -> Result<ImportReport, ImportError> {
+    let db = FollowDb::open(&store.layout().state_db())?;
+    let mut total = ImportReport::default();
+    let mut last_seen: HashMap<PathBuf, (u64, i64)> = HashMap::new();
+    let mut failing: HashMap<PathBuf, Failing> = HashMap::new();
+    let mut skipped: HashMap<PathBuf, i64> = HashMap::new();
+    tracing::info!(dir = %dir.display(), "following; new files and new lines are loaded as they land");
+    while !stop.load(Ordering::Relaxed) {
+        let files = match file::expand(&[dir.to_path_buf()]) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot list the followed directory; trying again");
+                Vec::new()
+            }
+        };
+        for path in files {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if failing.get(&path).is_some_and(|f| Instant::now() < f.next) {
+                continue;
+            }
+            match follow_file(store, &db, &path, &mut last_seen, &skipped) {
+                Ok(report) => {
+                    failing.remove(&path);
+                    total.add(&report);
+                }
+                Err(ImportError::Io { source, .. }) => match retry::classify_io(&source) {
+                    IoFailure::Gone => {
+                        failing.remove(&path);
+                    }
+                    IoFailure::Permanent => {
+                        let mtime = std::fs::metadata(&path).map(|m| mtime_ns(&m)).unwrap_or(0);
+                        tracing::warn!("{}: skipped until it changes: {source}", path.display());
+                        skipped.insert(path.clone(), mtime);
+                    }
+                    IoFailure::Transient => {
+                        let f = failing.entry(path.clone()).or_insert(Failing {
+                            attempts: 0,
+                            since: Instant::now(),
+                            next: Instant::now(),
+                        });
+                        f.attempts += 1;
+                        if f.attempts >= FOLLOW_ATTEMPTS || f.since.elapsed() >= FOLLOW_GIVE_UP_AFTER {
+                            tracing::error!("{}: giving up after {} attempts over {} s: {source}; skipped until it changes", path.display(), f.attempts, f.since.elapsed().as_secs());
+                            let mtime = std::fs::metadata(&path).map(|m| mtime_ns(&m)).unwrap_or(0);
+                            skipped.insert(path.clone(), mtime);
+                            failing.remove(&path);
+                        } else {
+                            let delay = retry::full_jitter(interval, Duration::from_secs(60), f.attempts);
+                            f.next = Instant::now() + delay;
+                            tracing::warn!("{}: read failed (attempt {}), retrying in {} ms: {source}", path.display(), f.attempts, delay.as_millis());
+                        }
+                    }
+                },
+                Err(e) => return Err(e),
+            }
+        }
+        let deadline = Instant::now() + interval;
+        while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50).min(interval));
+        }
+    }
+    Ok(total)
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn follow_file(
+    store: &Store,
+    db: &FollowDb,
+    path: &Path,
+    last_seen: &mut HashMap<PathBuf, (u64, i64)>,
+    skipped: &HashMap<PathBuf, i64>,
+) -> Result<ImportReport, ImportError> {
+    let io = |source| ImportError::Io { path: path.to_path_buf(), source };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    let (size, mtime) = (meta.len(), mtime_ns(&meta));
+    if skipped.get(path) == Some(&mtime) {
+        return Ok(ImportReport::default());
+    }
+    let mut state = db.get(path)?.unwrap_or_default();
+    if state.done && state.size == size && state.mtime_ns == mtime {
+        return Ok(ImportReport::default());
+    }
+    let gz = {
+        let mut magic = [0u8; 2];
+        use std::io::Read;
+        std::fs::File::open(path).and_then(|mut f| f.read(&mut magic)).map_err(io)? == 2 && magic == [0x1f, 0x8b]
+    };
+    let kind = file::sniff(path).map_err(io)?;
+    let mut loader = Loader::new(store);
+    if kind == FileKind::JsonLines && !gz {
+        if size < state.offset {
+            tracing::info!("{}: shrank below what was read; reading it again from the start", path.display());
+            state = FileState::default();
+        }
+        if size == state.offset {
+            return Ok(ImportReport::default());
+        }
+        let (records, offset, lines) = file::read_lines_from(path, state.offset, state.lines).map_err(io)?;
+        for r in records {
+            loader.record(path, r)?;
+        }
+        let report = loader.finish()?;
+        // Saved only after the store acknowledged: a crash re-reads, dedup drops the repeat.
+        db.put(path, &FileState { size, mtime_ns: mtime, offset, lines, done: false })?;
+        return Ok(report);
+    }
+    // A whole-file format: wait until it holds still for one poll.
+    let stable = last_seen.insert(path.to_path_buf(), (size, mtime)) == Some((size, mtime));
+    if !stable {
+        return Ok(ImportReport::default());
+    }
+    let (_, records) = file::read(path).map_err(io)?;
+    for r in records {
+        loader.record(path, r)?;
+    }
+    let mut report = loader.finish()?;
+    report.files = 1;
+    db.put(path, &FileState { size, mtime_ns: mtime, offset: size, lines: 0, done: true })?;
+    tracing::info!("{}: loaded {} spans", path.display(), report.spans_stored);
+    Ok(report)
+}

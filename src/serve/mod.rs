@@ -1,0 +1,108 @@
+//! The network surface of `stormwatch serve`: the OTLP/HTTP receiver on its
+//! own port (4318 by default, where SDKs send without configuration) and the
+//! HTTP server for health (and, later, the dashboard and API). Holds no
+//! detection logic.
+
+pub mod health;
+pub mod otlp;
+pub mod response;
+
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+
+use crate::store::Store;
+
+/// Where and how to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub otlp_addr: SocketAddr,
+    pub http_addr: SocketAddr,
+    pub max_body_bytes: usize,
+    pub max_inflight_bytes: usize,
+    pub shutdown_timeout: Duration,
+}
+
+/// The HTTP server's routes.
+pub fn http_router(store: Arc<Store>) -> Router {
+    health::router(store)
+}
+
+/// Serve until `shutdown` resolves, then stop accepting, let in-flight
+/// requests finish, and close the store (final flush), all within the timeout.
+pub async fn run(store: Arc<Store>, opts: ServeOptions, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let otlp_state = Arc::new(otlp::OtlpState::new(Arc::clone(&store), opts.max_body_bytes, opts.max_inflight_bytes));
+    let otlp_app = otlp::router(otlp_state);
+    let http_app = http_router(Arc::clone(&store));
+    let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
+        .await
+        .with_context(|| format!("cannot listen for OTLP on {}", opts.otlp_addr))?;
+    let http_listener = tokio::net::TcpListener::bind(opts.http_addr)
+        .await
+        .with_context(|| format!("cannot listen for HTTP on {}", opts.http_addr))?;
+    tracing::info!(
+        otlp = %otlp_listener.local_addr()?,
+        http = %http_listener.local_addr()?,
+        data_dir = %store.layout().root().display(),
+        "stormwatch is listening; OTLP/HTTP exporters can send to http://{}/v1/traces",
+        otlp_listener.local_addr()?
+    );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let wait = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let otlp = tokio::spawn(
+        axum::serve(otlp_listener, otlp_app)
+            .with_graceful_shutdown(wait(stop_rx.clone()))
+            .into_future(),
+    );
+    let http = tokio::spawn(axum::serve(http_listener, http_app).with_graceful_shutdown(wait(stop_rx.clone())).into_future());
+    wait(stop_rx).await;
+    tracing::info!("shutting down: finishing in-flight requests and flushing");
+    let drained = tokio::time::timeout(opts.shutdown_timeout, async {
+        let _ = otlp.await;
+        let _ = http.await;
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(timeout_s = opts.shutdown_timeout.as_secs(), "in-flight requests did not finish in time; closing anyway (unacknowledged requests are retried by exporters)");
+    }
+    let closing = tokio::task::spawn_blocking(move || store.close());
+    match tokio::time::timeout(opts.shutdown_timeout, closing).await {
+        Ok(Ok(Ok(()))) => tracing::info!("store flushed and closed"),
+        Ok(Ok(Err(e))) => tracing::error!(error = %e, "final flush failed; the spans stay in the WAL and are recovered on the next start"),
+        Ok(Err(e)) => tracing::error!(error = %e, "closing the store panicked"),
+        Err(_) => tracing::error!("final flush did not finish in time; the spans stay in the WAL and are recovered on the next start"),
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

@@ -1,0 +1,172 @@
+//! `POST /v1/traces` (and `POST /`): OTLP/HTTP in protobuf or JSON, any of
+//! the usual encodings, answered in the encoding it came in. A request is
+//! acknowledged only once its spans are in the WAL on disk.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use http_body_util::BodyExt;
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
+use prost::Message;
+use tokio::sync::Semaphore;
+
+use super::response::AppError;
+use crate::ingest::{self, Encoding, Format};
+use crate::store::Store;
+
+/// What the receiver needs.
+pub struct OtlpState {
+    pub store: Arc<Store>,
+    pub max_body_bytes: usize,
+    /// Bytes of request bodies held in memory at once, in KiB permits.
+    pub inflight: Arc<Semaphore>,
+    pub counters: OtlpCounters,
+}
+
+/// Counters of what the receiver did.
+#[derive(Debug, Default)]
+pub struct OtlpCounters {
+    pub requests: AtomicU64,
+    pub spans_accepted: AtomicU64,
+    pub spans_rejected_invalid: AtomicU64,
+    pub requests_refused_busy: AtomicU64,
+    pub requests_refused_bad: AtomicU64,
+}
+
+impl OtlpState {
+    pub fn new(store: Arc<Store>, max_body_bytes: usize, max_inflight_bytes: usize) -> OtlpState {
+        OtlpState {
+            store,
+            max_body_bytes,
+            inflight: Arc::new(Semaphore::new((max_inflight_bytes / 1024).clamp(1, Semaphore::MAX_PERMITS))),
+            counters: OtlpCounters::default(),
+        }
+    }
+}
+
+/// The receiver's routes.
+pub fn router(state: Arc<OtlpState>) -> Router {
+    let traces = post(export).fallback(method_not_allowed);
+    Router::new()
+        .route("/v1/traces", traces.clone())
+        .route("/", traces)
+        .with_state(state)
+}
+
+async fn method_not_allowed(headers: HeaderMap) -> Response {
+    let format = Format::from_content_type(header_str(&headers, header::CONTENT_TYPE)).unwrap_or(Format::Json);
+    let mut resp = AppError::new(StatusCode::METHOD_NOT_ALLOWED, "only POST is accepted on an OTLP traces endpoint", format)
+        .into_response();
+    resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    resp
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn kib(bytes: usize) -> u32 {
+    (bytes.div_ceil(1024)).clamp(1, u32::MAX as usize) as u32
+}
+
+async fn export(State(state): State<Arc<OtlpState>>, headers: HeaderMap, body: Body) -> Result<Response, AppError> {
+    state.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let result = handle(&state, &headers, body).await;
+    if let Err(e) = &result {
+        let counter = if e.status == StatusCode::TOO_MANY_REQUESTS || e.status == StatusCode::SERVICE_UNAVAILABLE {
+            &state.counters.requests_refused_busy
+        } else {
+            &state.counters.requests_refused_bad
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(status = e.status.as_u16(), error = %e.message, "refused an export request");
+    }
+    result
+}
+
+async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Response, AppError> {
+    let format = Format::from_content_type(header_str(headers, header::CONTENT_TYPE))
+        .map_err(|e| AppError::from_ingest(e, Format::Json))?;
+    let encoding = Encoding::from_header(header_str(headers, header::CONTENT_ENCODING))
+        .map_err(|e| AppError::from_ingest(e, format))?;
+    let limit = state.max_body_bytes;
+    let too_large = |decompressed| AppError::from_ingest(ingest::IngestError::TooLarge { limit, decompressed }, format);
+    let declared = header_str(headers, header::CONTENT_LENGTH).and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large(false));
+    }
+    // Memory admission: a body is held only with a permit for its bytes.
+    let busy = || AppError::busy("too many request bytes in flight; retry later", format);
+    let mut permit = Arc::clone(&state.inflight)
+        .try_acquire_many_owned(kib(declared.unwrap_or(64 << 10)))
+        .map_err(|_| busy())?;
+    let body = http_body_util::Limited::new(body, limit)
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                too_large(false)
+            } else {
+                AppError::new(StatusCode::BAD_REQUEST, format!("could not read the request body: {e}"), format)
+            }
+        })?
+        .to_bytes();
+    // The decompressed copy is budgeted too (at a 4:1 ratio, capped by the limit).
+    let inflated = if encoding == Encoding::Identity { 0 } else { (body.len() * 4).min(limit) };
+    let need = kib(body.len()) as usize + if inflated > 0 { kib(inflated) as usize } else { 0 };
+    let held = permit.num_permits();
+    if need > held {
+        let more = Arc::clone(&state.inflight)
+            .try_acquire_many_owned(kib((need - held) * 1024))
+            .map_err(|_| busy())?;
+        permit.merge(more);
+    }
+    let prepared = tokio::task::spawn_blocking(move || ingest::prepare_body(body, format, encoding, limit))
+        .await
+        .map_err(|e| AppError::new(StatusCode::SERVICE_UNAVAILABLE, format!("decoder task failed: {e}"), format))?
+        .map_err(|e| AppError::from_ingest(e, format))?;
+    let rejected = prepared.normalized.rejected;
+    let reject_message = prepared.normalized.reject_message();
+    let accepted = prepared.normalized.rows.len() as u64;
+    if accepted > 0 {
+        state
+            .store
+            .submit(prepared)
+            .map_err(|e| AppError::from_store(e, format))?
+            .done()
+            .await
+            .map_err(|e| AppError::from_store(e, format))?;
+    }
+    drop(permit);
+    state.counters.spans_accepted.fetch_add(accepted, Ordering::Relaxed);
+    state.counters.spans_rejected_invalid.fetch_add(rejected, Ordering::Relaxed);
+    Ok(success(format, rejected, reject_message))
+}
+
+/// The spec's success answer: empty, or a partial success naming what was rejected.
+fn success(format: Format, rejected: u64, message: Option<String>) -> Response {
+    let body = match format {
+        Format::Protobuf => ExportTraceServiceResponse {
+            partial_success: message.clone().map(|m| ExportTracePartialSuccess {
+                rejected_spans: rejected as i64,
+                error_message: m,
+            }),
+        }
+        .encode_to_vec(),
+        Format::Json => match message {
+            None => b"{}".to_vec(),
+            Some(m) => serde_json::json!({"partialSuccess": {"rejectedSpans": rejected.to_string(), "errorMessage": m}})
+                .to_string()
+                .into_bytes(),
+        },
+    };
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+    resp
+}
