@@ -25,11 +25,14 @@ pub struct Intent {
     pub rollup_days: Vec<i32>,
 }
 
-/// Record the intent durably, then apply it.
+/// Record the intent durably, then apply it. An earlier intent still on
+/// disk (its apply failed) is finished first, never overwritten.
 pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
+    finish_pending(layout)?;
     let path = layout.intent();
     let tmp = path.with_extension("json.tmp");
-    let body = serde_json::to_vec(intent).map_err(|e| StoreError::data("encoding the commit intent", e))?;
+    let body = serde_json::to_vec(intent)
+        .map_err(|e| StoreError::data("encoding the commit intent", e))?;
     fs::File::create(&tmp)
         .and_then(|mut f| {
             f.write_all(&body)?;
@@ -51,7 +54,12 @@ pub fn apply(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
             Ok(()) => {}
             // Already renamed by an earlier, interrupted apply.
             Err(e) if e.kind() == ErrorKind::NotFound && to.exists() => {}
-            Err(e) => return Err(StoreError::io(format!("renaming {} into place", from.display()), e)),
+            Err(e) => {
+                return Err(StoreError::io(
+                    format!("renaming {} into place", from.display()),
+                    e,
+                ))
+            }
         }
         if let Some(d) = to.parent() {
             dirs.insert(d.to_path_buf());
@@ -75,7 +83,9 @@ pub fn apply(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
     }
     // A day directory left empty (retention, or a compaction of nothing) goes.
     for d in &dirs {
-        if d.starts_with(layout.spans_dir()) && fs::read_dir(d).is_ok_and(|mut e| e.next().is_none()) {
+        if d.starts_with(layout.spans_dir())
+            && fs::read_dir(d).is_ok_and(|mut e| e.next().is_none())
+        {
             let _ = fs::remove_dir(d);
         }
     }
@@ -94,20 +104,26 @@ pub fn apply(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
     wal::sync_dir(layout.root())
 }
 
-/// Finish an interrupted change, and remove temporary files of changes that
-/// never committed.
-pub fn recover(layout: &Layout) -> Result<bool, StoreError> {
+/// Apply the intent on disk, if any; true when there was one.
+fn finish_pending(layout: &Layout) -> Result<bool, StoreError> {
     let path = layout.intent();
-    let finished = match fs::read(&path) {
+    match fs::read(&path) {
         Ok(body) => {
             let intent: Intent = serde_json::from_slice(&body)
                 .map_err(|e| StoreError::data(format!("reading {}", path.display()), e))?;
             apply(layout, &intent)?;
-            true
+            Ok(true)
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => false,
-        Err(e) => return Err(StoreError::io(format!("reading {}", path.display()), e)),
-    };
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(StoreError::io(format!("reading {}", path.display()), e)),
+    }
+}
+
+/// Finish an interrupted change, and remove temporary files of changes that
+/// never committed.
+pub fn recover(layout: &Layout) -> Result<bool, StoreError> {
+    let path = layout.intent();
+    let finished = finish_pending(layout)?;
     let _ = fs::remove_file(path.with_extension("json.tmp"));
     for day in layout.days()? {
         let dir = layout.day_dir(day);

@@ -6,8 +6,13 @@
 pub enum StoreError {
     #[error("{context}: {message}")]
     Io { context: String, message: String },
-    #[error("the write path is full ({pending_bytes} bytes waiting); retry after {retry_after_secs} s")]
-    Overloaded { pending_bytes: usize, retry_after_secs: u64 },
+    #[error(
+        "the write path is full ({pending_bytes} bytes waiting); retry after {retry_after_secs} s"
+    )]
+    Overloaded {
+        pending_bytes: usize,
+        retry_after_secs: u64,
+    },
     #[error("the store is shutting down")]
     Closed,
     #[error("data directory {dir} is in use by another stormwatch process (lock file {lock})")]
@@ -33,6 +38,9 @@ impl StoreError {
 
     /// Whether a client should retry the same request later.
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Io { .. } | StoreError::Overloaded { .. } | StoreError::Closed)
+        matches!(
+            self,
+            StoreError::Io { .. } | StoreError::Overloaded { .. } | StoreError::Closed
+        )
     }
 }

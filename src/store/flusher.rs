@@ -27,8 +27,23 @@ const RETRY_BASE: Duration = Duration::from_millis(200);
 const RETRY_CAP: Duration = Duration::from_secs(30);
 /// How long a flush that waits for a caller keeps retrying before it reports failure.
 const WAITED_RETRY_BUDGET: Duration = Duration::from_secs(20);
+/// Attempts a closing store gives a failing flush.
+const CLOSING_ATTEMPTS: u32 = 3;
+
+/// Marks the flusher gone (and its table released) however it exits, so
+/// the writer never waits for a flusher that is not there.
+struct Alive<'a>(&'a Shared);
+
+impl Drop for Alive<'_> {
+    fn drop(&mut self) {
+        self.0.flusher_alive.store(false, Ordering::Release);
+        *self.0.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.0.flusher_idle.notify_all();
+    }
+}
 
 pub fn run(shared: Arc<Shared>, jobs: Receiver<Job>) {
+    let _alive = Alive(&shared);
     let mut dirty: BTreeSet<i32> = rollup_dirty(&shared);
     let mut last_rollup = Instant::now();
     let mut last_retention: Option<Instant> = None;
@@ -43,22 +58,22 @@ pub fn run(shared: Arc<Shared>, jobs: Receiver<Job>) {
         };
         if let Some(job) = job {
             let days: Vec<i32> = job.frozen.table.days.keys().copied().collect();
-            let result = flush_with_retry(&shared, &job);
-            let ok = result.is_ok();
-            if ok {
+            let mut waiters = job.waiters;
+            let result = flush_until_committed(&shared, &job.frozen, &mut waiters);
+            if result.is_ok() {
                 dirty.extend(days.iter().copied());
                 compact_days(&shared, &days);
+                // Waiters asked for everything to be readable: rollups included.
+                if !waiters.is_empty() {
+                    refresh_rollups(&shared, &mut dirty);
+                    last_rollup = Instant::now();
+                }
             }
-            // Waiters asked for everything to be readable: rollups included.
-            if !job.waiters.is_empty() && ok {
-                refresh_rollups(&shared, &mut dirty);
-                last_rollup = Instant::now();
-            }
-            // Only now may dedup forget the frozen rows: they are in parts,
-            // or (after a failure) still in the WAL for the next open.
+            // Dedup may forget the frozen rows only now: they are in parts, or
+            // (abandoned at shutdown) still in the WAL, which nothing deletes.
             *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
             shared.flusher_idle.notify_all();
-            for w in job.waiters {
+            for w in waiters {
                 let _ = w.send(result.clone());
             }
         }
@@ -79,42 +94,81 @@ pub fn run(shared: Arc<Shared>, jobs: Receiver<Job>) {
 fn rollup_dirty(shared: &Shared) -> BTreeSet<i32> {
     rollup::dirty(&shared.layout).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "could not read the dirty rollup days; refreshing every day");
-        shared.layout.days().unwrap_or_default().into_iter().collect()
+        shared
+            .layout
+            .days()
+            .unwrap_or_default()
+            .into_iter()
+            .collect()
     })
 }
 
 fn refresh_rollups(shared: &Shared, dirty: &mut BTreeSet<i32>) {
-    if dirty.is_empty() {
+    if dirty.is_empty() || shared.poisoned.load(Ordering::Acquire) {
         return;
     }
     let days: Vec<i32> = dirty.iter().copied().collect();
     match rollup::refresh(&shared.layout, &days) {
         Ok(()) => dirty.clear(),
-        Err(e) => tracing::error!(error = %e, days = days.len(), "rollup refresh failed; will retry"),
+        Err(e) => {
+            tracing::error!(error = %e, days = days.len(), "rollup refresh failed; will retry")
+        }
     }
 }
 
-fn flush_with_retry(shared: &Shared, job: &Job) -> Result<(), StoreError> {
+/// Flush until the table is committed. A flush that keeps failing keeps its
+/// WAL segments and is retried with backoff for as long as the store runs
+/// (waiters hear of the failure after a while, the retries go on); only a
+/// closing store abandons it, and then no later commit may run.
+fn flush_until_committed(
+    shared: &Shared,
+    frozen: &Frozen,
+    waiters: &mut Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+) -> Result<(), StoreError> {
     let started = Instant::now();
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        match flush(shared, &job.frozen) {
+        let result = if shared.poisoned.load(Ordering::Acquire) {
+            Err(StoreError::Closed)
+        } else {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush(shared, frozen)))
+                .unwrap_or_else(|_| Err(StoreError::data("flushing", "the flush panicked")))
+        };
+        let e = match result {
             Ok(()) => {
                 shared.stats.flushes.fetch_add(1, Ordering::Relaxed);
+                if attempt > 1 {
+                    tracing::info!(
+                        attempts = attempt,
+                        waited_ms = started.elapsed().as_millis() as u64,
+                        "flush succeeded after retrying"
+                    );
+                }
                 return Ok(());
             }
-            Err(e) => {
-                shared.stats.flush_failures.fetch_add(1, Ordering::Relaxed);
-                let waited = started.elapsed();
-                if !job.waiters.is_empty() && waited >= WAITED_RETRY_BUDGET {
-                    tracing::error!(error = %e, attempts = attempt, waited_ms = waited.as_millis() as u64, "giving up on this flush; its spans stay in the WAL and are flushed after the next start");
-                    return Err(e);
-                }
-                let delay = crate::retry::full_jitter(RETRY_BASE, RETRY_CAP, attempt);
-                tracing::warn!(error = %e, attempt, retry_in_ms = delay.as_millis() as u64, "flush to Parquet failed; the WAL keeps the spans, retrying");
-                std::thread::sleep(delay);
+            Err(e) => e,
+        };
+        shared.stats.flush_failures.fetch_add(1, Ordering::Relaxed);
+        let waited = started.elapsed();
+        if shared.closing.load(Ordering::Acquire)
+            && (attempt >= CLOSING_ATTEMPTS || waited >= WAITED_RETRY_BUDGET)
+        {
+            shared.poisoned.store(true, Ordering::Release);
+            tracing::error!(error = %e, attempts = attempt, waited_ms = waited.as_millis() as u64, "giving up on this flush at shutdown; its spans stay in the WAL and are flushed after the next start");
+            return Err(e);
+        }
+        if !waiters.is_empty() && waited >= WAITED_RETRY_BUDGET {
+            tracing::error!(error = %e, attempts = attempt, waited_ms = waited.as_millis() as u64, "flush still failing; telling the callers, and retrying in the background");
+            for w in waiters.drain(..) {
+                let _ = w.send(Err(e.clone()));
             }
+        }
+        let delay = crate::retry::full_jitter(RETRY_BASE, RETRY_CAP, attempt);
+        tracing::warn!(error = %e, attempt, retry_in_ms = delay.as_millis() as u64, "flush to Parquet failed; the WAL keeps the spans, retrying");
+        let until = Instant::now() + delay;
+        while Instant::now() < until && !shared.closing.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(20).min(delay));
         }
     }
 }
@@ -130,9 +184,12 @@ fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
     let written = (|| {
         for (day, rows) in &frozen.table.days {
             let refs: Vec<_> = rows.iter().collect();
-            let mut df = frame::rows_to_frame(&refs).map_err(|e| StoreError::data("building a part", e))?;
+            let mut df =
+                frame::rows_to_frame(&refs).map_err(|e| StoreError::data("building a part", e))?;
             let tag = format!("{:016}", frozen.wal_upto);
-            intent.renames.push(parquet::write_tmp_part(layout, *day, &tag, &mut df)?);
+            intent
+                .renames
+                .push(parquet::write_tmp_part(layout, *day, &tag, &mut df)?);
         }
         Ok(())
     })();
@@ -153,12 +210,17 @@ fn compact_days(shared: &Shared, days: &[i32]) {
                 shared.stats.compactions.fetch_add(1, Ordering::Relaxed);
             }
             Ok(false) => {}
-            Err(e) => tracing::warn!(day = %day_to_string(day), error = %e, "compaction failed; the parts stay as they are"),
+            Err(e) => {
+                tracing::warn!(day = %day_to_string(day), error = %e, "compaction failed; the parts stay as they are")
+            }
         }
     }
 }
 
 fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
+    if shared.poisoned.load(Ordering::Acquire) {
+        return Ok(false);
+    }
     let layout = &shared.layout;
     let small: Vec<_> = layout
         .parts(day)?
@@ -175,7 +237,11 @@ fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
     let mut df = dedup(df)
         .and_then(|df| df.sort(["start_ns"], SortMultipleOptions::default()))
         .map_err(|e| StoreError::data(context(), e))?;
-    let last = small.last().and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let last = small
+        .last()
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tag = format!("{}-c", last.trim_start_matches("part-"));
     let rename = parquet::write_tmp_part(layout, day, &tag, &mut df)?;
     let intent = Intent {
@@ -206,11 +272,18 @@ fn apply_retention(shared: &Shared, dirty: &mut BTreeSet<i32>) -> Result<(), Sto
     let Some(keep) = shared.opts.retention_days else {
         return Ok(());
     };
+    if shared.poisoned.load(Ordering::Acquire) {
+        return Ok(());
+    }
     let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
     let today = now_ns.div_euclid(NANOS_PER_DAY) as i32;
     let oldest_kept = today - keep as i32;
     let layout = &shared.layout;
-    let old: Vec<i32> = layout.days()?.into_iter().filter(|d| *d < oldest_kept).collect();
+    let old: Vec<i32> = layout
+        .days()?
+        .into_iter()
+        .filter(|d| *d < oldest_kept)
+        .collect();
     if old.is_empty() {
         return Ok(());
     }
@@ -219,7 +292,9 @@ fn apply_retention(shared: &Shared, dirty: &mut BTreeSet<i32>) -> Result<(), Sto
         ..Intent::default()
     };
     for &day in &old {
-        intent.deletes.extend(layout.parts(day)?.iter().map(|p| layout.relative(p)));
+        intent
+            .deletes
+            .extend(layout.parts(day)?.iter().map(|p| layout.relative(p)));
     }
     commit::commit(layout, &intent)?;
     dirty.extend(old.iter().copied());

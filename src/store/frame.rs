@@ -47,7 +47,11 @@ pub fn schema() -> Schema {
     schema
 }
 
-fn strs<'a>(name: &str, rows: &'a [&SpanRow], f: impl Fn(&'a SpanRow) -> Option<&'a str>) -> Column {
+fn strs<'a>(
+    name: &str,
+    rows: &'a [&SpanRow],
+    f: impl Fn(&'a SpanRow) -> Option<&'a str>,
+) -> Column {
     Column::new(name.into(), rows.iter().map(|r| f(r)).collect::<Vec<_>>())
 }
 
@@ -68,7 +72,7 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         strs("parent_span_id", rows, |r| r.parent_span_id.as_deref()),
         strs("name", rows, |r| Some(&r.name)),
         strs("kind", rows, |r| Some(r.kind)),
-        strs("service_name", rows, |r| Some(&r.service_name)),
+        strs("service_name", rows, |r| Some(r.service_name.as_ref())),
         i64s("start_ns", |r| Some(r.start_ns)),
         i64s("end_ns", |r| Some(r.end_ns)),
         i64s("duration_ns", |r| Some(r.duration_ns)),
@@ -78,7 +82,9 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         strs("tool_name", rows, |r| r.tool_name.as_deref()),
         strs("tool_call_id", rows, |r| r.tool_call_id.as_deref()),
         strs("tool_args_hash", rows, |r| r.tool_args_hash.as_deref()),
-        strs("tool_convention", rows, |r| r.tool_convention.map(|c| c.as_str())),
+        strs("tool_convention", rows, |r| {
+            r.tool_convention.map(|c| c.as_str())
+        }),
         strs("session_id", rows, |r| r.session_id.as_deref()),
         strs("turn_id", rows, |r| r.turn_id.as_deref()),
         bools("is_agent", |r| Some(r.is_agent)),
@@ -88,12 +94,15 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         strs("error_type", rows, |r| r.error_type.as_deref()),
         strs("error_class", rows, |r| Some(r.error_class.as_str())),
         bools("retryable", |r| r.retryable),
-        Column::new("cost_usd".into(), rows.iter().map(|r| r.cost_usd).collect::<Vec<_>>()),
+        Column::new(
+            "cost_usd".into(),
+            rows.iter().map(|r| r.cost_usd).collect::<Vec<_>>(),
+        ),
         i64s("input_tokens", |r| r.input_tokens),
         i64s("output_tokens", |r| r.output_tokens),
         strs("attributes", rows, |r| Some(&r.attributes)),
         strs("events", rows, |r| Some(&r.events)),
-        strs("resource", rows, |r| Some(&r.resource)),
+        strs("resource", rows, |r| Some(r.resource.as_ref())),
     ];
     let df = DataFrame::new(rows.len(), columns)?;
     // Casting pins the declared types even for an all-null column.

@@ -27,7 +27,8 @@ impl Layout {
         self.root.join("spans")
     }
     pub fn day_dir(&self, day: i32) -> PathBuf {
-        self.spans_dir().join(format!("date={}", day_to_string(day)))
+        self.spans_dir()
+            .join(format!("date={}", day_to_string(day)))
     }
     pub fn rollups_dir(&self) -> PathBuf {
         self.root.join("rollups")
@@ -47,8 +48,14 @@ impl Layout {
 
     /// Create the directories a writable store needs.
     pub fn create(&self) -> Result<(), StoreError> {
-        for d in [self.root.clone(), self.wal_dir(), self.spans_dir(), self.rollups_dir()] {
-            fs::create_dir_all(&d).map_err(|e| StoreError::io(format!("creating {}", d.display()), e))?;
+        for d in [
+            self.root.clone(),
+            self.wal_dir(),
+            self.spans_dir(),
+            self.rollups_dir(),
+        ] {
+            fs::create_dir_all(&d)
+                .map_err(|e| StoreError::io(format!("creating {}", d.display()), e))?;
         }
         Ok(())
     }
@@ -95,7 +102,10 @@ impl Layout {
 
     /// A path relative to the root, as intents record it.
     pub fn relative(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root).unwrap_or(path).to_string_lossy().into_owned()
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
     }
 
     pub fn absolute(&self, rel: &str) -> PathBuf {

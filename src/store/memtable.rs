@@ -20,10 +20,8 @@ pub fn row_bytes(r: &SpanRow) -> usize {
         + r.trace_id.len()
         + r.span_id.len()
         + r.name.len()
-        + r.service_name.len()
         + r.attributes.len()
         + r.events.len()
-        + r.resource.len()
         + r.tool_name.as_ref().map_or(0, String::len)
         + r.session_id.as_ref().map_or(0, String::len)
         + r.status_message.as_ref().map_or(0, String::len)
@@ -75,17 +73,26 @@ impl Seen {
         self.days.contains_key(&day)
     }
 
-    /// Install the keys of a day (from its parts, the frozen table and the memtable).
-    pub fn load(&mut self, day: i32, keys: HashSet<SpanKey>) {
+    /// Install the keys of a day (from its parts, the frozen table and the
+    /// memtable), evicting the least recently used days not in `in_use`.
+    pub fn load(
+        &mut self,
+        day: i32,
+        keys: HashSet<SpanKey>,
+        in_use: &std::collections::BTreeSet<i32>,
+    ) {
         while self.order.len() >= self.max_days {
-            let evict = self.order.remove(0);
+            let Some(pos) = self.order.iter().position(|d| !in_use.contains(d)) else {
+                break;
+            };
+            let evict = self.order.remove(pos);
             self.days.remove(&evict);
         }
         self.order.push(day);
         self.days.insert(day, keys);
     }
 
-    /// Record a key; false when it was already stored.
+    /// Record a key of a loaded day; false when it was already stored.
     pub fn insert(&mut self, day: i32, key: SpanKey) -> bool {
         if let Some(pos) = self.order.iter().position(|d| *d == day) {
             if pos + 1 != self.order.len() {
@@ -99,11 +106,11 @@ impl Seen {
 
 /// Keys of one day held in memory (memtable and frozen table).
 pub fn memory_keys(day: i32, table: &Memtable, frozen: Option<&Arc<Frozen>>) -> HashSet<SpanKey> {
-    let rows = table
-        .days
-        .get(&day)
-        .into_iter()
-        .flatten()
-        .chain(frozen.and_then(|f| f.table.days.get(&day)).into_iter().flatten());
+    let rows = table.days.get(&day).into_iter().flatten().chain(
+        frozen
+            .and_then(|f| f.table.days.get(&day))
+            .into_iter()
+            .flatten(),
+    );
     rows.filter_map(SpanRow::key).collect()
 }

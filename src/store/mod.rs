@@ -10,8 +10,8 @@
 
 mod commit;
 mod error;
-pub mod frame;
 mod flusher;
+pub mod frame;
 pub mod layout;
 mod memtable;
 pub mod parquet;
@@ -25,7 +25,7 @@ mod tests;
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -82,6 +82,9 @@ impl Default for StoreOptions {
     }
 }
 
+/// How long `flush` waits for its commit.
+const FLUSH_WAIT: Duration = Duration::from_secs(60);
+
 /// What the store did with an acknowledged request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Ack {
@@ -122,8 +125,14 @@ struct Shared {
     layout: Layout,
     opts: StoreOptions,
     stats: Stats,
+    /// The table the flusher is writing; its rows stay visible to dedup.
     frozen: Mutex<Option<Arc<Frozen>>>,
     flusher_idle: Condvar,
+    /// Set by `close`: the flusher stops retrying a failing flush.
+    closing: AtomicBool,
+    /// A frozen table was abandoned uncommitted: no commit may run any more.
+    poisoned: AtomicBool,
+    flusher_alive: AtomicBool,
 }
 
 enum Cmd {
@@ -158,7 +167,7 @@ pub struct Store {
     tx: Mutex<Option<mpsc::Sender<Cmd>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     recovery: Recovery,
-    _lock: File,
+    lock: File,
 }
 
 impl Store {
@@ -186,6 +195,9 @@ impl Store {
             stats: Stats::default(),
             frozen: Mutex::new(None),
             flusher_idle: Condvar::new(),
+            closing: AtomicBool::new(false),
+            poisoned: AtomicBool::new(false),
+            flusher_alive: AtomicBool::new(true),
         });
         let (state, recovery) = writer::recover(&shared)?;
         let (tx, rx) = mpsc::channel();
@@ -215,7 +227,7 @@ impl Store {
             tx: Mutex::new(Some(tx)),
             threads: Mutex::new(vec![writer, flusher]),
             recovery,
-            _lock: lock,
+            lock,
         })
     }
 
@@ -237,7 +249,11 @@ impl Store {
 
     fn send(&self, cmd: Cmd) -> Result<(), StoreError> {
         let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
-        guard.as_ref().ok_or(StoreError::Closed)?.send(cmd).map_err(|_| StoreError::Closed)
+        guard
+            .as_ref()
+            .ok_or(StoreError::Closed)?
+            .send(cmd)
+            .map_err(|_| StoreError::Closed)
     }
 
     /// Queue a prepared request for the WAL. Refused at once with
@@ -245,12 +261,16 @@ impl Store {
     /// resolves once the request is fsynced (or failed).
     pub fn submit(&self, prepared: Prepared) -> Result<PendingAck, StoreError> {
         let rows = prepared.normalized.rows;
-        let bytes = prepared.wal_payload.len() + rows.iter().map(memtable::row_bytes).sum::<usize>();
+        let bytes =
+            prepared.wal_payload.len() + rows.iter().map(memtable::row_bytes).sum::<usize>();
         let pending = &self.shared.stats.pending_bytes;
         let before = pending.fetch_add(bytes, Ordering::AcqRel);
         if before > 0 && before + bytes > self.shared.opts.max_pending_bytes {
             pending.fetch_sub(bytes, Ordering::AcqRel);
-            self.shared.stats.requests_refused.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .stats
+                .requests_refused
+                .fetch_add(1, Ordering::Relaxed);
             return Err(StoreError::Overloaded {
                 pending_bytes: before,
                 retry_after_secs: 1,
@@ -271,11 +291,33 @@ impl Store {
     }
 
     /// Write everything acknowledged so far to Parquet and refresh the
-    /// rollups; returns once it is committed.
+    /// rollups; returns once it is committed, or with the flush's error
+    /// (the spans then stay in the WAL and the flusher keeps retrying).
     pub fn flush(&self) -> Result<(), StoreError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.flush_within(FLUSH_WAIT)
+    }
+
+    /// `flush`, giving up waiting after `limit`.
+    pub fn flush_within(&self, limit: Duration) -> Result<(), StoreError> {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
         self.send(Cmd::Flush(tx))?;
-        rx.blocking_recv().unwrap_or(Err(StoreError::Closed))
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            match rx.try_recv() {
+                Ok(result) => return result,
+                Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                    return Err(StoreError::Closed)
+                }
+                Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {}
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(StoreError::io(
+                    "flushing",
+                    format!("not committed within {} s", limit.as_secs()),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// `flush` for async callers: the wait runs on a blocking thread.
@@ -288,13 +330,21 @@ impl Store {
     /// Flush, stop the threads, release the lock. What cannot be flushed
     /// stays in the WAL for the next open.
     pub fn close(&self) -> Result<(), StoreError> {
+        self.shared.closing.store(true, Ordering::Release);
         let flushed = self.flush();
         if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = tx.send(Cmd::Shutdown);
         }
-        for t in self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        for t in self
+            .threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
             let _ = t.join();
         }
+        // Another process may open the directory now.
+        let _ = self.lock.unlock();
         match flushed {
             Err(StoreError::Closed) => Ok(()),
             other => other,
@@ -304,10 +354,16 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        self.shared.closing.store(true, Ordering::Release);
         if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = tx.send(Cmd::Shutdown);
         }
-        for t in self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        for t in self
+            .threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
             let _ = t.join();
         }
     }

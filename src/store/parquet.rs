@@ -12,12 +12,24 @@ use crate::model::SpanKey;
 
 /// Write `df` as a new part of `day` under a temporary name; returns the
 /// (temporary, final) paths relative to the data directory, for an intent.
-pub fn write_tmp_part(layout: &Layout, day: i32, tag: &str, df: &mut DataFrame) -> Result<(String, String), StoreError> {
+pub fn write_tmp_part(
+    layout: &Layout,
+    day: i32,
+    tag: &str,
+    df: &mut DataFrame,
+) -> Result<(String, String), StoreError> {
     let dir = layout.day_dir(day);
-    fs::create_dir_all(&dir).map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
+    let created = !dir.exists();
+    fs::create_dir_all(&dir)
+        .map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
     let final_path = dir.join(format!("part-{tag}.parquet"));
     let tmp = dir.join(format!(".part-{tag}.parquet.tmp"));
     write_file(&tmp, df)?;
+    // The intent that names this file must never outlive its directory entries.
+    super::wal::sync_dir(&dir)?;
+    if created {
+        super::wal::sync_dir(&layout.spans_dir())?;
+    }
     Ok((layout.relative(&tmp), layout.relative(&final_path)))
 }
 
@@ -52,6 +64,8 @@ pub fn read_keys(paths: &[PathBuf]) -> PolarsResult<Vec<SpanKey>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let df = scan(paths)?.select([col("trace_id"), col("span_id")]).collect()?;
+    let df = scan(paths)?
+        .select([col("trace_id"), col("span_id")])
+        .collect()?;
     Ok(super::frame::keys(&df)?.into_iter().flatten().collect())
 }

@@ -58,6 +58,28 @@ impl Reader {
         self.spans(..)
     }
 
+    /// Collect `build(spans of days)`. A compaction or retention pass may
+    /// replace a part between listing and reading; the parts are then listed
+    /// again, up to three times.
+    pub fn collect_spans(
+        &self,
+        days: impl RangeBounds<i32> + Clone,
+        build: impl Fn(LazyFrame) -> LazyFrame,
+    ) -> Result<DataFrame, StoreError> {
+        let mut last = None;
+        for _ in 0..3 {
+            match self.spans(days.clone()).and_then(|lf| {
+                build(lf)
+                    .collect()
+                    .map_err(|e| StoreError::data("reading spans", e))
+            }) {
+                Ok(df) => return Ok(df),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or(StoreError::Closed))
+    }
+
     /// The per-tool daily rollup (`None` before the first flush).
     pub fn tool_daily(&self) -> Result<Option<LazyFrame>, StoreError> {
         let path = self.layout.tool_daily();

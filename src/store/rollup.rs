@@ -41,9 +41,12 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<DataFrame>, StoreEr
         })
         .map_err(|e| StoreError::data(context(), e))?;
     let keep = !mcp_duplicates(&df).map_err(|e| StoreError::data(context(), e))?;
-    let mut df = df.filter(&keep).map_err(|e| StoreError::data(context(), e))?;
+    let mut df = df
+        .filter(&keep)
+        .map_err(|e| StoreError::data(context(), e))?;
     let day_col = Column::new("day".into(), vec![day_to_string(day); df.height()]);
-    df.with_column(day_col).map_err(|e| StoreError::data(context(), e))?;
+    df.with_column(day_col)
+        .map_err(|e| StoreError::data(context(), e))?;
     Ok(Some(df))
 }
 
@@ -88,7 +91,8 @@ fn dirty_path(layout: &Layout) -> std::path::PathBuf {
 pub fn dirty(layout: &Layout) -> Result<std::collections::BTreeSet<i32>, StoreError> {
     let path = dirty_path(layout);
     match fs::read(&path) {
-        Ok(body) => serde_json::from_slice(&body).map_err(|e| StoreError::data(format!("reading {}", path.display()), e)),
+        Ok(body) => serde_json::from_slice(&body)
+            .map_err(|e| StoreError::data(format!("reading {}", path.display()), e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
         Err(e) => Err(StoreError::io(format!("reading {}", path.display()), e)),
     }
@@ -98,7 +102,9 @@ fn write_dirty(layout: &Layout, days: &std::collections::BTreeSet<i32>) -> Resul
     let path = dirty_path(layout);
     if days.is_empty() {
         return match fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(StoreError::io(format!("removing {}", path.display()), e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(StoreError::io(format!("removing {}", path.display()), e))
+            }
             _ => Ok(()),
         };
     }
@@ -149,7 +155,8 @@ fn rewrite(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
             fresh = Some(match fresh {
                 None => computed,
                 Some(mut acc) => {
-                    acc.vstack_mut_owned(computed).map_err(|e| StoreError::data(context(), e))?;
+                    acc.vstack_mut_owned(computed)
+                        .map_err(|e| StoreError::data(context(), e))?;
                     acc
                 }
             });
@@ -161,9 +168,18 @@ fn rewrite(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
             let old = parquet::scan(std::slice::from_ref(&path))
                 .and_then(|lf| lf.collect())
                 .map_err(|e| StoreError::data(context(), e))?;
-            let day = old.column("day").and_then(|c| c.str().cloned()).map_err(|e| StoreError::data(context(), e))?;
-            let mask: BooleanChunked = day.iter().map(|d| !d.is_some_and(|d| replaced.contains(d))).collect();
-            Some(old.filter(&mask).map_err(|e| StoreError::data(context(), e))?)
+            let day = old
+                .column("day")
+                .and_then(|c| c.str().cloned())
+                .map_err(|e| StoreError::data(context(), e))?;
+            let mask: BooleanChunked = day
+                .iter()
+                .map(|d| !d.is_some_and(|d| replaced.contains(d)))
+                .collect();
+            Some(
+                old.filter(&mask)
+                    .map_err(|e| StoreError::data(context(), e))?,
+            )
         }
         Err(_) => None,
     };
@@ -174,12 +190,16 @@ fn rewrite(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
         }
         (Some(a), None) | (None, Some(a)) => a,
         (Some(mut a), Some(b)) => {
-            a.vstack_mut_owned(b).map_err(|e| StoreError::data(context(), e))?;
+            a.vstack_mut_owned(b)
+                .map_err(|e| StoreError::data(context(), e))?;
             a
         }
     };
     let mut merged = merged
-        .sort(["day", "tool_name", "service_name"], SortMultipleOptions::default())
+        .sort(
+            ["day", "tool_name", "service_name"],
+            SortMultipleOptions::default(),
+        )
         .map_err(|e| StoreError::data(context(), e))?;
     let tmp = path.with_extension("parquet.tmp");
     parquet::write_file(&tmp, &mut merged)?;

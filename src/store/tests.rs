@@ -30,7 +30,10 @@ fn request(day: &str, seed: u8, n: usize, tool: &str) -> ExportTraceServiceReque
             name: format!("execute_tool {tool}"),
             start_time_unix_nano: (start + i as i64 * 1_000_000) as u64,
             end_time_unix_nano: (start + i as i64 * 1_000_000 + 500_000) as u64,
-            attributes: vec![kv("gen_ai.operation.name", "execute_tool"), kv("gen_ai.tool.name", tool)],
+            attributes: vec![
+                kv("gen_ai.operation.name", "execute_tool"),
+                kv("gen_ai.tool.name", tool),
+            ],
             ..Default::default()
         })
         .collect();
@@ -53,23 +56,74 @@ fn quick() -> StoreOptions {
 }
 
 fn count(dir: &std::path::Path) -> usize {
-    Reader::open(dir).unwrap().all_spans().unwrap().collect().unwrap().height()
+    Reader::open(dir)
+        .unwrap()
+        .all_spans()
+        .unwrap()
+        .collect()
+        .unwrap()
+        .height()
 }
 
 #[test]
 fn acknowledged_spans_are_readable_after_flush_and_stored_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), quick()).unwrap();
-    let a = store.submit(crate::ingest::prepare(&request("2026-07-29", 1, 10, "search_flights"))).unwrap().wait().unwrap();
-    assert_eq!(a, Ack { stored: 10, duplicates: 0 });
+    let a = store
+        .submit(crate::ingest::prepare(&request(
+            "2026-07-29",
+            1,
+            10,
+            "search_flights",
+        )))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        a,
+        Ack {
+            stored: 10,
+            duplicates: 0
+        }
+    );
     // A redelivery of the same spans is acknowledged and dropped.
-    let b = store.submit(crate::ingest::prepare(&request("2026-07-29", 1, 10, "search_flights"))).unwrap().wait().unwrap();
-    assert_eq!(b, Ack { stored: 0, duplicates: 10 });
+    let b = store
+        .submit(crate::ingest::prepare(&request(
+            "2026-07-29",
+            1,
+            10,
+            "search_flights",
+        )))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        b,
+        Ack {
+            stored: 0,
+            duplicates: 10
+        }
+    );
     store.flush().unwrap();
     assert_eq!(count(dir.path()), 10);
     // After a flush, dedup still knows the keys (read back from Parquet).
-    let c = store.submit(crate::ingest::prepare(&request("2026-07-29", 1, 12, "search_flights"))).unwrap().wait().unwrap();
-    assert_eq!(c, Ack { stored: 2, duplicates: 10 });
+    let c = store
+        .submit(crate::ingest::prepare(&request(
+            "2026-07-29",
+            1,
+            12,
+            "search_flights",
+        )))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        c,
+        Ack {
+            stored: 2,
+            duplicates: 10
+        }
+    );
     store.close().unwrap();
     assert_eq!(count(dir.path()), 12);
     assert!(wal::list(&Layout::new(dir.path()).wal_dir()).unwrap().len() <= 1);
@@ -80,11 +134,19 @@ fn a_reopened_store_dedups_against_parquet() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path(), quick()).unwrap();
-        store.submit(crate::ingest::prepare(&request("2026-07-29", 2, 5, "t"))).unwrap().wait().unwrap();
+        store
+            .submit(crate::ingest::prepare(&request("2026-07-29", 2, 5, "t")))
+            .unwrap()
+            .wait()
+            .unwrap();
         store.close().unwrap();
     }
     let store = Store::open(dir.path(), quick()).unwrap();
-    let ack = store.submit(crate::ingest::prepare(&request("2026-07-29", 2, 5, "t"))).unwrap().wait().unwrap();
+    let ack = store
+        .submit(crate::ingest::prepare(&request("2026-07-29", 2, 5, "t")))
+        .unwrap()
+        .wait()
+        .unwrap();
     assert_eq!(ack.duplicates, 5);
     store.close().unwrap();
     assert_eq!(count(dir.path()), 5);
@@ -102,7 +164,10 @@ fn the_wal_is_replayed_and_a_torn_tail_cut() {
     wal.append_sync(&[&r1, &r2]).unwrap();
     drop(wal);
     let path = wal::segment_path(&layout.wal_dir(), 1);
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     f.write_all(&[200, 0, 0, 0, 1, 2, 3, 4, 9, 9]).unwrap();
     drop(f);
     let store = Store::open(dir.path(), quick()).unwrap();
@@ -123,7 +188,11 @@ fn an_interrupted_commit_is_finished_on_open() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path(), quick()).unwrap();
-        store.submit(crate::ingest::prepare(&request("2026-07-29", 5, 6, "t"))).unwrap().wait().unwrap();
+        store
+            .submit(crate::ingest::prepare(&request("2026-07-29", 5, 6, "t")))
+            .unwrap()
+            .wait()
+            .unwrap();
         store.close().unwrap();
     }
     let layout = Layout::new(dir.path());
@@ -133,7 +202,10 @@ fn an_interrupted_commit_is_finished_on_open() {
     let tmp = part.with_file_name(".part-x.parquet.tmp");
     std::fs::copy(&part, &tmp).unwrap();
     let intent = commit::Intent {
-        renames: vec![(layout.relative(&tmp), layout.relative(&part.with_file_name("part-x.parquet")))],
+        renames: vec![(
+            layout.relative(&tmp),
+            layout.relative(&part.with_file_name("part-x.parquet")),
+        )],
         deletes: vec![layout.relative(&part)],
         ..Default::default()
     };
@@ -159,7 +231,16 @@ fn small_parts_are_compacted_and_the_rollup_counts_every_call() {
     };
     let store = Store::open(dir.path(), opts).unwrap();
     for seed in 10..15 {
-        store.submit(crate::ingest::prepare(&request("2026-08-04", seed, 11, "search_flights"))).unwrap().wait().unwrap();
+        store
+            .submit(crate::ingest::prepare(&request(
+                "2026-08-04",
+                seed,
+                11,
+                "search_flights",
+            )))
+            .unwrap()
+            .wait()
+            .unwrap();
         store.flush().unwrap();
     }
     let layout = store.layout().clone();
@@ -167,11 +248,27 @@ fn small_parts_are_compacted_and_the_rollup_counts_every_call() {
     assert!(parts.len() < 3, "{parts:?}");
     store.close().unwrap();
     assert_eq!(count(dir.path()), 55);
-    let rollup = Reader::open(dir.path()).unwrap().tool_daily().unwrap().unwrap().collect().unwrap();
+    let rollup = Reader::open(dir.path())
+        .unwrap()
+        .tool_daily()
+        .unwrap()
+        .unwrap()
+        .collect()
+        .unwrap();
     assert_eq!(rollup.height(), 1);
-    let calls = rollup.column("calls").unwrap().cast(&DataType::Int64).unwrap();
+    let calls = rollup
+        .column("calls")
+        .unwrap()
+        .cast(&DataType::Int64)
+        .unwrap();
     assert_eq!(calls.i64().unwrap().get(0), Some(55));
-    let day = rollup.column("day").unwrap().str().unwrap().get(0).map(str::to_string);
+    let day = rollup
+        .column("day")
+        .unwrap()
+        .str()
+        .unwrap()
+        .get(0)
+        .map(str::to_string);
     assert_eq!(day.as_deref(), Some("2026-08-04"));
 }
 
@@ -180,11 +277,22 @@ fn retention_drops_old_days() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path(), quick()).unwrap();
-        store.submit(crate::ingest::prepare(&request("2020-01-01", 20, 3, "t"))).unwrap().wait().unwrap();
+        store
+            .submit(crate::ingest::prepare(&request("2020-01-01", 20, 3, "t")))
+            .unwrap()
+            .wait()
+            .unwrap();
         store.close().unwrap();
     }
     assert_eq!(count(dir.path()), 3);
-    let store = Store::open(dir.path(), StoreOptions { retention_days: Some(30), ..quick() }).unwrap();
+    let store = Store::open(
+        dir.path(),
+        StoreOptions {
+            retention_days: Some(30),
+            ..quick()
+        },
+    )
+    .unwrap();
     // The flusher runs retention on start; give it a moment.
     for _ in 0..100 {
         if Reader::open(dir.path()).unwrap().days().unwrap().is_empty() {
@@ -200,7 +308,10 @@ fn retention_drops_old_days() {
 fn a_second_writer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), quick()).unwrap();
-    assert!(matches!(Store::open(dir.path(), quick()), Err(StoreError::Locked { .. })));
+    assert!(matches!(
+        Store::open(dir.path(), quick()),
+        Err(StoreError::Locked { .. })
+    ));
     store.close().unwrap();
 }
 
@@ -215,5 +326,8 @@ fn mcp_and_genai_spans_of_one_call_count_once() {
     }
     .unwrap();
     let dup = rollup::mcp_duplicates(&df).unwrap();
-    assert_eq!(dup.into_iter().collect::<Vec<_>>(), vec![Some(false), Some(true), Some(false), Some(false)]);
+    assert_eq!(
+        dup.iter().collect::<Vec<_>>(),
+        vec![Some(false), Some(true), Some(false), Some(false)]
+    );
 }

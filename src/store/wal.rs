@@ -19,6 +19,8 @@ pub struct Wal {
     seq: u64,
     file: File,
     len: u64,
+    /// A failed write could not be cut back: nothing is appended until it is.
+    dirty_tail: bool,
 }
 
 /// A segment's records as read back on recovery.
@@ -36,11 +38,15 @@ pub fn segment_path(dir: &Path, seq: u64) -> PathBuf {
 /// Sequence numbers of the segments present, in order.
 pub fn list(dir: &Path) -> Result<Vec<u64>, StoreError> {
     let mut seqs = Vec::new();
-    let entries = fs::read_dir(dir).map_err(|e| StoreError::io(format!("listing {}", dir.display()), e))?;
+    let entries =
+        fs::read_dir(dir).map_err(|e| StoreError::io(format!("listing {}", dir.display()), e))?;
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if let Some(n) = name.strip_prefix("wal-").and_then(|n| n.strip_suffix(".log")) {
+        if let Some(n) = name
+            .strip_prefix("wal-")
+            .and_then(|n| n.strip_suffix(".log"))
+        {
             if let Ok(seq) = n.parse() {
                 seqs.push(seq);
             }
@@ -50,8 +56,11 @@ pub fn list(dir: &Path) -> Result<Vec<u64>, StoreError> {
     Ok(seqs)
 }
 
-/// Read one segment; a torn tail (short or failing its CRC) is cut off the file.
-pub fn read_segment(dir: &Path, seq: u64) -> Result<Segment, StoreError> {
+/// Read one segment. A torn tail — the last record cut short or failing its
+/// CRC, as a crash mid-write leaves it — is cut off the newest segment (it
+/// was never acknowledged). Damage anywhere else is an error: those records
+/// were acknowledged, and stormwatch will not guess past them.
+pub fn read_segment(dir: &Path, seq: u64, newest: bool) -> Result<Segment, StoreError> {
     let path = segment_path(dir, seq);
     let mut buf = Vec::new();
     File::open(&path)
@@ -61,22 +70,41 @@ pub fn read_segment(dir: &Path, seq: u64) -> Result<Segment, StoreError> {
     let mut pos = 0usize;
     let mut torn_at = None;
     while pos < buf.len() {
-        let Some(header) = buf.get(pos..pos + HEADER) else {
-            torn_at = Some(pos as u64);
-            break;
-        };
-        let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
-        let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-        let body = buf.get(pos + HEADER..pos + HEADER + len);
-        match body {
-            Some(body) if len <= MAX_RECORD && crc32fast::hash(body) == crc => {
-                records.push(body.to_vec());
+        let rest = buf.len() - pos;
+        let damage = if rest < HEADER {
+            Some((true, format!("a {rest}-byte fragment of a record header")))
+        } else {
+            let h = &buf[pos..pos + HEADER];
+            let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+            let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+            if len > MAX_RECORD || len > rest - HEADER {
+                Some((
+                    true,
+                    format!("a record of {len} bytes with {} left", rest - HEADER),
+                ))
+            } else if crc32fast::hash(&buf[pos + HEADER..pos + HEADER + len]) != crc {
+                Some((
+                    pos + HEADER + len == buf.len(),
+                    format!("a {len}-byte record failing its CRC"),
+                ))
+            } else {
+                records.push(buf[pos + HEADER..pos + HEADER + len].to_vec());
                 pos += HEADER + len;
+                None
             }
-            _ => {
+        };
+        if let Some((at_tail, what)) = damage {
+            if newest && at_tail {
                 torn_at = Some(pos as u64);
                 break;
             }
+            return Err(StoreError::data(
+                format!("WAL segment {} is damaged at byte {pos}", path.display()),
+                format!(
+                    "{what}, with {rest} bytes from there to the end; these were acknowledged, so stormwatch will not \
+                     guess past them: move the file aside to start (the records after byte {pos} are then lost)"
+                ),
+            ));
         }
     }
     if let Some(at) = torn_at {
@@ -87,9 +115,15 @@ pub fn read_segment(dir: &Path, seq: u64) -> Result<Segment, StoreError> {
                 f.set_len(at)?;
                 f.sync_all()
             })
-            .map_err(|e| StoreError::io(format!("cutting the torn tail of {}", path.display()), e))?;
+            .map_err(|e| {
+                StoreError::io(format!("cutting the torn tail of {}", path.display()), e)
+            })?;
     }
-    Ok(Segment { seq, records, torn_at })
+    Ok(Segment {
+        seq,
+        records,
+        torn_at,
+    })
 }
 
 impl Wal {
@@ -108,6 +142,7 @@ impl Wal {
             seq,
             file,
             len: 0,
+            dirty_tail: false,
         })
     }
 
@@ -117,8 +152,15 @@ impl Wal {
 
     /// Append records and fsync them: after `Ok`, they survive a crash.
     /// On failure the segment is cut back to where the batch began, so a
-    /// failed batch never half-exists.
+    /// refused batch never half-exists; until that cut succeeds, every
+    /// append is refused.
     pub fn append_sync(&mut self, records: &[&[u8]]) -> Result<(), StoreError> {
+        let path = segment_path(&self.dir, self.seq);
+        if self.dirty_tail {
+            self.cut_back().map_err(|e| {
+                StoreError::io(format!("cutting a failed write off {}", path.display()), e)
+            })?;
+        }
         let total: usize = records.iter().map(|r| HEADER + r.len()).sum();
         let mut buf = Vec::with_capacity(total);
         for r in records {
@@ -136,16 +178,22 @@ impl Wal {
                 Ok(())
             }
             Err(e) => {
-                let path = segment_path(&self.dir, self.seq);
-                // The bytes may or may not be on disk: cut them off, and
-                // start a fresh segment so a bad file handle is not reused.
-                let _ = self.file.set_len(self.len).and_then(|()| self.file.sync_all());
-                if let Ok(next) = Wal::create(&self.dir, self.seq) {
-                    *self = next;
-                }
-                Err(StoreError::io(format!("writing the WAL segment {}", path.display()), e))
+                // The bytes may or may not be on disk: cut them off.
+                self.dirty_tail = true;
+                let _ = self.cut_back();
+                Err(StoreError::io(
+                    format!("writing the WAL segment {}", path.display()),
+                    e,
+                ))
             }
         }
+    }
+
+    fn cut_back(&mut self) -> io::Result<()> {
+        self.file.set_len(self.len)?;
+        self.file.sync_all()?;
+        self.dirty_tail = false;
+        Ok(())
     }
 
     /// Bytes in the current segment.

@@ -1,8 +1,9 @@
-//! The writer thread: takes queued requests, appends them to the WAL with
-//! one fsync per group, acknowledges them, and keeps their rows (deduplicated)
-//! in the memtable until it hands a frozen table to the flusher.
+//! The writer thread: takes queued requests, makes sure the stored keys of
+//! every day they touch are loaded (dedup), appends them to the WAL with one
+//! fsync per group, acknowledges them, and keeps their new rows in the
+//! memtable until it hands a frozen table to the flusher.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use super::flusher::Job;
 use super::memtable::{memory_keys, Frozen, Memtable, Seen};
 use super::wal::{self, Wal};
 use super::{parquet, Ack, Cmd, Recovery, Shared, StoreError, Submission};
-use crate::model::SpanRow;
+use crate::model::{day_to_string, SpanKey, SpanRow};
 
 /// Largest group of requests written with one fsync.
 const MAX_GROUP_BYTES: usize = 32 << 20;
@@ -38,47 +39,67 @@ pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
     let mut seen = Seen::new(shared.opts.dedup_days);
     let wal_dir = layout.wal_dir();
     let seqs = wal::list(&wal_dir)?;
-    for &seq in &seqs {
-        let segment = wal::read_segment(&wal_dir, seq)?;
+    for (i, &seq) in seqs.iter().enumerate() {
+        let newest = i + 1 == seqs.len();
+        let segment = wal::read_segment(&wal_dir, seq, newest)?;
         report.segments += 1;
         if let Some(at) = segment.torn_at {
             report.torn_tails += 1;
-            tracing::warn!(segment = seq, offset = at, "cut a torn record off the WAL (a write interrupted before it was acknowledged)");
+            tracing::warn!(
+                segment = seq,
+                offset = at,
+                "cut a torn record off the WAL (a write interrupted before it was acknowledged)"
+            );
         }
         for record in &segment.records {
             report.records += 1;
             match ExportTraceServiceRequest::decode(record.as_slice()) {
                 Ok(req) => {
                     let rows = crate::ingest::normalize(&req).rows;
-                    let (stored, _) = insert_rows(shared, &mut mem, &mut seen, None, rows);
+                    load_days(shared, &mut seen, &mem, None, &rows)?;
+                    let (stored, _) = insert_rows(&mut mem, &mut seen, rows);
                     report.spans += stored;
                 }
-                Err(e) => tracing::error!(segment = seq, error = %e, "a WAL record passed its CRC but does not decode; skipped"),
+                Err(e) => {
+                    tracing::error!(segment = seq, error = %e, "a WAL record passed its CRC but does not decode; skipped")
+                }
             }
         }
     }
     let wal = Wal::create(&wal_dir, seqs.last().copied().unwrap_or(0))?;
-    shared.stats.memtable_rows.store(mem.rows, Ordering::Relaxed);
+    shared
+        .stats
+        .memtable_rows
+        .store(mem.rows, Ordering::Relaxed);
     Ok((WriterState { wal, mem, seen }, report))
 }
 
-/// Make sure the keys of `day` are loaded, then keep the rows not seen before.
-fn insert_rows(
+/// Make sure the stored keys of every day `rows` touch are loaded. A day
+/// whose keys cannot be read is an error: storing without them could store
+/// a redelivered span twice.
+fn load_days(
     shared: &Shared,
-    mem: &mut Memtable,
     seen: &mut Seen,
+    mem: &Memtable,
     frozen: Option<&Arc<Frozen>>,
-    rows: Vec<SpanRow>,
-) -> (usize, usize) {
+    rows: &[SpanRow],
+) -> Result<(), StoreError> {
+    let days: BTreeSet<i32> = rows.iter().map(SpanRow::day).collect();
+    for &day in &days {
+        if !seen.is_loaded(day) {
+            let keys = load_day_keys(shared, day, mem, frozen)?;
+            seen.load(day, keys, &days);
+        }
+    }
+    Ok(())
+}
+
+/// Keep the rows not stored before (their days' keys must be loaded).
+fn insert_rows(mem: &mut Memtable, seen: &mut Seen, rows: Vec<SpanRow>) -> (usize, usize) {
     let (mut stored, mut dups) = (0, 0);
     for row in rows {
         let day = row.day();
-        if !seen.is_loaded(day) {
-            let keys = load_day_keys(shared, day, mem, frozen);
-            seen.load(day, keys);
-        }
-        let fresh = row.key().is_none_or(|k| seen.insert(day, k));
-        if fresh {
+        if row.key().is_none_or(|k| seen.insert(day, k)) {
             mem.push(row);
             stored += 1;
         } else {
@@ -90,28 +111,39 @@ fn insert_rows(
 
 /// Keys of a day: the table being flushed (read first, so a commit racing
 /// this read is seen either there or in the parts), the parts, the memtable.
-fn load_day_keys(shared: &Shared, day: i32, mem: &Memtable, frozen: Option<&Arc<Frozen>>) -> HashSet<crate::model::SpanKey> {
-    let frozen = frozen.cloned().or_else(|| shared.frozen.lock().unwrap_or_else(|e| e.into_inner()).clone());
+fn load_day_keys(
+    shared: &Shared,
+    day: i32,
+    mem: &Memtable,
+    frozen: Option<&Arc<Frozen>>,
+) -> Result<HashSet<SpanKey>, StoreError> {
+    let frozen = frozen.cloned().or_else(|| {
+        shared
+            .frozen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    });
     let mut keys = memory_keys(day, mem, frozen.as_ref());
-    for attempt in 1..=3 {
-        let parts = match shared.layout.parts(day) {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(error = %e, "listing parts for dedup failed");
-                continue;
-            }
-        };
-        match parquet::read_keys(&parts) {
+    let mut last_err = None;
+    for _ in 0..3 {
+        // A compaction may replace a part between listing and reading: list again.
+        match shared.layout.parts(day).and_then(|parts| {
+            parquet::read_keys(&parts).map_err(|e| {
+                StoreError::data(
+                    format!("reading the stored keys of {}", day_to_string(day)),
+                    e,
+                )
+            })
+        }) {
             Ok(k) => {
                 keys.extend(k);
-                return keys;
+                return Ok(keys);
             }
-            // A compaction may have replaced a part mid-read: list again.
-            Err(e) if attempt < 3 => tracing::debug!(error = %e, "re-reading keys after a concurrent change"),
-            Err(e) => tracing::error!(day = %crate::model::day_to_string(day), error = %e, "could not read stored keys; spans of this day redelivered now may be stored twice until compaction"),
+            Err(e) => last_err = Some(e),
         }
     }
-    keys
+    Err(last_err.unwrap_or(StoreError::Closed))
 }
 
 pub fn run(shared: Arc<Shared>, mut state: WriterState, rx: Receiver<Cmd>, jobs: Sender<Job>) {
@@ -147,7 +179,9 @@ pub fn run(shared: Arc<Shared>, mut state: WriterState, rx: Receiver<Cmd>, jobs:
         }
         let mem = &state.mem;
         let due = !mem.is_empty()
-            && (mem.rows >= opts.flush_rows || mem.bytes >= opts.flush_bytes || last_flush.elapsed() >= opts.flush_interval);
+            && (mem.rows >= opts.flush_rows
+                || mem.bytes >= opts.flush_bytes
+                || last_flush.elapsed() >= opts.flush_interval);
         if due || !waiters.is_empty() || shutdown {
             let must = !waiters.is_empty() || shutdown || over_memory(&shared, &state.mem);
             if hand_off(&shared, &mut state, &jobs, waiters, must) {
@@ -173,22 +207,56 @@ fn over_memory(shared: &Shared, mem: &Memtable) -> bool {
     mem.bytes + frozen_bytes > shared.opts.max_memory_bytes
 }
 
+fn refuse(shared: &Shared, group: Vec<Submission>, e: &StoreError) {
+    for s in group {
+        shared
+            .stats
+            .pending_bytes
+            .fetch_sub(s.bytes, Ordering::AcqRel);
+        let _ = s.reply.send(Err(e.clone()));
+    }
+}
+
 fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>) {
     let stats = &shared.stats;
+    let frozen = shared
+        .frozen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let rows: Vec<&SpanRow> = group.iter().flat_map(|s| s.rows.iter()).collect();
+    let days: BTreeSet<i32> = rows.iter().map(|r| r.day()).collect();
+    for &day in &days {
+        if !state.seen.is_loaded(day) {
+            match load_day_keys(shared, day, &state.mem, frozen.as_ref()) {
+                Ok(keys) => state.seen.load(day, keys, &days),
+                Err(e) => {
+                    tracing::error!(day = %day_to_string(day), error = %e, requests = group.len(), "cannot read the stored keys of a day; refusing the requests rather than risk storing spans twice");
+                    refuse(shared, group, &e);
+                    return;
+                }
+            }
+        }
+    }
     let records: Vec<&[u8]> = group.iter().map(|s| s.payload.as_ref()).collect();
     let bytes: u64 = records.iter().map(|r| r.len() as u64).sum();
     let started = Instant::now();
     let result = state.wal.append_sync(&records);
-    stats.wal_sync_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    stats
+        .wal_sync_nanos
+        .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
-    let frozen = shared.frozen.lock().unwrap_or_else(|e| e.into_inner()).clone();
     match result {
         Ok(()) => {
             stats.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
             for s in group {
-                let (stored, duplicates) = insert_rows(shared, &mut state.mem, &mut state.seen, frozen.as_ref(), s.rows);
-                stats.spans_stored.fetch_add(stored as u64, Ordering::Relaxed);
-                stats.spans_duplicate.fetch_add(duplicates as u64, Ordering::Relaxed);
+                let (stored, duplicates) = insert_rows(&mut state.mem, &mut state.seen, s.rows);
+                stats
+                    .spans_stored
+                    .fetch_add(stored as u64, Ordering::Relaxed);
+                stats
+                    .spans_duplicate
+                    .fetch_add(duplicates as u64, Ordering::Relaxed);
                 stats.pending_bytes.fetch_sub(s.bytes, Ordering::AcqRel);
                 let _ = s.reply.send(Ok(Ack { stored, duplicates }));
             }
@@ -196,19 +264,21 @@ fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>)
         Err(e) => {
             stats.wal_failures.fetch_add(1, Ordering::Relaxed);
             tracing::error!(error = %e, requests = group.len(), "WAL write failed; the group is refused and nothing of it is kept");
-            for s in group {
-                stats.pending_bytes.fetch_sub(s.bytes, Ordering::AcqRel);
-                let _ = s.reply.send(Err(e.clone()));
-            }
+            refuse(shared, group, &e);
         }
     }
     stats.memtable_rows.store(state.mem.rows, Ordering::Relaxed);
 }
 
+/// Wait until the flusher has no table, or can take none any more.
 fn wait_flusher_idle(shared: &Shared) {
     let mut frozen = shared.frozen.lock().unwrap_or_else(|e| e.into_inner());
-    while frozen.is_some() {
-        frozen = shared.flusher_idle.wait(frozen).unwrap_or_else(|e| e.into_inner());
+    while frozen.is_some() && shared.flusher_alive.load(Ordering::Acquire) {
+        frozen = shared
+            .flusher_idle
+            .wait_timeout(frozen, Duration::from_millis(200))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
     }
 }
 
@@ -221,12 +291,24 @@ fn hand_off(
     waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
     must: bool,
 ) -> bool {
-    let busy = shared.frozen.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+    let busy = shared
+        .frozen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_some();
     if busy {
         if !must {
             return false;
         }
         wait_flusher_idle(shared);
+    }
+    // After a table was abandoned uncommitted (shutdown with a broken disk),
+    // no later commit may run: it would delete that table's WAL segments.
+    if shared.poisoned.load(Ordering::Acquire) || !shared.flusher_alive.load(Ordering::Acquire) {
+        for w in waiters {
+            let _ = w.send(Err(StoreError::Closed));
+        }
+        return false;
     }
     let upto = match state.wal.rotate() {
         Ok(upto) => upto,
@@ -245,7 +327,7 @@ fn hand_off(
     *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&frozen));
     shared.stats.memtable_rows.store(0, Ordering::Relaxed);
     if let Err(err) = jobs.send(Job { frozen, waiters }) {
-        // The flusher is gone (shutdown): the rows stay safe in the WAL.
+        // The flusher is gone: the rows stay safe in the WAL.
         *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
         for w in err.0.waiters {
             let _ = w.send(Err(StoreError::Closed));
