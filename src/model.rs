@@ -3,6 +3,7 @@
 //! No IO happens here.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// What a failure was, whatever name the span gave it (detection.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -123,7 +124,8 @@ pub struct SpanRow {
     pub parent_span_id: Option<String>,
     pub name: String,
     pub kind: &'static str,
-    pub service_name: String,
+    /// Shared by every span of a resource.
+    pub service_name: Arc<str>,
     pub start_ns: i64,
     pub end_ns: i64,
     pub duration_ns: i64,
@@ -150,8 +152,8 @@ pub struct SpanRow {
     pub attributes: String,
     /// Span events as a JSON array (`[]` when there are none).
     pub events: String,
-    /// Resource attributes as a JSON object.
-    pub resource: String,
+    /// Resource attributes as a JSON object, shared by every span of the resource.
+    pub resource: Arc<str>,
 }
 
 impl SpanRow {

@@ -32,8 +32,7 @@ pub fn classify(attrs: &[KeyValue], status: Option<&Status>, events: &[Event]) -
     let http_status = attrs::int(attrs, "http.response.status_code")
         .or_else(|| attrs::int(attrs, "http.status_code"))
         .and_then(|s| i32::try_from(s).ok());
-    let rpc_status =
-        attrs::int(attrs, "rpc.grpc.status_code").and_then(|s| i32::try_from(s).ok());
+    let rpc_status = attrs::int(attrs, "rpc.grpc.status_code").and_then(|s| i32::try_from(s).ok());
     let exception = events.iter().find(|e| e.name == "exception");
     let exception_type = exception.and_then(|e| attrs::string(&e.attributes, "exception.type"));
     let exception_message =
@@ -133,7 +132,13 @@ pub fn from_text(text: &str) -> Option<ErrorClass> {
         "enotfound",
     ]) {
         Some(ErrorClass::Network)
-    } else if has(&["rate limit", "ratelimit", "rate_limit", "too many requests", "quota"]) {
+    } else if has(&[
+        "rate limit",
+        "ratelimit",
+        "rate_limit",
+        "too many requests",
+        "quota",
+    ]) {
         Some(ErrorClass::RateLimited)
     } else if has(&["validation", "invalid"]) {
         Some(ErrorClass::InvalidRequest)
@@ -178,5 +183,9 @@ fn tool_result_failed(attrs: &[KeyValue]) -> Option<ErrorClass> {
         serde_json::Value::String(s) => from_text(s),
         _ => None,
     });
-    Some(inner.or_else(|| status_in(obj)).unwrap_or(ErrorClass::Unknown))
+    Some(
+        inner
+            .or_else(|| status_in(obj))
+            .unwrap_or(ErrorClass::Unknown),
+    )
 }

@@ -3,12 +3,16 @@
 /// Everything that can make ingest refuse a body.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
-    #[error("unsupported content type {got:?}: expected application/x-protobuf or application/json")]
+    #[error(
+        "unsupported content type {got:?}: expected application/x-protobuf or application/json"
+    )]
     UnsupportedMediaType { got: String },
     #[error("unsupported content encoding {got:?}: expected gzip, deflate, zstd or identity")]
     UnsupportedEncoding { got: String },
     #[error("request body is over the {limit}-byte limit{}", if *.decompressed { " once decompressed" } else { "" })]
     TooLarge { limit: usize, decompressed: bool },
+    #[error("too many request bytes in flight; retry later")]
+    Busy,
     #[error("could not decompress the {encoding} body: {source}")]
     Decompress {
         encoding: &'static str,

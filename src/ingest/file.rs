@@ -45,7 +45,11 @@ fn walk(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
     if meta.is_dir() {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| !p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')))
+            .filter(|p| {
+                !p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with('.'))
+            })
             .collect();
         entries.sort();
         for e in entries {
@@ -68,7 +72,9 @@ fn is_gzip(path: &Path) -> io::Result<bool> {
 fn content(path: &Path) -> io::Result<Box<dyn BufRead>> {
     let f = File::open(path)?;
     if is_gzip(path)? {
-        Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(f))))
+        Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(
+            f,
+        ))))
     } else {
         Ok(Box::new(BufReader::new(f)))
     }
@@ -76,7 +82,11 @@ fn content(path: &Path) -> io::Result<Box<dyn BufRead>> {
 
 /// Guess the layout from the name and the first bytes.
 pub fn sniff(path: &Path) -> io::Result<FileKind> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     if name.ends_with(".jsonl") || name.ends_with(".ndjson") {
         return Ok(FileKind::JsonLines);
@@ -86,7 +96,9 @@ pub fn sniff(path: &Path) -> io::Result<FileKind> {
     }
     let mut r = content(path)?;
     let mut first_line = Vec::new();
-    r.by_ref().take(64 << 20).read_until(b'\n', &mut first_line)?;
+    r.by_ref()
+        .take(64 << 20)
+        .read_until(b'\n', &mut first_line)?;
     let trimmed = first_line.trim_ascii_start();
     if !trimmed.starts_with(b"{") {
         return Ok(FileKind::Protobuf);
@@ -128,7 +140,11 @@ pub fn read(path: &Path) -> io::Result<(FileKind, Vec<Record>)> {
 
 /// JSON lines from `reader`, numbering from `first_line + 1`; blank lines are
 /// skipped. Returns the bytes consumed by complete lines.
-fn read_lines(mut reader: impl BufRead, first_line: usize, out: &mut Vec<Record>) -> io::Result<u64> {
+fn read_lines(
+    mut reader: impl BufRead,
+    first_line: usize,
+    out: &mut Vec<Record>,
+) -> io::Result<u64> {
     let mut consumed = 0u64;
     let mut line_no = first_line;
     let mut buf = Vec::new();
@@ -154,7 +170,11 @@ fn read_lines(mut reader: impl BufRead, first_line: usize, out: &mut Vec<Record>
 
 /// The complete lines of a plain JSON-lines file after `offset`, for
 /// `--follow`: the records, and the offset and line count after them.
-pub fn read_lines_from(path: &Path, offset: u64, lines_before: usize) -> io::Result<(Vec<Record>, u64, usize)> {
+pub fn read_lines_from(
+    path: &Path,
+    offset: u64,
+    lines_before: usize,
+) -> io::Result<(Vec<Record>, u64, usize)> {
     let mut f = File::open(path)?;
     f.seek(SeekFrom::Start(offset))?;
     let mut records = Vec::new();
@@ -179,7 +199,8 @@ fn read_protobuf(buf: &[u8]) -> Vec<Record> {
     if buf.first() != Some(&0) {
         return vec![Record {
             line: None,
-            result: ExportTraceServiceRequest::decode(buf).map_err(|e| format!("not an OTLP protobuf request: {e}")),
+            result: ExportTraceServiceRequest::decode(buf)
+                .map_err(|e| format!("not an OTLP protobuf request: {e}")),
         }];
     }
     let mut records = Vec::new();
@@ -205,7 +226,8 @@ fn read_protobuf(buf: &[u8]) -> Vec<Record> {
         let body = &rest[4..4 + len];
         records.push(Record {
             line: Some(frame),
-            result: ExportTraceServiceRequest::decode(body).map_err(|e| format!("not an OTLP protobuf request: {e}")),
+            result: ExportTraceServiceRequest::decode(body)
+                .map_err(|e| format!("not an OTLP protobuf request: {e}")),
         });
         rest = &rest[4 + len..];
     }

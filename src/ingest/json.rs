@@ -58,15 +58,19 @@ fn kind_of(v: &Value) -> &'static str {
 }
 
 fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>> {
-    v.as_object()
-        .map_or_else(|| err(path, format!("expected an object, got {}", kind_of(v))), Ok)
+    v.as_object().map_or_else(
+        || err(path, format!("expected an object, got {}", kind_of(v))),
+        Ok,
+    )
 }
 
 /// The field under its camelCase or snake_case name; `null` counts as absent.
 fn field<'a>(obj: &'a Map<String, Value>, camel: &str, snake: &str) -> Option<(&'a Value, String)> {
-    [camel, snake]
-        .into_iter()
-        .find_map(|k| obj.get(k).filter(|v| !v.is_null()).map(|v| (v, k.to_string())))
+    [camel, snake].into_iter().find_map(|k| {
+        obj.get(k)
+            .filter(|v| !v.is_null())
+            .map(|v| (v, k.to_string()))
+    })
 }
 
 fn list<T>(
@@ -80,9 +84,10 @@ fn list<T>(
         return Ok(Vec::new());
     };
     let p = format!("{path}.{key}");
-    let arr = v
-        .as_array()
-        .map_or_else(|| err(&p, format!("expected an array, got {}", kind_of(v))), Ok)?;
+    let arr = v.as_array().map_or_else(
+        || err(&p, format!("expected an array, got {}", kind_of(v))),
+        Ok,
+    )?;
     arr.iter()
         .enumerate()
         .map(|(i, v)| item(v, &format!("{p}[{i}]")))
@@ -93,7 +98,10 @@ fn string(obj: &Map<String, Value>, path: &str, camel: &str, snake: &str) -> Res
     match field(obj, camel, snake) {
         None => Ok(String::new()),
         Some((Value::String(s), _)) => Ok(s.clone()),
-        Some((v, key)) => err(&format!("{path}.{key}"), format!("expected a string, got {}", kind_of(v))),
+        Some((v, key)) => err(
+            &format!("{path}.{key}"),
+            format!("expected a string, got {}", kind_of(v)),
+        ),
     }
 }
 
@@ -102,12 +110,19 @@ fn int64(v: &Value, path: &str) -> Result<i64> {
     match v {
         Value::Number(n) => n
             .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18).map(|f| f as i64))
-            .map_or_else(|| err(path, format!("expected a 64-bit integer, got {n}")), Ok),
-        Value::String(s) => s
-            .trim()
-            .parse()
-            .map_or_else(|_| err(path, format!("expected a 64-bit integer, got {s:?}")), Ok),
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+                    .map(|f| f as i64)
+            })
+            .map_or_else(
+                || err(path, format!("expected a 64-bit integer, got {n}")),
+                Ok,
+            ),
+        Value::String(s) => s.trim().parse().map_or_else(
+            |_| err(path, format!("expected a 64-bit integer, got {s:?}")),
+            Ok,
+        ),
         other => err(path, format!("expected an integer, got {}", kind_of(other))),
     }
 }
@@ -116,20 +131,41 @@ fn uint64_field(obj: &Map<String, Value>, path: &str, camel: &str, snake: &str) 
     match field(obj, camel, snake) {
         None => Ok(0),
         Some((Value::Number(n), key)) => n.as_u64().map_or_else(
-            || err(&format!("{path}.{key}"), format!("expected an unsigned 64-bit integer, got {n}")),
+            || {
+                err(
+                    &format!("{path}.{key}"),
+                    format!("expected an unsigned 64-bit integer, got {n}"),
+                )
+            },
             Ok,
         ),
         Some((Value::String(s), key)) => s.trim().parse().map_or_else(
-            |_| err(&format!("{path}.{key}"), format!("expected an unsigned 64-bit integer, got {s:?}")),
+            |_| {
+                err(
+                    &format!("{path}.{key}"),
+                    format!("expected an unsigned 64-bit integer, got {s:?}"),
+                )
+            },
             Ok,
         ),
-        Some((v, key)) => err(&format!("{path}.{key}"), format!("expected an integer, got {}", kind_of(v))),
+        Some((v, key)) => err(
+            &format!("{path}.{key}"),
+            format!("expected an integer, got {}", kind_of(v)),
+        ),
     }
 }
 
 fn uint32_field(obj: &Map<String, Value>, path: &str, camel: &str, snake: &str) -> Result<u32> {
     let n = uint64_field(obj, path, camel, snake)?;
-    u32::try_from(n).map_or_else(|_| err(&format!("{path}.{camel}"), format!("{n} does not fit 32 bits")), Ok)
+    u32::try_from(n).map_or_else(
+        |_| {
+            err(
+                &format!("{path}.{camel}"),
+                format!("{n} does not fit 32 bits"),
+            )
+        },
+        Ok,
+    )
 }
 
 /// An enum given as its number or its name (`SPAN_KIND_CLIENT`, or just `CLIENT`).
@@ -143,10 +179,17 @@ fn enumeration(
 ) -> Result<i32> {
     match field(obj, camel, snake) {
         None => Ok(0),
-        Some((Value::Number(n), key)) => n
-            .as_i64()
-            .and_then(|i| i32::try_from(i).ok())
-            .map_or_else(|| err(&format!("{path}.{key}"), format!("expected an enum number, got {n}")), Ok),
+        Some((Value::Number(n), key)) => {
+            n.as_i64().and_then(|i| i32::try_from(i).ok()).map_or_else(
+                || {
+                    err(
+                        &format!("{path}.{key}"),
+                        format!("expected an enum number, got {n}"),
+                    )
+                },
+                Ok,
+            )
+        }
         Some((Value::String(s), key)) => {
             let upper = s.trim().to_ascii_uppercase();
             let bare = upper.strip_prefix(prefix).unwrap_or(&upper);
@@ -157,19 +200,33 @@ fn enumeration(
                 |_| {
                     err(
                         &format!("{path}.{key}"),
-                        format!("expected one of {} (with or without {prefix}), got {s:?}", names.join(", ")),
+                        format!(
+                            "expected one of {} (with or without {prefix}), got {s:?}",
+                            names.join(", ")
+                        ),
                     )
                 },
                 Ok,
             )
         }
-        Some((v, key)) => err(&format!("{path}.{key}"), format!("expected an enum, got {}", kind_of(v))),
+        Some((v, key)) => err(
+            &format!("{path}.{key}"),
+            format!("expected an enum, got {}", kind_of(v)),
+        ),
     }
 }
 
 /// An id: hex as the spec has it, or base64 as some older exporters sent.
-/// A wrong length is kept so normalization rejects that one span.
-fn id(obj: &Map<String, Value>, path: &str, camel: &str, snake: &str, len: usize) -> Result<Vec<u8>> {
+/// A wrong length is kept so normalization rejects that one span (partial
+/// success); characters that are neither make the body undecodable (400),
+/// as the Collector answers too.
+fn id(
+    obj: &Map<String, Value>,
+    path: &str,
+    camel: &str,
+    snake: &str,
+    len: usize,
+) -> Result<Vec<u8>> {
     let Some((v, key)) = field(obj, camel, snake) else {
         return Ok(Vec::new());
     };
@@ -187,11 +244,14 @@ fn id(obj: &Map<String, Value>, path: &str, camel: &str, snake: &str, len: usize
             return Ok(bytes);
         }
     }
-    err(&p, format!("expected {} hex characters, got {s:?}", len * 2))
+    err(
+        &p,
+        format!("expected {} hex characters, got {s:?}", len * 2),
+    )
 }
 
 fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
@@ -233,7 +293,12 @@ fn resource_spans(v: &Value, path: &str) -> Result<ResourceSpans> {
             let r = object(r, &p)?;
             Some(Resource {
                 attributes: list(r, &p, "attributes", "attributes", key_value)?,
-                dropped_attributes_count: uint32_field(r, &p, "droppedAttributesCount", "dropped_attributes_count")?,
+                dropped_attributes_count: uint32_field(
+                    r,
+                    &p,
+                    "droppedAttributesCount",
+                    "dropped_attributes_count",
+                )?,
                 ..Default::default()
             })
         }
@@ -256,7 +321,12 @@ fn scope_spans(v: &Value, path: &str) -> Result<ScopeSpans> {
                 name: string(s, &p, "name", "name")?,
                 version: string(s, &p, "version", "version")?,
                 attributes: list(s, &p, "attributes", "attributes", key_value)?,
-                dropped_attributes_count: uint32_field(s, &p, "droppedAttributesCount", "dropped_attributes_count")?,
+                dropped_attributes_count: uint32_field(
+                    s,
+                    &p,
+                    "droppedAttributesCount",
+                    "dropped_attributes_count",
+                )?,
             })
         }
     };
@@ -267,7 +337,14 @@ fn scope_spans(v: &Value, path: &str) -> Result<ScopeSpans> {
     })
 }
 
-const KINDS: &[&str] = &["UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"];
+const KINDS: &[&str] = &[
+    "UNSPECIFIED",
+    "INTERNAL",
+    "SERVER",
+    "CLIENT",
+    "PRODUCER",
+    "CONSUMER",
+];
 const STATUS_CODES: &[&str] = &["UNSET", "OK", "ERROR"];
 
 fn span(v: &Value, path: &str) -> Result<Span> {
@@ -294,9 +371,19 @@ fn span(v: &Value, path: &str) -> Result<Span> {
         start_time_unix_nano: uint64_field(obj, path, "startTimeUnixNano", "start_time_unix_nano")?,
         end_time_unix_nano: uint64_field(obj, path, "endTimeUnixNano", "end_time_unix_nano")?,
         attributes: list(obj, path, "attributes", "attributes", key_value)?,
-        dropped_attributes_count: uint32_field(obj, path, "droppedAttributesCount", "dropped_attributes_count")?,
+        dropped_attributes_count: uint32_field(
+            obj,
+            path,
+            "droppedAttributesCount",
+            "dropped_attributes_count",
+        )?,
         events: list(obj, path, "events", "events", event)?,
-        dropped_events_count: uint32_field(obj, path, "droppedEventsCount", "dropped_events_count")?,
+        dropped_events_count: uint32_field(
+            obj,
+            path,
+            "droppedEventsCount",
+            "dropped_events_count",
+        )?,
         links: list(obj, path, "links", "links", link)?,
         dropped_links_count: uint32_field(obj, path, "droppedLinksCount", "dropped_links_count")?,
         status,
@@ -309,7 +396,12 @@ fn event(v: &Value, path: &str) -> Result<span::Event> {
         time_unix_nano: uint64_field(obj, path, "timeUnixNano", "time_unix_nano")?,
         name: string(obj, path, "name", "name")?,
         attributes: list(obj, path, "attributes", "attributes", key_value)?,
-        dropped_attributes_count: uint32_field(obj, path, "droppedAttributesCount", "dropped_attributes_count")?,
+        dropped_attributes_count: uint32_field(
+            obj,
+            path,
+            "droppedAttributesCount",
+            "dropped_attributes_count",
+        )?,
     })
 }
 
@@ -320,7 +412,12 @@ fn link(v: &Value, path: &str) -> Result<span::Link> {
         span_id: id(obj, path, "spanId", "span_id", 8)?,
         trace_state: string(obj, path, "traceState", "trace_state")?,
         attributes: list(obj, path, "attributes", "attributes", key_value)?,
-        dropped_attributes_count: uint32_field(obj, path, "droppedAttributesCount", "dropped_attributes_count")?,
+        dropped_attributes_count: uint32_field(
+            obj,
+            path,
+            "droppedAttributesCount",
+            "dropped_attributes_count",
+        )?,
         flags: uint32_field(obj, path, "flags", "flags")?,
     })
 }
@@ -345,12 +442,22 @@ fn any_value(v: &Value, path: &str) -> Result<AnyValue> {
     let value = if let Some((s, key)) = pick("stringValue", "string_value") {
         match s {
             Value::String(s) => Some(V::StringValue(s.clone())),
-            other => return err(&format!("{path}.{key}"), format!("expected a string, got {}", kind_of(other))),
+            other => {
+                return err(
+                    &format!("{path}.{key}"),
+                    format!("expected a string, got {}", kind_of(other)),
+                )
+            }
         }
     } else if let Some((b, key)) = pick("boolValue", "bool_value") {
         match b {
             Value::Bool(b) => Some(V::BoolValue(*b)),
-            other => return err(&format!("{path}.{key}"), format!("expected a boolean, got {}", kind_of(other))),
+            other => {
+                return err(
+                    &format!("{path}.{key}"),
+                    format!("expected a boolean, got {}", kind_of(other)),
+                )
+            }
         }
     } else if let Some((i, key)) = pick("intValue", "int_value") {
         Some(V::IntValue(int64(i, &format!("{path}.{key}"))?))
@@ -386,7 +493,12 @@ fn any_value(v: &Value, path: &str) -> Result<AnyValue> {
             Value::String(s) => Some(V::BytesValue(
                 from_base64(s).map_or_else(|| err(&p, "expected base64"), Ok)?,
             )),
-            other => return err(&p, format!("expected a base64 string, got {}", kind_of(other))),
+            other => {
+                return err(
+                    &p,
+                    format!("expected a base64 string, got {}", kind_of(other)),
+                )
+            }
         }
     } else {
         None
@@ -444,8 +556,12 @@ fn encode_any(v: &AnyValue) -> Value {
         Some(V::BoolValue(b)) => serde_json::json!({"boolValue": b}),
         Some(V::IntValue(i)) => serde_json::json!({"intValue": i.to_string()}),
         Some(V::DoubleValue(d)) if d.is_finite() => serde_json::json!({"doubleValue": d}),
-        Some(V::DoubleValue(d)) => serde_json::json!({"doubleValue": if d.is_nan() { "NaN" } else if *d > 0.0 { "Infinity" } else { "-Infinity" }}),
-        Some(V::ArrayValue(a)) => serde_json::json!({"arrayValue": {"values": a.values.iter().map(encode_any).collect::<Vec<_>>()}}),
+        Some(V::DoubleValue(d)) => {
+            serde_json::json!({"doubleValue": if d.is_nan() { "NaN" } else if *d > 0.0 { "Infinity" } else { "-Infinity" }})
+        }
+        Some(V::ArrayValue(a)) => {
+            serde_json::json!({"arrayValue": {"values": a.values.iter().map(encode_any).collect::<Vec<_>>()}})
+        }
         Some(V::KvlistValue(kv)) => serde_json::json!({"kvlistValue": {"values": kvs(&kv.values)}}),
         Some(V::BytesValue(b)) => serde_json::json!({"bytesValue": to_base64(b)}),
         Some(V::StringValueStrindex(i)) => serde_json::json!({"stringValueStrindex": i}),
@@ -456,7 +572,11 @@ fn to_base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {

@@ -38,7 +38,29 @@ pub fn prepare_body(
     encoding: Encoding,
     limit: usize,
 ) -> Result<Prepared, IngestError> {
-    let raw = decode::decompress(body, encoding, limit)?;
+    prepare_body_with(body, format, encoding, limit, &mut |_| true)
+}
+
+/// Memory a JSON body takes while parsed, per byte of it (a `serde_json::Value` tree).
+pub const JSON_EXPANSION: usize = 6;
+
+/// `prepare_body`, asking `reserve(n)` before holding `n` more bytes
+/// (decompressed output, the parsed JSON tree); a refusal is `Busy`.
+pub fn prepare_body_with(
+    body: bytes::Bytes,
+    format: Format,
+    encoding: Encoding,
+    limit: usize,
+    reserve: &mut dyn FnMut(usize) -> bool,
+) -> Result<Prepared, IngestError> {
+    let raw = if encoding == Encoding::Identity {
+        decode::decompress(body, encoding, limit)?
+    } else {
+        decode::decompress_with(body, encoding, limit, reserve)?
+    };
+    if format == Format::Json && !reserve(raw.len() * JSON_EXPANSION) {
+        return Err(IngestError::Busy);
+    }
     let request = decode::decode(&raw, format)?;
     let payload = match format {
         Format::Protobuf => raw,

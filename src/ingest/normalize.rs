@@ -1,6 +1,8 @@
 //! From a decoded OTLP request to span rows: id validation (the spans the
 //! spec says to reject), tool-call detection, session, error class.
 
+use std::sync::Arc;
+
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
@@ -23,7 +25,11 @@ impl Normalized {
             return None;
         }
         let more = self.rejected as usize - self.reasons.len().min(self.rejected as usize);
-        let mut msg = format!("rejected {} span(s): {}", self.rejected, self.reasons.join("; "));
+        let mut msg = format!(
+            "rejected {} span(s): {}",
+            self.rejected,
+            self.reasons.join("; ")
+        );
         if more > 0 {
             msg.push_str(&format!("; and {more} more"));
         }
@@ -39,14 +45,22 @@ const MAX_REASONS: usize = 5;
 pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
     let mut out = Normalized::default();
     for rs in &req.resource_spans {
-        let resource_attrs = rs.resource.as_ref().map(|r| r.attributes.as_slice()).unwrap_or(&[]);
-        let service = attrs::string(resource_attrs, "service.name")
-            .unwrap_or_else(|| "unknown_service".to_string());
-        let resource_json = attrs::to_json(resource_attrs);
+        let resource_attrs = rs
+            .resource
+            .as_ref()
+            .map(|r| r.attributes.as_slice())
+            .unwrap_or(&[]);
+        let service: Arc<str> = attrs::string(resource_attrs, "service.name")
+            .unwrap_or_else(|| "unknown_service".to_string())
+            .into();
+        let resource_json: Arc<str> = attrs::to_json(resource_attrs).into();
         for ss in &rs.scope_spans {
             for span in &ss.spans {
                 match check_ids(span) {
-                    Ok(parent) => out.rows.push(row(span, parent, &service, resource_attrs, &resource_json)),
+                    Ok(parent) => {
+                        out.rows
+                            .push(row(span, parent, &service, resource_attrs, &resource_json))
+                    }
                     Err(reason) => {
                         out.rejected += 1;
                         if out.reasons.len() < MAX_REASONS {
@@ -63,13 +77,19 @@ pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
 /// Validate the ids; `Ok(parent)` with the parent's hex, `None` for a root.
 fn check_ids(span: &Span) -> Result<Option<String>, String> {
     if span.trace_id.len() != 16 {
-        return Err(format!("trace id must be 16 bytes, got {}", span.trace_id.len()));
+        return Err(format!(
+            "trace id must be 16 bytes, got {}",
+            span.trace_id.len()
+        ));
     }
     if span.trace_id.iter().all(|b| *b == 0) {
         return Err("trace id is all zero".to_string());
     }
     if span.span_id.len() != 8 {
-        return Err(format!("span id must be 8 bytes, got {}", span.span_id.len()));
+        return Err(format!(
+            "span id must be 8 bytes, got {}",
+            span.span_id.len()
+        ));
     }
     if span.span_id.iter().all(|b| *b == 0) {
         return Err("span id is all zero".to_string());
@@ -77,7 +97,9 @@ fn check_ids(span: &Span) -> Result<Option<String>, String> {
     if span.start_time_unix_nano == 0 {
         return Err("start time is missing".to_string());
     }
-    if i64::try_from(span.start_time_unix_nano).is_err() || i64::try_from(span.end_time_unix_nano).is_err() {
+    if i64::try_from(span.start_time_unix_nano).is_err()
+        || i64::try_from(span.end_time_unix_nano).is_err()
+    {
         return Err("timestamp past the year 2262".to_string());
     }
     match span.parent_span_id.len() {
@@ -91,9 +113,9 @@ fn check_ids(span: &Span) -> Result<Option<String>, String> {
 fn row(
     span: &Span,
     parent: Option<String>,
-    service: &str,
+    service: &Arc<str>,
     resource_attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue],
-    resource_json: &str,
+    resource_json: &Arc<str>,
 ) -> SpanRow {
     let a = span.attributes.as_slice();
     let start_ns = span.start_time_unix_nano as i64;
@@ -113,12 +135,16 @@ fn row(
         parent_span_id: parent,
         name: span.name.clone(),
         kind: kind_name(span.kind),
-        service_name: service.to_string(),
+        service_name: Arc::clone(service),
         start_ns,
         end_ns,
         duration_ns: end_ns - start_ns,
         status_code,
-        status_message: span.status.as_ref().map(|s| s.message.clone()).filter(|m| !m.is_empty()),
+        status_message: span
+            .status
+            .as_ref()
+            .map(|s| s.message.clone())
+            .filter(|m| !m.is_empty()),
         is_tool_call: tool.is_some(),
         tool_name: tool.as_ref().map(|t| t.name.clone()),
         tool_call_id: tool.as_ref().and_then(|t| t.call_id.clone()),
@@ -138,7 +164,7 @@ fn row(
         output_tokens: toolcall::output_tokens(a),
         attributes: attrs::to_json(a),
         events: events_json(span),
-        resource: resource_json.to_string(),
+        resource: Arc::clone(resource_json),
     }
 }
 
@@ -164,7 +190,10 @@ fn events_json(span: &Span) -> String {
         }
         out.push_str("{\"name\":");
         attrs::push_str(&mut out, &e.name);
-        out.push_str(&format!(",\"time_ns\":{},\"attributes\":", e.time_unix_nano));
+        out.push_str(&format!(
+            ",\"time_ns\":{},\"attributes\":",
+            e.time_unix_nano
+        ));
         out.push_str(&attrs::to_json(&e.attributes));
         out.push('}');
     }

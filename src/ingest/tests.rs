@@ -1,7 +1,9 @@
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{span::Event, status::StatusCode, ResourceSpans, ScopeSpans, Span, Status};
+use opentelemetry_proto::tonic::trace::v1::{
+    span::Event, status::StatusCode, ResourceSpans, ScopeSpans, Span, Status,
+};
 use proptest::prelude::*;
 
 use super::*;
@@ -30,7 +32,12 @@ fn error_status(msg: &str) -> Option<Status> {
 
 /// One classification case: attributes, status message (an ERROR status when
 /// `Some`), exception type, expected class.
-fn check(attrs: Vec<KeyValue>, status: Option<&str>, exception: Option<&str>, expected: ErrorClass) {
+fn check(
+    attrs: Vec<KeyValue>,
+    status: Option<&str>,
+    exception: Option<&str>,
+    expected: ErrorClass,
+) {
     let events: Vec<Event> = exception
         .map(|t| Event {
             name: "exception".into(),
@@ -41,7 +48,10 @@ fn check(attrs: Vec<KeyValue>, status: Option<&str>, exception: Option<&str>, ex
         .collect();
     let st = status.and_then(error_status);
     let got = classify::classify(&attrs, st.as_ref(), &events).class;
-    assert_eq!(got, expected, "attrs {attrs:?} status {status:?} exception {exception:?}");
+    assert_eq!(
+        got, expected,
+        "attrs {attrs:?} status {status:?} exception {exception:?}"
+    );
 }
 
 #[test]
@@ -65,9 +75,19 @@ fn http_statuses_map_to_classes() {
         (418, ErrorClass::ClientError),
         (200, ErrorClass::Ok),
     ] {
-        check(vec![i("http.response.status_code", code)], None, None, class);
+        check(
+            vec![i("http.response.status_code", code)],
+            None,
+            None,
+            class,
+        );
         // The legacy key and a string value decide the same way.
-        check(vec![s("http.status_code", &code.to_string())], None, None, class);
+        check(
+            vec![s("http.status_code", &code.to_string())],
+            None,
+            None,
+            class,
+        );
     }
 }
 
@@ -96,17 +116,67 @@ fn names_and_messages_map_to_classes() {
     let e = |t: &str| vec![s("error.type", t)];
     check(e("TimeoutError"), Some(""), None, ErrorClass::Timeout);
     check(e("DeadlineExceeded"), Some(""), None, ErrorClass::Timeout);
-    check(e("ConnectionResetError"), Some(""), None, ErrorClass::Network);
-    check(vec![], Some("TypeError: fetch failed"), None, ErrorClass::Network);
-    check(vec![], Some("ECONNREFUSED 10.0.0.1:443"), None, ErrorClass::Network);
+    check(
+        e("ConnectionResetError"),
+        Some(""),
+        None,
+        ErrorClass::Network,
+    );
+    check(
+        vec![],
+        Some("TypeError: fetch failed"),
+        None,
+        ErrorClass::Network,
+    );
+    check(
+        vec![],
+        Some("ECONNREFUSED 10.0.0.1:443"),
+        None,
+        ErrorClass::Network,
+    );
     check(e("RateLimitError"), Some(""), None, ErrorClass::RateLimited);
-    check(vec![], Some("Too Many Requests"), None, ErrorClass::RateLimited);
-    check(vec![], Some("quota exceeded for project"), None, ErrorClass::RateLimited);
-    check(e("ValidationError"), Some(""), None, ErrorClass::InvalidRequest);
-    check(e("InvalidAirportCode"), Some(""), None, ErrorClass::InvalidRequest);
-    check(vec![], Some("blocked by content policy"), None, ErrorClass::Policy);
-    check(vec![], Some("moderation rejected the prompt"), None, ErrorClass::Policy);
-    check(vec![], Some(""), Some("httpx.ReadTimeout"), ErrorClass::Timeout);
+    check(
+        vec![],
+        Some("Too Many Requests"),
+        None,
+        ErrorClass::RateLimited,
+    );
+    check(
+        vec![],
+        Some("quota exceeded for project"),
+        None,
+        ErrorClass::RateLimited,
+    );
+    check(
+        e("ValidationError"),
+        Some(""),
+        None,
+        ErrorClass::InvalidRequest,
+    );
+    check(
+        e("InvalidAirportCode"),
+        Some(""),
+        None,
+        ErrorClass::InvalidRequest,
+    );
+    check(
+        vec![],
+        Some("blocked by content policy"),
+        None,
+        ErrorClass::Policy,
+    );
+    check(
+        vec![],
+        Some("moderation rejected the prompt"),
+        None,
+        ErrorClass::Policy,
+    );
+    check(
+        vec![],
+        Some(""),
+        Some("httpx.ReadTimeout"),
+        ErrorClass::Timeout,
+    );
     // error.type holding the status code itself.
     check(e("503"), None, None, ErrorClass::Unavailable);
     check(e("429"), None, None, ErrorClass::RateLimited);
@@ -122,21 +192,70 @@ fn names_and_messages_map_to_classes() {
 #[test]
 fn the_first_source_that_decides_wins() {
     // HTTP beats gRPC beats words.
-    check(vec![i("http.response.status_code", 429), i("rpc.grpc.status_code", 14)], Some("timeout"), None, ErrorClass::RateLimited);
-    check(vec![i("rpc.grpc.status_code", 14), s("error.type", "TimeoutError")], Some(""), None, ErrorClass::Unavailable);
+    check(
+        vec![
+            i("http.response.status_code", 429),
+            i("rpc.grpc.status_code", 14),
+        ],
+        Some("timeout"),
+        None,
+        ErrorClass::RateLimited,
+    );
+    check(
+        vec![
+            i("rpc.grpc.status_code", 14),
+            s("error.type", "TimeoutError"),
+        ],
+        Some(""),
+        None,
+        ErrorClass::Unavailable,
+    );
     // A 2xx decides nothing: the words do.
-    check(vec![i("http.response.status_code", 200), s("error.type", "TimeoutError")], Some(""), None, ErrorClass::Timeout);
+    check(
+        vec![
+            i("http.response.status_code", 200),
+            s("error.type", "TimeoutError"),
+        ],
+        Some(""),
+        None,
+        ErrorClass::Timeout,
+    );
 }
 
 #[test]
 fn tool_results_that_say_they_failed() {
     let r = |v: &str| vec![s("gen_ai.tool.call.result", v)];
-    check(r(r#"{"isError": true, "content": []}"#), None, None, ErrorClass::Unknown);
+    check(
+        r(r#"{"isError": true, "content": []}"#),
+        None,
+        None,
+        ErrorClass::Unknown,
+    );
     check(r(r#"{"ok": false}"#), None, None, ErrorClass::Unknown);
-    check(r(r#"{"success": false, "status": 503}"#), None, None, ErrorClass::Unavailable);
-    check(r(r#"{"error": {"status": 429, "message": "slow down"}}"#), None, None, ErrorClass::RateLimited);
-    check(r(r#"{"error": "request timed out"}"#), None, None, ErrorClass::Timeout);
-    check(r(r#"{"error": null, "ok": true}"#), None, None, ErrorClass::Ok);
+    check(
+        r(r#"{"success": false, "status": 503}"#),
+        None,
+        None,
+        ErrorClass::Unavailable,
+    );
+    check(
+        r(r#"{"error": {"status": 429, "message": "slow down"}}"#),
+        None,
+        None,
+        ErrorClass::RateLimited,
+    );
+    check(
+        r(r#"{"error": "request timed out"}"#),
+        None,
+        None,
+        ErrorClass::Timeout,
+    );
+    check(
+        r(r#"{"error": null, "ok": true}"#),
+        None,
+        None,
+        ErrorClass::Ok,
+    );
     check(r(r#"{"error": ""}"#), None, None, ErrorClass::Ok);
     check(r("plain text result"), None, None, ErrorClass::Ok);
 }
@@ -144,7 +263,13 @@ fn tool_results_that_say_they_failed() {
 #[test]
 fn seven_names_for_one_429_are_one_class() {
     // The seed's lesson: the class is the same whatever the name; the name is kept.
-    for name in ["extract_failed", "FATAL", "fetch failed", "igJson unparsable json", "all sources failed"] {
+    for name in [
+        "extract_failed",
+        "FATAL",
+        "fetch failed",
+        "igJson unparsable json",
+        "all sources failed",
+    ] {
         let attrs = vec![i("http.response.status_code", 429), s("error.type", name)];
         let st = error_status("x");
         let v = classify::classify(&attrs, st.as_ref(), &[]);
@@ -156,23 +281,86 @@ fn seven_names_for_one_429_are_one_class() {
 /// Tool detection: attributes → (name, convention) or none.
 fn tool(span_name: &str, attrs: Vec<KeyValue>, expected: Option<(&str, ToolConvention)>) {
     let got = toolcall::detect(span_name, &attrs).map(|t| (t.name, t.convention));
-    assert_eq!(got, expected.map(|(n, c)| (n.to_string(), c)), "{span_name} {attrs:?}");
+    assert_eq!(
+        got,
+        expected.map(|(n, c)| (n.to_string(), c)),
+        "{span_name} {attrs:?}"
+    );
 }
 
 #[test]
 fn tool_calls_are_recognised_in_every_convention() {
     use ToolConvention::*;
-    tool("execute_tool search_flights", vec![s("gen_ai.operation.name", "execute_tool"), s("gen_ai.tool.name", "search_flights")], Some(("search_flights", GenAi)));
-    tool("execute_tool search_flights", vec![s("gen_ai.operation.name", "execute_tool")], Some(("search_flights", GenAi)));
-    tool("weather", vec![s("openinference.span.kind", "TOOL"), s("tool.name", "get_weather")], Some(("get_weather", OpenInference)));
-    tool("x.tool", vec![s("traceloop.span.kind", "tool"), s("traceloop.entity.name", "lookup")], Some(("lookup", OpenLlmetry)));
-    tool("ai.toolCall", vec![s("ai.toolCall.name", "quote_price"), s("ai.toolCall.id", "c1")], Some(("quote_price", VercelAi)));
-    tool("tools/call book", vec![s("mcp.method.name", "tools/call"), s("gen_ai.tool.name", "book")], Some(("book", Mcp)));
-    tool("something", vec![s("tool.name", "fetch_page")], Some(("fetch_page", Fallback)));
-    tool("chat gpt-4o", vec![s("gen_ai.operation.name", "chat")], None);
-    tool("invoke_agent", vec![s("gen_ai.operation.name", "invoke_agent")], None);
+    tool(
+        "execute_tool search_flights",
+        vec![
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "search_flights"),
+        ],
+        Some(("search_flights", GenAi)),
+    );
+    tool(
+        "execute_tool search_flights",
+        vec![s("gen_ai.operation.name", "execute_tool")],
+        Some(("search_flights", GenAi)),
+    );
+    tool(
+        "weather",
+        vec![
+            s("openinference.span.kind", "TOOL"),
+            s("tool.name", "get_weather"),
+        ],
+        Some(("get_weather", OpenInference)),
+    );
+    tool(
+        "x.tool",
+        vec![
+            s("traceloop.span.kind", "tool"),
+            s("traceloop.entity.name", "lookup"),
+        ],
+        Some(("lookup", OpenLlmetry)),
+    );
+    tool(
+        "ai.toolCall",
+        vec![
+            s("ai.toolCall.name", "quote_price"),
+            s("ai.toolCall.id", "c1"),
+        ],
+        Some(("quote_price", VercelAi)),
+    );
+    tool(
+        "tools/call book",
+        vec![
+            s("mcp.method.name", "tools/call"),
+            s("gen_ai.tool.name", "book"),
+        ],
+        Some(("book", Mcp)),
+    );
+    tool(
+        "something",
+        vec![s("tool.name", "fetch_page")],
+        Some(("fetch_page", Fallback)),
+    );
+    tool(
+        "chat gpt-4o",
+        vec![s("gen_ai.operation.name", "chat")],
+        None,
+    );
+    tool(
+        "invoke_agent",
+        vec![s("gen_ai.operation.name", "invoke_agent")],
+        None,
+    );
     // First match wins: a GenAI span that also carries tool.name keeps the GenAI name.
-    tool("execute_tool a", vec![s("gen_ai.operation.name", "execute_tool"), s("gen_ai.tool.name", "a"), s("tool.name", "b")], Some(("a", GenAi)));
+    tool(
+        "execute_tool a",
+        vec![
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "a"),
+            s("tool.name", "b"),
+        ],
+        Some(("a", GenAi)),
+    );
 }
 
 #[test]
@@ -187,11 +375,17 @@ fn arguments_hash_ignores_key_order_and_whitespace() {
 
 #[test]
 fn session_comes_from_the_first_key_present_span_before_resource() {
-    let span = vec![s("gen_ai.conversation.id", "conv-1"), s("langfuse.session.id", "lf")];
+    let span = vec![
+        s("gen_ai.conversation.id", "conv-1"),
+        s("langfuse.session.id", "lf"),
+    ];
     assert_eq!(toolcall::session_id(&span, &[]).as_deref(), Some("conv-1"));
     let resource = vec![s("session.id", "res")];
     assert_eq!(toolcall::session_id(&[], &resource).as_deref(), Some("res"));
-    assert_eq!(toolcall::session_id(&[s("session.id", "own")], &resource).as_deref(), Some("own"));
+    assert_eq!(
+        toolcall::session_id(&[s("session.id", "own")], &resource).as_deref(),
+        Some("own")
+    );
 }
 
 fn span(trace: Vec<u8>, id: Vec<u8>, parent: Vec<u8>, attrs: Vec<KeyValue>) -> Span {
@@ -256,11 +450,16 @@ fn a_row_carries_everything_the_span_said() {
         i("http.response.status_code", 503),
         s("error.type", "503"),
     ];
-    let n = normalize(&request(vec![span(vec![0xab; 16], vec![0xcd; 8], vec![0xef; 8], attrs)]));
+    let n = normalize(&request(vec![span(
+        vec![0xab; 16],
+        vec![0xcd; 8],
+        vec![0xef; 8],
+        attrs,
+    )]));
     let r = &n.rows[0];
     assert_eq!(r.trace_id, "ab".repeat(16));
     assert_eq!(r.parent_span_id.as_deref(), Some("efefefefefefefef"));
-    assert_eq!(r.service_name, "travel-agent");
+    assert_eq!(&*r.service_name, "travel-agent");
     assert!(r.is_tool_call);
     assert_eq!(r.tool_name.as_deref(), Some("search_flights"));
     assert_eq!(r.tool_call_id.as_deref(), Some("call_7"));
@@ -318,17 +517,49 @@ fn bodies_decompress_under_a_cap() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&raw).unwrap();
     let gz = bytes::Bytes::from(gz.finish().unwrap());
-    assert_eq!(decode::decompress(gz.clone(), Encoding::Gzip, 10_000).unwrap().len(), 10_000);
-    assert!(matches!(decode::decompress(gz, Encoding::Gzip, 9_999), Err(IngestError::TooLarge { decompressed: true, .. })));
+    assert_eq!(
+        decode::decompress(gz.clone(), Encoding::Gzip, 10_000)
+            .unwrap()
+            .len(),
+        10_000
+    );
+    assert!(matches!(
+        decode::decompress(gz, Encoding::Gzip, 9_999),
+        Err(IngestError::TooLarge {
+            decompressed: true,
+            ..
+        })
+    ));
     let z = bytes::Bytes::from(zstd::encode_all(&raw[..], 3).unwrap());
-    assert_eq!(decode::decompress(z, Encoding::Zstd, 10_000).unwrap().len(), 10_000);
+    assert_eq!(
+        decode::decompress(z, Encoding::Zstd, 10_000).unwrap().len(),
+        10_000
+    );
     let mut zl = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
     zl.write_all(&raw).unwrap();
-    assert_eq!(decode::decompress(zl.finish().unwrap().into(), Encoding::Deflate, 10_000).unwrap().len(), 10_000);
-    let mut raw_deflate = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    assert_eq!(
+        decode::decompress(zl.finish().unwrap().into(), Encoding::Deflate, 10_000)
+            .unwrap()
+            .len(),
+        10_000
+    );
+    let mut raw_deflate =
+        flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
     raw_deflate.write_all(&raw).unwrap();
-    assert_eq!(decode::decompress(raw_deflate.finish().unwrap().into(), Encoding::Deflate, 10_000).unwrap().len(), 10_000);
-    assert!(matches!(decode::decompress(bytes::Bytes::from_static(b"not gzip"), Encoding::Gzip, 100), Err(IngestError::Decompress { .. })));
+    assert_eq!(
+        decode::decompress(
+            raw_deflate.finish().unwrap().into(),
+            Encoding::Deflate,
+            10_000
+        )
+        .unwrap()
+        .len(),
+        10_000
+    );
+    assert!(matches!(
+        decode::decompress(bytes::Bytes::from_static(b"not gzip"), Encoding::Gzip, 100),
+        Err(IngestError::Decompress { .. })
+    ));
 }
 
 fn arb_attrs() -> impl Strategy<Value = Vec<KeyValue>> {
@@ -353,26 +584,32 @@ fn arb_span() -> impl Strategy<Value = Span> {
         0u64..10_000_000_000,
         arb_attrs(),
         prop::option::of((0i32..3, "[ -~]{0,20}")),
-        prop::option::of(prop_oneof![Just("search_flights"), Just("book_flight"), Just("quote_price")]),
+        prop::option::of(prop_oneof![
+            Just("search_flights"),
+            Just("book_flight"),
+            Just("quote_price")
+        ]),
     )
-        .prop_map(|(t, sid, parent, name, kind, start, dur, mut attrs, status, tool)| {
-            if let Some(tool) = tool {
-                attrs.push(s("gen_ai.operation.name", "execute_tool"));
-                attrs.push(s("gen_ai.tool.name", tool));
-            }
-            Span {
-                trace_id: t.to_vec(),
-                span_id: sid.to_vec(),
-                parent_span_id: parent.map(|p| p.to_vec()).unwrap_or_default(),
-                name,
-                kind,
-                start_time_unix_nano: start,
-                end_time_unix_nano: start + dur,
-                attributes: attrs,
-                status: status.map(|(code, message)| Status { code, message }),
-                ..Default::default()
-            }
-        })
+        .prop_map(
+            |(t, sid, parent, name, kind, start, dur, mut attrs, status, tool)| {
+                if let Some(tool) = tool {
+                    attrs.push(s("gen_ai.operation.name", "execute_tool"));
+                    attrs.push(s("gen_ai.tool.name", tool));
+                }
+                Span {
+                    trace_id: t.to_vec(),
+                    span_id: sid.to_vec(),
+                    parent_span_id: parent.map(|p| p.to_vec()).unwrap_or_default(),
+                    name,
+                    kind,
+                    start_time_unix_nano: start,
+                    end_time_unix_nano: start + dur,
+                    attributes: attrs,
+                    status: status.map(|(code, message)| Status { code, message }),
+                    ..Default::default()
+                }
+            },
+        )
 }
 
 proptest! {

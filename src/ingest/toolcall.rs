@@ -116,15 +116,24 @@ pub fn is_agent(attrs: &[KeyValue]) -> bool {
 
 /// Usage figures the gen_ai and OpenInference conventions carry.
 pub fn cost_usd(attrs: &[KeyValue]) -> Option<f64> {
-    ["gen_ai.usage.cost", "gen_ai.usage.cost_usd", "llm.cost.total", "llm.usage.cost"]
-        .iter()
-        .find_map(|k| attrs::float(attrs, k))
+    [
+        "gen_ai.usage.cost",
+        "gen_ai.usage.cost_usd",
+        "llm.cost.total",
+        "llm.usage.cost",
+    ]
+    .iter()
+    .find_map(|k| attrs::float(attrs, k))
 }
 
 pub fn input_tokens(attrs: &[KeyValue]) -> Option<i64> {
-    ["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"]
-        .iter()
-        .find_map(|k| attrs::int(attrs, k))
+    [
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "llm.token_count.prompt",
+    ]
+    .iter()
+    .find_map(|k| attrs::int(attrs, k))
 }
 
 pub fn output_tokens(attrs: &[KeyValue]) -> Option<i64> {

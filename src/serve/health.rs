@@ -23,7 +23,10 @@ async fn ready(State(store): State<Arc<Store>>) -> (StatusCode, Json<serde_json:
         let probe = layout.wal_dir().join(".ready-probe");
         let wal = std::fs::write(&probe, b"ok").and_then(|()| std::fs::remove_file(&probe));
         let spans = std::fs::read_dir(layout.spans_dir()).map(|_| ());
-        (wal.map_err(|e| e.to_string()), spans.map_err(|e| e.to_string()))
+        (
+            wal.map_err(|e| e.to_string()),
+            spans.map_err(|e| e.to_string()),
+        )
     })
     .await;
     let (wal, spans) = match checks {
@@ -36,5 +39,12 @@ async fn ready(State(store): State<Arc<Store>>) -> (StatusCode, Json<serde_json:
         "wal_writable": wal.err().unwrap_or_else(|| "ok".into()),
         "store_readable": spans.err().unwrap_or_else(|| "ok".into()),
     });
-    (if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, Json(body))
+    (
+        if ok {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        },
+        Json(body),
+    )
 }

@@ -34,8 +34,16 @@ pub fn http_router(store: Arc<Store>) -> Router {
 
 /// Serve until `shutdown` resolves, then stop accepting, let in-flight
 /// requests finish, and close the store (final flush), all within the timeout.
-pub async fn run(store: Arc<Store>, opts: ServeOptions, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let otlp_state = Arc::new(otlp::OtlpState::new(Arc::clone(&store), opts.max_body_bytes, opts.max_inflight_bytes));
+pub async fn run(
+    store: Arc<Store>,
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let otlp_state = Arc::new(otlp::OtlpState::new(
+        Arc::clone(&store),
+        opts.max_body_bytes,
+        opts.max_inflight_bytes,
+    ));
     let otlp_app = otlp::router(otlp_state);
     let http_app = http_router(Arc::clone(&store));
     let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
@@ -64,7 +72,11 @@ pub async fn run(store: Arc<Store>, opts: ServeOptions, shutdown: impl Future<Ou
             .with_graceful_shutdown(wait(stop_rx.clone()))
             .into_future(),
     );
-    let http = tokio::spawn(axum::serve(http_listener, http_app).with_graceful_shutdown(wait(stop_rx.clone())).into_future());
+    let http = tokio::spawn(
+        axum::serve(http_listener, http_app)
+            .with_graceful_shutdown(wait(stop_rx.clone()))
+            .into_future(),
+    );
     wait(stop_rx).await;
     tracing::info!("shutting down: finishing in-flight requests and flushing");
     let drained = tokio::time::timeout(opts.shutdown_timeout, async {

@@ -12,7 +12,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use http_body_util::BodyExt;
-use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTracePartialSuccess, ExportTraceServiceResponse,
+};
 use prost::Message;
 use tokio::sync::Semaphore;
 
@@ -44,7 +46,9 @@ impl OtlpState {
         OtlpState {
             store,
             max_body_bytes,
-            inflight: Arc::new(Semaphore::new((max_inflight_bytes / 1024).clamp(1, Semaphore::MAX_PERMITS))),
+            inflight: Arc::new(Semaphore::new(
+                (max_inflight_bytes / 1024).clamp(1, Semaphore::MAX_PERMITS),
+            )),
             counters: OtlpCounters::default(),
         }
     }
@@ -60,10 +64,16 @@ pub fn router(state: Arc<OtlpState>) -> Router {
 }
 
 async fn method_not_allowed(headers: HeaderMap) -> Response {
-    let format = Format::from_content_type(header_str(&headers, header::CONTENT_TYPE)).unwrap_or(Format::Json);
-    let mut resp = AppError::new(StatusCode::METHOD_NOT_ALLOWED, "only POST is accepted on an OTLP traces endpoint", format)
-        .into_response();
-    resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    let format = Format::from_content_type(header_str(&headers, header::CONTENT_TYPE))
+        .unwrap_or(Format::Json);
+    let mut resp = AppError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "only POST is accepted on an OTLP traces endpoint",
+        format,
+    )
+    .into_response();
+    resp.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
     resp
 }
 
@@ -71,15 +81,24 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// A request body must arrive within this.
+const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn kib(bytes: usize) -> u32 {
     (bytes.div_ceil(1024)).clamp(1, u32::MAX as usize) as u32
 }
 
-async fn export(State(state): State<Arc<OtlpState>>, headers: HeaderMap, body: Body) -> Result<Response, AppError> {
+async fn export(
+    State(state): State<Arc<OtlpState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, AppError> {
     state.counters.requests.fetch_add(1, Ordering::Relaxed);
     let result = handle(&state, &headers, body).await;
     if let Err(e) = &result {
-        let counter = if e.status == StatusCode::TOO_MANY_REQUESTS || e.status == StatusCode::SERVICE_UNAVAILABLE {
+        let counter = if e.status == StatusCode::TOO_MANY_REQUESTS
+            || e.status == StatusCode::SERVICE_UNAVAILABLE
+        {
             &state.counters.requests_refused_busy
         } else {
             &state.counters.requests_refused_bad
@@ -96,41 +115,78 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
     let encoding = Encoding::from_header(header_str(headers, header::CONTENT_ENCODING))
         .map_err(|e| AppError::from_ingest(e, format))?;
     let limit = state.max_body_bytes;
-    let too_large = |decompressed| AppError::from_ingest(ingest::IngestError::TooLarge { limit, decompressed }, format);
-    let declared = header_str(headers, header::CONTENT_LENGTH).and_then(|v| v.parse::<usize>().ok());
+    let too_large = |decompressed| {
+        AppError::from_ingest(
+            ingest::IngestError::TooLarge {
+                limit,
+                decompressed,
+            },
+            format,
+        )
+    };
+    let declared =
+        header_str(headers, header::CONTENT_LENGTH).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large(false));
     }
-    // Memory admission: a body is held only with a permit for its bytes.
+    // Memory admission: a body is held only with permits for its bytes; a
+    // body of unknown length is charged the whole limit up front.
     let busy = || AppError::busy("too many request bytes in flight; retry later", format);
-    let mut permit = Arc::clone(&state.inflight)
-        .try_acquire_many_owned(kib(declared.unwrap_or(64 << 10)))
+    let permit = Arc::clone(&state.inflight)
+        .try_acquire_many_owned(kib(declared.unwrap_or(limit)))
         .map_err(|_| busy())?;
-    let body = http_body_util::Limited::new(body, limit)
-        .collect()
+    let read = http_body_util::Limited::new(body, limit).collect();
+    let body = tokio::time::timeout(BODY_READ_TIMEOUT, read)
         .await
+        .map_err(|_| {
+            AppError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s",
+                    BODY_READ_TIMEOUT.as_secs()
+                ),
+                format,
+            )
+        })?
         .map_err(|e| {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
                 too_large(false)
             } else {
-                AppError::new(StatusCode::BAD_REQUEST, format!("could not read the request body: {e}"), format)
+                AppError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("could not read the request body: {e}"),
+                    format,
+                )
             }
         })?
         .to_bytes();
-    // The decompressed copy is budgeted too (at a 4:1 ratio, capped by the limit).
-    let inflated = if encoding == Encoding::Identity { 0 } else { (body.len() * 4).min(limit) };
-    let need = kib(body.len()) as usize + if inflated > 0 { kib(inflated) as usize } else { 0 };
-    let held = permit.num_permits();
-    if need > held {
-        let more = Arc::clone(&state.inflight)
-            .try_acquire_many_owned(kib((need - held) * 1024))
-            .map_err(|_| busy())?;
-        permit.merge(more);
-    }
-    let prepared = tokio::task::spawn_blocking(move || ingest::prepare_body(body, format, encoding, limit))
-        .await
-        .map_err(|e| AppError::new(StatusCode::SERVICE_UNAVAILABLE, format!("decoder task failed: {e}"), format))?
-        .map_err(|e| AppError::from_ingest(e, format))?;
+    // Decompressed output and a parsed JSON tree are charged as they grow.
+    let semaphore = Arc::clone(&state.inflight);
+    let decoded = tokio::task::spawn_blocking(move || {
+        let mut permit = permit;
+        let mut reserve =
+            |bytes: usize| match Arc::clone(&semaphore).try_acquire_many_owned(kib(bytes)) {
+                Ok(more) => {
+                    permit.merge(more);
+                    true
+                }
+                Err(_) => false,
+            };
+        let prepared = ingest::prepare_body_with(body, format, encoding, limit, &mut reserve);
+        (prepared, permit)
+    })
+    .await
+    .map_err(|e| {
+        AppError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("decoder task failed: {e}"),
+            format,
+        )
+    })?;
+    let (prepared, permit) = decoded;
+    let prepared = prepared.map_err(|e| AppError::from_ingest(e, format))?;
     let rejected = prepared.normalized.rejected;
     let reject_message = prepared.normalized.reject_message();
     let accepted = prepared.normalized.rows.len() as u64;
@@ -144,8 +200,14 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
             .map_err(|e| AppError::from_store(e, format))?;
     }
     drop(permit);
-    state.counters.spans_accepted.fetch_add(accepted, Ordering::Relaxed);
-    state.counters.spans_rejected_invalid.fetch_add(rejected, Ordering::Relaxed);
+    state
+        .counters
+        .spans_accepted
+        .fetch_add(accepted, Ordering::Relaxed);
+    state
+        .counters
+        .spans_rejected_invalid
+        .fetch_add(rejected, Ordering::Relaxed);
     Ok(success(format, rejected, reject_message))
 }
 
@@ -167,6 +229,9 @@ fn success(format: Format, rejected: u64, message: Option<String>) -> Response {
         },
     };
     let mut resp = (StatusCode::OK, body).into_response();
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
     resp
 }

@@ -60,19 +60,29 @@ impl AppError {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }
             IngestError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            IngestError::Decompress { .. } | IngestError::Protobuf(_) | IngestError::Json(_) => StatusCode::BAD_REQUEST,
+            IngestError::Busy => return AppError::busy(e.to_string(), format),
+            IngestError::Decompress { .. } | IngestError::Protobuf(_) | IngestError::Json(_) => {
+                StatusCode::BAD_REQUEST
+            }
         };
         AppError::new(status, e.to_string(), format)
     }
 
+    /// A store refusal. Overload says so; a disk failure is described in
+    /// the server's log, not to the client (it names local paths).
     pub fn from_store(e: StoreError, format: Format) -> AppError {
-        let (status, retry) = match &e {
-            StoreError::Overloaded { retry_after_secs, .. } => (StatusCode::TOO_MANY_REQUESTS, *retry_after_secs),
-            _ => (StatusCode::SERVICE_UNAVAILABLE, 5),
+        let (status, retry, message) = match &e {
+            StoreError::Overloaded { retry_after_secs, .. } => (StatusCode::TOO_MANY_REQUESTS, *retry_after_secs, e.to_string()),
+            StoreError::Closed => (StatusCode::SERVICE_UNAVAILABLE, 5, e.to_string()),
+            _ => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                5,
+                "the store could not write this request (see the server log); nothing of it was kept, retry later".to_string(),
+            ),
         };
         AppError {
             retry_after: Some(retry),
-            ..AppError::new(status, e.to_string(), format)
+            ..AppError::new(status, message, format)
         }
     }
 
@@ -102,11 +112,16 @@ impl IntoResponse for AppError {
         };
         let body = match self.format {
             Format::Protobuf => status.encode_to_vec(),
-            Format::Json => serde_json::json!({"code": status.code, "message": status.message}).to_string().into_bytes(),
+            Format::Json => serde_json::json!({"code": status.code, "message": status.message})
+                .to_string()
+                .into_bytes(),
         };
         let mut resp = (self.status, body).into_response();
         let headers = resp.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(self.format.content_type()));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(self.format.content_type()),
+        );
         if let Some(secs) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
