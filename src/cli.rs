@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "stormwatch", version, about = "Watches what AI agents do with their tools: finds retry storms and error spikes in OpenTelemetry traces")]
+#[command(
+    name = "stormwatch",
+    version,
+    about = "Watches what AI agents do with their tools: finds retry storms and error spikes in OpenTelemetry traces"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -18,7 +22,12 @@ pub struct Cli {
     #[arg(long, global = true, env = "STORMWATCH_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log format on stderr
-    #[arg(long, global = true, env = "STORMWATCH_LOG_FORMAT", default_value = "pretty")]
+    #[arg(
+        long,
+        global = true,
+        env = "STORMWATCH_LOG_FORMAT",
+        default_value = "pretty"
+    )]
     pub log_format: LogFormat,
 }
 

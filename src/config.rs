@@ -75,7 +75,9 @@ pub struct ImportConfig {
 
 impl Default for ImportConfig {
     fn default() -> Self {
-        ImportConfig { poll_interval_ms: 1000 }
+        ImportConfig {
+            poll_interval_ms: 1000,
+        }
     }
 }
 
@@ -83,7 +85,10 @@ impl Default for ImportConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("invalid config file {path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -130,7 +135,10 @@ impl Config {
             return bad("ingest.max_body_bytes", "must be at least 1024");
         }
         if self.ingest.max_inflight_bytes < self.ingest.max_body_bytes {
-            return bad("ingest.max_inflight_bytes", "must be at least ingest.max_body_bytes");
+            return bad(
+                "ingest.max_inflight_bytes",
+                "must be at least ingest.max_body_bytes",
+            );
         }
         if self.store.flush_interval_secs == 0 {
             return bad("store.flush_interval_secs", "must be at least 1");
@@ -166,7 +174,10 @@ mod tests {
 
     #[test]
     fn empty_file_is_the_defaults() {
-        assert_eq!(Config::parse("", Path::new("x.toml")).unwrap(), Config::default());
+        assert_eq!(
+            Config::parse("", Path::new("x.toml")).unwrap(),
+            Config::default()
+        );
     }
 
     #[test]
@@ -179,7 +190,8 @@ mod tests {
 
     #[test]
     fn wrong_type_says_what_was_expected() {
-        let err = Config::parse("[ingest]\nmax_body_bytes = \"big\"\n", Path::new("x.toml")).unwrap_err();
+        let err =
+            Config::parse("[ingest]\nmax_body_bytes = \"big\"\n", Path::new("x.toml")).unwrap_err();
         assert!(err.to_string().contains("max_body_bytes"), "{err}");
     }
 
@@ -187,7 +199,9 @@ mod tests {
     #[test]
     fn readme_defaults_are_the_built_in_defaults() {
         let readme = include_str!("../README.md");
-        let start = readme.find("The defaults:\n\n```toml\n").expect("README has the defaults block");
+        let start = readme
+            .find("The defaults:\n\n```toml\n")
+            .expect("README has the defaults block");
         let block = &readme[start..];
         let body = &block[block.find("```toml\n").unwrap() + 8..];
         let body = &body[..body.find("```").unwrap()];

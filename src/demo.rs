@@ -7,9 +7,18 @@ use crate::store::{Store, StoreError};
 
 /// The fixture files, by name.
 pub const FILES: &[(&str, &[u8])] = &[
-    ("search_flights_history.json", include_bytes!("../fixtures/search_flights_history.json")),
-    ("fixed_loop.json", include_bytes!("../fixtures/fixed_loop.json")),
-    ("retry_gate.json", include_bytes!("../fixtures/retry_gate.json")),
+    (
+        "search_flights_history.json",
+        include_bytes!("../fixtures/search_flights_history.json"),
+    ),
+    (
+        "fixed_loop.json",
+        include_bytes!("../fixtures/fixed_loop.json"),
+    ),
+    (
+        "retry_gate.json",
+        include_bytes!("../fixtures/retry_gate.json"),
+    ),
 ];
 
 /// Load the bundled incident (idempotent: spans already stored are skipped)
@@ -17,7 +26,8 @@ pub const FILES: &[(&str, &[u8])] = &[
 pub fn load(store: &Store) -> Result<usize, StoreError> {
     let mut stored = 0;
     for (name, bytes) in FILES {
-        let request = json::decode(bytes).map_err(|e| StoreError::data(format!("bundled fixture {name}"), e))?;
+        let request = json::decode(bytes)
+            .map_err(|e| StoreError::data(format!("bundled fixture {name}"), e))?;
         let prepared = crate::ingest::prepare(&request);
         stored += store.submit(prepared)?.wait()?.stored;
     }

@@ -15,15 +15,19 @@ static POINTS: OnceLock<Mutex<HashMap<String, Option<u32>>>> = OnceLock::new();
 pub fn parse(spec: &str) -> Result<HashMap<String, Option<u32>>, String> {
     let mut points = HashMap::new();
     for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (point, action) = entry
-            .split_once('=')
-            .ok_or_else(|| format!("fault {entry:?}: expected point=action, e.g. wal_fsync=fail_once"))?;
+        let (point, action) = entry.split_once('=').ok_or_else(|| {
+            format!("fault {entry:?}: expected point=action, e.g. wal_fsync=fail_once")
+        })?;
         let times = match action {
             "fail_once" => Some(1),
             "fail" => None,
             a => match a.strip_prefix("fail:").map(str::parse::<u32>) {
                 Some(Ok(n)) => Some(n),
-                _ => return Err(format!("fault {entry:?}: expected fail_once, fail or fail:N, got {a:?}")),
+                _ => {
+                    return Err(format!(
+                        "fault {entry:?}: expected fail_once, fail or fail:N, got {a:?}"
+                    ))
+                }
             },
         };
         points.insert(point.to_string(), times);
@@ -39,7 +43,9 @@ pub fn install(spec: &str) -> Result<(), String> {
     }
     tracing::warn!(faults = spec, "fault injection is on");
     let lock = POINTS.get_or_init(|| Mutex::new(HashMap::new()));
-    lock.lock().unwrap_or_else(|e| e.into_inner()).extend(points);
+    lock.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(points);
     ACTIVE.store(true, Ordering::Release);
     Ok(())
 }

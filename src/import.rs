@@ -22,16 +22,22 @@ pub struct ImportReport {
     pub rejected: u64,
     /// Lines or documents that could not be decoded, skipped.
     pub bad_records: usize,
+    /// UTC day of the oldest span submitted (days since the epoch).
+    pub oldest_day: Option<i32>,
 }
 
 impl ImportReport {
-    fn add(&mut self, other: &ImportReport) {
+    pub fn add(&mut self, other: &ImportReport) {
         self.files += other.files;
         self.records += other.records;
         self.spans_stored += other.spans_stored;
         self.duplicates += other.duplicates;
         self.rejected += other.rejected;
         self.bad_records += other.bad_records;
+        self.oldest_day = match (self.oldest_day, other.oldest_day) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -39,11 +45,17 @@ impl ImportReport {
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("import state {path}: {source}")]
-    State { path: PathBuf, source: rusqlite::Error },
+    State {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
 }
 
 /// Requests submitted ahead of their acknowledgement (one fsync serves many).
@@ -88,6 +100,11 @@ impl<'a> Loader<'a> {
         if prepared.normalized.rows.is_empty() {
             return Ok(());
         }
+        let oldest = prepared.normalized.rows.iter().map(|r| r.day()).min();
+        self.report.oldest_day = match (self.report.oldest_day, oldest) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.submit(prepared)
     }
 
@@ -111,7 +128,11 @@ impl<'a> Loader<'a> {
                     if !self.pending.is_empty() {
                         self.drain()?;
                     } else {
-                        std::thread::sleep(retry::full_jitter(Duration::from_millis(50), Duration::from_secs(5), attempt));
+                        std::thread::sleep(retry::full_jitter(
+                            Duration::from_millis(50),
+                            Duration::from_secs(5),
+                            attempt,
+                        ));
                     }
                 }
                 Err(e) => {
@@ -144,12 +165,20 @@ impl<'a> Loader<'a> {
 
 /// Import files and directories; a bad record is reported (file and line)
 /// and skipped, an unreadable file stops the import with its name.
-pub fn import_paths(store: &Store, paths: &[PathBuf], progress: bool) -> Result<ImportReport, ImportError> {
+pub fn import_paths(
+    store: &Store,
+    paths: &[PathBuf],
+    progress: bool,
+) -> Result<ImportReport, ImportError> {
     let files = file::expand(paths).map_err(|source| ImportError::Io {
         path: paths.first().cloned().unwrap_or_default(),
         source,
     })?;
-    let total: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
     let bar = if progress {
         let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
@@ -163,7 +192,10 @@ pub fn import_paths(store: &Store, paths: &[PathBuf], progress: bool) -> Result<
     let mut loader = Loader::new(store);
     for path in &files {
         bar.set_message(path.display().to_string());
-        let (_, records) = file::read(path).map_err(|source| ImportError::Io { path: path.clone(), source })?;
+        let (_, records) = file::read(path).map_err(|source| ImportError::Io {
+            path: path.clone(),
+            source,
+        })?;
         for record in records {
             loader.record(path, record)?;
         }
@@ -182,6 +214,20 @@ struct FileState {
     offset: u64,
     lines: usize,
     done: bool,
+    /// Hash of the file's first `head_len` bytes when it was last read: a
+    /// file rewritten in place (copytruncate rotation) is read from the start.
+    head_len: u64,
+    head_hash: i64,
+}
+
+/// Bytes hashed to recognise a file.
+const HEAD_BYTES: u64 = 512;
+
+fn head_hash(path: &Path, len: u64) -> std::io::Result<i64> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(len as usize);
+    std::fs::File::open(path)?.take(len).read_to_end(&mut buf)?;
+    Ok(xxhash_rust::xxh3::xxh3_64(&buf) as i64)
 }
 
 struct FollowDb {
@@ -191,7 +237,10 @@ struct FollowDb {
 
 impl FollowDb {
     fn open(path: &Path) -> Result<FollowDb, ImportError> {
-        let err = |source| ImportError::State { path: path.to_path_buf(), source };
+        let err = |source| ImportError::State {
+            path: path.to_path_buf(),
+            source,
+        };
         let conn = rusqlite::Connection::open(path).map_err(err)?;
         conn.execute_batch(
             "PRAGMA journal_mode=WAL;
@@ -202,22 +251,33 @@ impl FollowDb {
                  offset INTEGER NOT NULL,
                  lines INTEGER NOT NULL,
                  done INTEGER NOT NULL,
+                 head_len INTEGER NOT NULL DEFAULT 0,
+                 head_hash INTEGER NOT NULL DEFAULT 0,
                  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
              );",
         )
         .map_err(err)?;
-        Ok(FollowDb { conn, path: path.to_path_buf() })
+        Ok(FollowDb {
+            conn,
+            path: path.to_path_buf(),
+        })
     }
 
     fn get(&self, file: &Path) -> Result<Option<FileState>, ImportError> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT size, mtime_ns, offset, lines, done FROM import_files WHERE path = ?1")
+            .prepare_cached("SELECT size, mtime_ns, offset, lines, done, head_len, head_hash FROM import_files WHERE path = ?1")
             .map_err(|source| ImportError::State { path: self.path.clone(), source })?;
-        let mut rows = stmt
-            .query([file.to_string_lossy()])
-            .map_err(|source| ImportError::State { path: self.path.clone(), source })?;
-        match rows.next().map_err(|source| ImportError::State { path: self.path.clone(), source })? {
+        let mut rows =
+            stmt.query([file.to_string_lossy()])
+                .map_err(|source| ImportError::State {
+                    path: self.path.clone(),
+                    source,
+                })?;
+        match rows.next().map_err(|source| ImportError::State {
+            path: self.path.clone(),
+            source,
+        })? {
             None => Ok(None),
             Some(r) => Ok(Some(FileState {
                 size: r.get::<_, i64>(0).unwrap_or(0) as u64,
@@ -225,6 +285,8 @@ impl FollowDb {
                 offset: r.get::<_, i64>(2).unwrap_or(0) as u64,
                 lines: r.get::<_, i64>(3).unwrap_or(0) as usize,
                 done: r.get::<_, i64>(4).unwrap_or(0) != 0,
+                head_len: r.get::<_, i64>(5).unwrap_or(0) as u64,
+                head_hash: r.get(6).unwrap_or(0),
             })),
         }
     }
@@ -232,16 +294,20 @@ impl FollowDb {
     fn put(&self, file: &Path, s: &FileState) -> Result<(), ImportError> {
         self.conn
             .execute(
-                "INSERT INTO import_files (path, size, mtime_ns, offset, lines, done) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO import_files (path, size, mtime_ns, offset, lines, done, head_len, head_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT(path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, offset=excluded.offset,
-                   lines=excluded.lines, done=excluded.done, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')",
+                   lines=excluded.lines, done=excluded.done, head_len=excluded.head_len, head_hash=excluded.head_hash,
+                   updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')",
                 rusqlite::params![
                     file.to_string_lossy(),
                     s.size as i64,
                     s.mtime_ns,
                     s.offset as i64,
                     s.lines as i64,
-                    i64::from(s.done)
+                    i64::from(s.done),
+                    s.head_len as i64,
+                    s.head_hash
                 ],
             )
             .map(|_| ())
@@ -262,7 +328,12 @@ const FOLLOW_GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 /// Follow `dir` until `stop` is set. Every poll: new complete lines of
 /// JSON-lines files are loaded and their offset saved once acknowledged;
 /// other files are loaded once their size and mtime hold still for a poll.
-pub fn follow(store: &Store, dir: &Path, interval: Duration, stop: &AtomicBool) -> Result<ImportReport, ImportError> {
+pub fn follow(
+    store: &Store,
+    dir: &Path,
+    interval: Duration,
+    stop: &AtomicBool,
+) -> Result<ImportReport, ImportError> {
     let db = FollowDb::open(&store.layout().state_db())?;
     let mut total = ImportReport::default();
     let mut last_seen: HashMap<PathBuf, (u64, i64)> = HashMap::new();
@@ -305,15 +376,23 @@ pub fn follow(store: &Store, dir: &Path, interval: Duration, stop: &AtomicBool) 
                             next: Instant::now(),
                         });
                         f.attempts += 1;
-                        if f.attempts >= FOLLOW_ATTEMPTS || f.since.elapsed() >= FOLLOW_GIVE_UP_AFTER {
+                        if f.attempts >= FOLLOW_ATTEMPTS
+                            || f.since.elapsed() >= FOLLOW_GIVE_UP_AFTER
+                        {
                             tracing::error!("{}: giving up after {} attempts over {} s: {source}; skipped until it changes", path.display(), f.attempts, f.since.elapsed().as_secs());
                             let mtime = std::fs::metadata(&path).map(|m| mtime_ns(&m)).unwrap_or(0);
                             skipped.insert(path.clone(), mtime);
                             failing.remove(&path);
                         } else {
-                            let delay = retry::full_jitter(interval, Duration::from_secs(60), f.attempts);
+                            let delay =
+                                retry::full_jitter(interval, Duration::from_secs(60), f.attempts);
                             f.next = Instant::now() + delay;
-                            tracing::warn!("{}: read failed (attempt {}), retrying in {} ms: {source}", path.display(), f.attempts, delay.as_millis());
+                            tracing::warn!(
+                                "{}: read failed (attempt {}), retrying in {} ms: {source}",
+                                path.display(),
+                                f.attempts,
+                                delay.as_millis()
+                            );
                         }
                     }
                 },
@@ -342,7 +421,10 @@ fn follow_file(
     last_seen: &mut HashMap<PathBuf, (u64, i64)>,
     skipped: &HashMap<PathBuf, i64>,
 ) -> Result<ImportReport, ImportError> {
-    let io = |source| ImportError::Io { path: path.to_path_buf(), source };
+    let io = |source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let meta = std::fs::metadata(path).map_err(io)?;
     let (size, mtime) = (meta.len(), mtime_ns(&meta));
     if skipped.get(path) == Some(&mtime) {
@@ -355,25 +437,46 @@ fn follow_file(
     let gz = {
         let mut magic = [0u8; 2];
         use std::io::Read;
-        std::fs::File::open(path).and_then(|mut f| f.read(&mut magic)).map_err(io)? == 2 && magic == [0x1f, 0x8b]
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut magic))
+            .map_err(io)?
+            == 2
+            && magic == [0x1f, 0x8b]
     };
     let kind = file::sniff(path).map_err(io)?;
     let mut loader = Loader::new(store);
     if kind == FileKind::JsonLines && !gz {
-        if size < state.offset {
-            tracing::info!("{}: shrank below what was read; reading it again from the start", path.display());
+        let rewritten = state.head_len > 0
+            && (size < state.head_len
+                || head_hash(path, state.head_len).map_err(io)? != state.head_hash);
+        if size < state.offset || rewritten {
+            tracing::info!(
+                "{}: truncated or rewritten since it was read; reading it again from the start",
+                path.display()
+            );
             state = FileState::default();
         }
         if size == state.offset {
             return Ok(ImportReport::default());
         }
-        let (records, offset, lines) = file::read_lines_from(path, state.offset, state.lines).map_err(io)?;
+        let (records, offset, lines) =
+            file::read_lines_from(path, state.offset, state.lines).map_err(io)?;
         for r in records {
             loader.record(path, r)?;
         }
         let report = loader.finish()?;
         // Saved only after the store acknowledged: a crash re-reads, dedup drops the repeat.
-        db.put(path, &FileState { size, mtime_ns: mtime, offset, lines, done: false })?;
+        let head_len = offset.min(HEAD_BYTES);
+        let state = FileState {
+            size,
+            mtime_ns: mtime,
+            offset,
+            lines,
+            done: false,
+            head_len,
+            head_hash: head_hash(path, head_len).map_err(io)?,
+        };
+        db.put(path, &state)?;
         return Ok(report);
     }
     // A whole-file format: wait until it holds still for one poll.
@@ -387,7 +490,16 @@ fn follow_file(
     }
     let mut report = loader.finish()?;
     report.files = 1;
-    db.put(path, &FileState { size, mtime_ns: mtime, offset: size, lines: 0, done: true })?;
+    db.put(
+        path,
+        &FileState {
+            size,
+            mtime_ns: mtime,
+            offset: size,
+            done: true,
+            ..FileState::default()
+        },
+    )?;
     tracing::info!("{}: loaded {} spans", path.display(), report.spans_stored);
     Ok(report)
 }

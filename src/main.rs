@@ -26,9 +26,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// Imported spans older than the retention window are removed by the next
+/// retention pass: say so, rather than let them vanish unexplained.
+fn warn_past_retention(
+    report: &stormwatch::import::ImportReport,
+    config: &Config,
+    flag: Option<u32>,
+) {
+    let (Some(oldest), Some(keep)) = (report.oldest_day, config.store_options(flag).retention_days)
+    else {
+        return;
+    };
+    let today = chrono::Utc::now().timestamp().div_euclid(86_400) as i32;
+    if oldest < today - keep as i32 {
+        tracing::warn!(
+            "some imported spans start on {}, older than the {keep}-day retention: the next retention pass removes them \
+             (keep them with --retention-days 0 or store.retention_days in the config file)",
+            stormwatch::model::day_to_string(oldest)
+        );
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     if let Ok(spec) = std::env::var("STORMWATCH_FAULTS") {
-        stormwatch::faults::install(&spec).map_err(anyhow::Error::msg).context("STORMWATCH_FAULTS")?;
+        stormwatch::faults::install(&spec)
+            .map_err(anyhow::Error::msg)
+            .context("STORMWATCH_FAULTS")?;
     }
     let config = Config::load(cli.config.as_deref())?;
     let data_dir = cli.data_dir();
@@ -43,7 +66,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let store = Arc::new(Store::open(&data_dir, config.store_options(retention))?);
             if args.demo {
                 let stored = stormwatch::demo::load(&store).context("loading the demo incident")?;
-                tracing::info!(spans = stored, "demo incident loaded (July 7 - August 12, 2026)");
+                tracing::info!(
+                    spans = stored,
+                    "demo incident loaded (July 7 - August 12, 2026)"
+                );
             }
             let opts = stormwatch::serve::ServeOptions {
                 otlp_addr: args.otlp_addr,
@@ -56,7 +82,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("starting the async runtime")?;
-            let result = runtime.block_on(stormwatch::serve::run(store, opts, stormwatch::serve::shutdown_signal()));
+            let result = runtime.block_on(stormwatch::serve::run(
+                store,
+                opts,
+                stormwatch::serve::shutdown_signal(),
+            ));
             // A final flush that overran the shutdown timeout is abandoned
             // here; its spans are in the WAL and recovered on the next start.
             runtime.shutdown_timeout(Duration::from_secs(1));
@@ -93,16 +123,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                             tokio::time::sleep(Duration::from_millis(100)).await;
                         }
                     });
-                    h.join().map_err(|_| anyhow::anyhow!("the follower thread panicked"))
+                    h.join()
+                        .map_err(|_| anyhow::anyhow!("the follower thread panicked"))
                 })??;
-                report.files += followed.files;
-                report.records += followed.records;
-                report.spans_stored += followed.spans_stored;
-                report.duplicates += followed.duplicates;
-                report.rejected += followed.rejected;
-                report.bad_records += followed.bad_records;
+                report.add(&followed);
             }
             store.close().context("flushing the store")?;
+            warn_past_retention(&report, &config, args.retention_days);
             println!(
                 "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped",
                 report.files, report.records, report.spans_stored, report.duplicates, report.rejected, report.bad_records

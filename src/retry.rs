@@ -50,7 +50,9 @@ pub fn classify_io(e: &std::io::Error) -> IoFailure {
     use std::io::ErrorKind::*;
     match e.kind() {
         NotFound => IoFailure::Gone,
-        PermissionDenied | IsADirectory | InvalidInput | InvalidData | Unsupported => IoFailure::Permanent,
+        PermissionDenied | IsADirectory | InvalidInput | InvalidData | Unsupported => {
+            IoFailure::Permanent
+        }
         _ => IoFailure::Transient,
     }
 }
@@ -73,8 +75,17 @@ mod tests {
     #[test]
     fn io_failures_are_classified() {
         use std::io::{Error, ErrorKind};
-        assert_eq!(classify_io(&Error::from(ErrorKind::NotFound)), IoFailure::Gone);
-        assert_eq!(classify_io(&Error::from(ErrorKind::PermissionDenied)), IoFailure::Permanent);
-        assert_eq!(classify_io(&Error::from(ErrorKind::Interrupted)), IoFailure::Transient);
+        assert_eq!(
+            classify_io(&Error::from(ErrorKind::NotFound)),
+            IoFailure::Gone
+        );
+        assert_eq!(
+            classify_io(&Error::from(ErrorKind::PermissionDenied)),
+            IoFailure::Permanent
+        );
+        assert_eq!(
+            classify_io(&Error::from(ErrorKind::Interrupted)),
+            IoFailure::Transient
+        );
     }
 }
