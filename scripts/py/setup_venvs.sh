@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Create (or reuse) the two Python venvs used by the OTLP interop tests:
+#   $STORMWATCH_CACHE/venv-proto  <- scripts/py/requirements-proto.txt
+#   $STORMWATCH_CACHE/venv-json   <- scripts/py/requirements-json.txt
+# STORMWATCH_CACHE defaults to $HOME/.cache/stormwatch; PYTHON (default python3,
+# must be >= 3.10 with the venv module) is the base interpreter.
+#
+# A venv is (re)built from scratch, with `python -m venv --clear` and
+# `pip install -r`, only when its requirements file's sha256 differs from the
+# stamp stored inside it (or the venv is missing/broken). Concurrent runs are
+# serialised with flock when it is available. Silent on success; on failure
+# the pip/venv output goes to stderr and the exit status is non-zero.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache="${STORMWATCH_CACHE:-${HOME:?HOME is not set and STORMWATCH_CACHE is not given}/.cache/stormwatch}"
+python="${PYTHON:-python3}"
+stamp_name=".stormwatch-requirements.sha256"
+
+die() { echo "setup_venvs.sh: $*" >&2; exit 1; }
+
+command -v "$python" >/dev/null 2>&1 || die "'$python' not found (set PYTHON to a Python >= 3.10)"
+"$python" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null \
+  || die "'$python' must be Python >= 3.10 with the venv module (the pinned OpenTelemetry packages need 3.10+)"
+
+mkdir -p "$cache"
+
+# Serialise concurrent callers (e.g. several cargo test threads spawning this).
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$cache/.setup_venvs.lock"
+  flock 9
+fi
+
+sha256_of() {
+  "$python" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$1"
+}
+
+# run_quiet LOG CMD...: run CMD with its output in LOG; on failure show LOG on stderr.
+run_quiet() {
+  local log="$1"; shift
+  if ! "$@" >"$log" 2>&1; then
+    echo "setup_venvs.sh: command failed: $*" >&2
+    cat "$log" >&2
+    return 1
+  fi
+}
+
+ensure_venv() {
+  local name="$1" req="$2" check_import="$3"
+  local venv="$cache/$name"
+  [[ -f "$req" ]] || die "missing requirements file $req"
+  local want
+  want="$(sha256_of "$req")"
+
+  if [[ -x "$venv/bin/python" ]] \
+    && "$venv/bin/python" -c 'pass' >/dev/null 2>&1 \
+    && [[ -f "$venv/$stamp_name" ]] \
+    && [[ "$(cat "$venv/$stamp_name")" == "$want" ]]; then
+    return 0
+  fi
+
+  local log
+  log="$(mktemp "${TMPDIR:-/tmp}/stormwatch-$name.XXXXXX.log")"
+  # Fresh venv every time the pins change, so no stale package survives.
+  rm -f "$venv/$stamp_name"
+  run_quiet "$log" "$python" -m venv --clear "$venv" || { rm -f "$log"; return 1; }
+  run_quiet "$log" env PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
+    "$venv/bin/python" -m pip install -q --no-warn-script-location -r "$req" || { rm -f "$log"; return 1; }
+  run_quiet "$log" "$venv/bin/python" -c "import $check_import" || { rm -f "$log"; return 1; }
+  rm -f "$log"
+  printf '%s\n' "$want" >"$venv/$stamp_name"
+}
+
+ensure_venv venv-proto "$here/requirements-proto.txt" \
+  "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter"
+ensure_venv venv-json "$here/requirements-json.txt" \
+  "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.json.http.trace_exporter, opentelemetry.exporter.otlp.json.file"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Everything the project checks, from a fresh machine: installs what the
+# tests need (pinned Python venvs for the real OpenTelemetry exporters), then
+# runs rustfmt, clippy -D warnings and every test, in one release build.
+#
+#   STORMWATCH_CACHE   where venvs and the cargo target dir live
+#                      (default ~/.cache/stormwatch, reused between runs)
+#   CARGO_TARGET_DIR   default $STORMWATCH_CACHE/target
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export STORMWATCH_CACHE="${STORMWATCH_CACHE:-$HOME/.cache/stormwatch}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$STORMWATCH_CACHE/target}"
+mkdir -p "$STORMWATCH_CACHE"
+
+step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+
+step "python venvs for the OpenTelemetry SDK exporters"
+command -v python3 >/dev/null || { echo "python3 is required (the interop tests run the Python OpenTelemetry SDK)" >&2; exit 1; }
+bash scripts/py/setup_venvs.sh
+export STORMWATCH_PY_PROTO="$STORMWATCH_CACHE/venv-proto/bin/python"
+export STORMWATCH_PY_JSON="$STORMWATCH_CACHE/venv-json/bin/python"
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "build and test (release)"
+cargo test --release --locked --no-run
+cargo test --release --locked -- --test-threads 2
+
+step "clippy -D warnings"
+cargo clippy --release --locked --all-targets -- -D warnings
+
+step "done"

@@ -1,0 +1,183 @@
+//! The real Python OpenTelemetry SDK exporters (from PyPI, pinned in
+//! `scripts/py/`) send tool spans to a running `stormwatch serve`; every span
+//! must then be in the store with the right tool, error class and session.
+
+use std::process::Command;
+
+use crate::common::{python, rows_by_key, spans, Server};
+
+struct Run {
+    python_var: &'static str,
+    protocol: &'static str,
+    compression: &'static str,
+}
+
+const RUNS: &[Run] = &[
+    Run {
+        python_var: "STORMWATCH_PY_PROTO",
+        protocol: "proto",
+        compression: "none",
+    },
+    Run {
+        python_var: "STORMWATCH_PY_PROTO",
+        protocol: "proto",
+        compression: "gzip",
+    },
+    Run {
+        python_var: "STORMWATCH_PY_JSON",
+        protocol: "json",
+        compression: "none",
+    },
+    Run {
+        python_var: "STORMWATCH_PY_JSON",
+        protocol: "json",
+        compression: "gzip",
+    },
+];
+
+/// Run the exporter script; its stdout is the manifest of what it sent.
+fn export(server: &Server, run: &Run, run_id: &str) -> serde_json::Value {
+    let script = crate::common::repo().join("scripts/py/export_spans.py");
+    let mut cmd = Command::new(python(run.python_var));
+    cmd.arg(script).args([
+        "--endpoint",
+        &server.traces_url(),
+        "--protocol",
+        run.protocol,
+        "--compression",
+        run.compression,
+        "--run-id",
+        run_id,
+    ]);
+    // The exporters read OTEL_* from the environment; start from none.
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OTEL_")) {
+        cmd.env_remove(k);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} exporter failed: {}\nserver log:\n{}",
+        run.protocol,
+        String::from_utf8_lossy(&out.stderr),
+        server.log_text()
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("manifest: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn python_sdk_exporters_deliver_every_span_classified() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[], &[]);
+    let manifests: Vec<(String, serde_json::Value)> = RUNS
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let id = format!("py{i}-{}-{}", run.protocol, run.compression);
+            let m = export(&server, run, &id);
+            (id, m)
+        })
+        .collect();
+    server.stop();
+
+    let df = spans(&data);
+    let stored = rows_by_key(
+        &df,
+        &[
+            "tool_name",
+            "error_class",
+            "session_id",
+            "is_tool_call",
+            "service_name",
+        ],
+    );
+    let mut expected_total = 0;
+    for (id, manifest) in &manifests {
+        let list = manifest["spans"].as_array().unwrap();
+        assert!(
+            list.len() >= 40,
+            "{id}: only {} spans in the manifest",
+            list.len()
+        );
+        expected_total += list.len();
+        let service = manifest["service"].as_str().unwrap();
+        for s in list {
+            let key = format!(
+                "{}/{}",
+                s["trace_id"].as_str().unwrap(),
+                s["span_id"].as_str().unwrap()
+            );
+            let row = stored
+                .get(&key)
+                .unwrap_or_else(|| panic!("{id}: span {key} ({}) not stored", s["name"]));
+            let want = |v: &serde_json::Value| v.as_str().map(str::to_string);
+            assert_eq!(row[0], want(&s["tool_name"]), "{id} {key} tool_name");
+            assert_eq!(row[1], want(&s["error_class"]), "{id} {key} error_class");
+            assert_eq!(row[2], want(&s["session_id"]), "{id} {key} session_id");
+            assert_eq!(
+                row[3].as_deref(),
+                Some(if s["is_tool_call"].as_bool().unwrap() {
+                    "true"
+                } else {
+                    "false"
+                }),
+                "{id} {key} is_tool_call"
+            );
+            assert_eq!(row[4].as_deref(), Some(service), "{id} {key} service");
+        }
+    }
+    assert_eq!(
+        df.height(),
+        expected_total,
+        "stored spans beyond what the exporters sent"
+    );
+}
+
+#[test]
+fn python_json_file_exporter_output_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("spans.jsonl");
+    let script = crate::common::repo().join("scripts/py/export_jsonl.py");
+    let out = Command::new(python("STORMWATCH_PY_JSON"))
+        .arg(script)
+        .args(["--out", file.to_str().unwrap(), "--run-id", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let data = dir.path().join("data");
+    let import = crate::common::run(
+        &[
+            "import",
+            "--data-dir",
+            data.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let df = spans(&data);
+    let stored = rows_by_key(&df, &["tool_name", "error_class", "session_id"]);
+    let list = manifest["spans"].as_array().unwrap();
+    assert_eq!(df.height(), list.len());
+    for s in list {
+        let key = format!(
+            "{}/{}",
+            s["trace_id"].as_str().unwrap(),
+            s["span_id"].as_str().unwrap()
+        );
+        let row = &stored[&key];
+        assert_eq!(row[0].as_deref(), s["tool_name"].as_str(), "{key}");
+        assert_eq!(row[1].as_deref(), s["error_class"].as_str(), "{key}");
+        assert_eq!(row[2].as_deref(), s["session_id"].as_str(), "{key}");
+    }
+}

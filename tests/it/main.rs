@@ -1,0 +1,10 @@
+//! The integration tests, one binary (STYLE.md): the real `stormwatch`
+//! binary, real OpenTelemetry exporters, real sockets and files.
+
+mod common;
+mod crash;
+mod fixtures;
+mod import;
+mod interop_python;
+mod interop_rust;
+mod otlp_http;
