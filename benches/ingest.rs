@@ -1,0 +1,284 @@
+//! Ingest benchmark (not a test): end-to-end OTLP/HTTP ingest over loopback
+//! into a running `stormwatch serve` (protobuf, batches of 512 spans, several
+//! keep-alive clients, durable acknowledgement), next to decode-and-normalize
+//! alone, measured in the same run. Prints spans/s, the server's peak RSS and
+//! the ratio; medians over `--runs` repetitions.
+//!
+//!     cargo bench --bench ingest -- [--runs 5] [--batches 2000] [--clients 4]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
+use prost::Message;
+
+const SPANS_PER_BATCH: usize = 512;
+const TOOLS: &[&str] = &[
+    "search_flights",
+    "book_flight",
+    "quote_price",
+    "get_weather",
+    "fetch_page",
+];
+
+fn kv(k: &str, v: Value) -> KeyValue {
+    KeyValue {
+        key: k.into(),
+        value: Some(AnyValue { value: Some(v) }),
+        ..Default::default()
+    }
+}
+
+/// A realistic agent batch: tool spans with GenAI attributes, some failing.
+fn batch(id: u64) -> Vec<u8> {
+    let mut trace = [0u8; 16];
+    trace[..8].copy_from_slice(&id.to_be_bytes());
+    trace[15] = 7;
+    let start = 1_785_354_394_000_000_000u64 + id * 10_000_000;
+    let spans = (0..SPANS_PER_BATCH as u64)
+        .map(|i| {
+            let tool = TOOLS[(i as usize) % TOOLS.len()];
+            let fail = i % 7 == 0;
+            let mut attrs = vec![
+                kv(
+                    "gen_ai.operation.name",
+                    Value::StringValue("execute_tool".into()),
+                ),
+                kv("gen_ai.tool.name", Value::StringValue(tool.into())),
+                kv(
+                    "gen_ai.tool.call.id",
+                    Value::StringValue(format!("call_{id}_{i}")),
+                ),
+                kv(
+                    "gen_ai.tool.call.arguments",
+                    Value::StringValue(format!(
+                        "{{\"from\":\"LIS\",\"to\":\"BER\",\"n\":{}}}",
+                        i % 13
+                    )),
+                ),
+                kv(
+                    "session.id",
+                    Value::StringValue(format!("sess-{}", id % 1000)),
+                ),
+            ];
+            if fail {
+                attrs.push(kv("http.response.status_code", Value::IntValue(503)));
+                attrs.push(kv("error.type", Value::StringValue("503".into())));
+            }
+            Span {
+                trace_id: trace.to_vec(),
+                span_id: (i + 1).to_be_bytes().to_vec(),
+                parent_span_id: vec![0, 0, 0, 0, 0, 0, 0, 1],
+                name: format!("execute_tool {tool}"),
+                kind: 1,
+                start_time_unix_nano: start + i * 1_000_000,
+                end_time_unix_nano: start + i * 1_000_000 + 800_000,
+                attributes: attrs,
+                status: fail.then(|| Status {
+                    code: 2,
+                    message: "Service Unavailable".into(),
+                }),
+                ..Default::default()
+            }
+        })
+        .collect();
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![kv("service.name", Value::StringValue("bench-agent".into()))],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Decode + normalize every batch on `threads` threads; spans/s.
+fn decode_only(batches: &[Vec<u8>], threads: usize) -> f64 {
+    let next = AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(b) = batches.get(i) else { break };
+                let req = ExportTraceServiceRequest::decode(b.as_slice()).unwrap();
+                let n = stormwatch::ingest::normalize(&req);
+                assert_eq!(n.rows.len(), SPANS_PER_BATCH);
+                std::hint::black_box(n);
+            });
+        }
+    });
+    (batches.len() * SPANS_PER_BATCH) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// One keep-alive HTTP/1.1 POST; true on 200.
+fn post(stream: &mut BufReader<TcpStream>, host: &str, body: &[u8]) -> bool {
+    let head = format!(
+        "POST /v1/traces HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let w = stream.get_mut();
+    if w.write_all(head.as_bytes())
+        .and_then(|()| w.write_all(body))
+        .is_err()
+    {
+        return false;
+    }
+    let mut status = String::new();
+    if stream.read_line(&mut status).is_err() {
+        return false;
+    }
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        if stream.read_line(&mut line).is_err() || line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut buf = vec![0u8; len];
+    let _ = stream.read_exact(&mut buf);
+    status.starts_with("HTTP/1.1 200")
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_string)
+        })
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// End to end: spans/s acknowledged, peak RSS (KiB), retries on 429.
+fn end_to_end(batches: &[Vec<u8>], clients: usize) -> (f64, u64, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (otlp, http) = (free_port(), free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stormwatch"))
+        .args([
+            "serve",
+            "--otlp-addr",
+            &format!("127.0.0.1:{otlp}"),
+            "--http-addr",
+            &format!("127.0.0.1:{http}"),
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let host = format!("127.0.0.1:{otlp}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(&host).is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let next = AtomicUsize::new(0);
+    let retries = AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..clients {
+            s.spawn(|| {
+                let mut stream = BufReader::new(TcpStream::connect(&host).unwrap());
+                stream.get_mut().set_nodelay(true).unwrap();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(b) = batches.get(i) else { break };
+                    while !post(&mut stream, &host, b) {
+                        retries.fetch_add(1, Ordering::Relaxed);
+                        std::thread::sleep(Duration::from_millis(5));
+                        stream = BufReader::new(TcpStream::connect(&host).unwrap());
+                    }
+                }
+            });
+        }
+    });
+    let rate = (batches.len() * SPANS_PER_BATCH) as f64 / started.elapsed().as_secs_f64();
+    let rss = peak_rss_kib(child.id());
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    (rate, rss, retries.load(Ordering::Relaxed))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let runs = arg("--runs", 5);
+    let n = arg("--batches", 2000);
+    let clients = arg("--clients", 4);
+    let batches: Vec<Vec<u8>> = (0..n as u64).map(batch).collect();
+    let bytes: usize = batches.iter().map(Vec::len).sum();
+    println!(
+        "ingest benchmark: {n} batches x {SPANS_PER_BATCH} spans ({:.1} MiB protobuf), {clients} clients, {runs} runs, {} cores",
+        bytes as f64 / (1 << 20) as f64,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let (mut dec1, mut dec2, mut e2e, mut ratio, mut rss) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    for run in 1..=runs {
+        let d1 = decode_only(&batches, 1);
+        let d2 = decode_only(&batches, 2);
+        let (e, r, retried) = end_to_end(&batches, clients);
+        println!(
+            "run {run}: decode+normalize {:.0} spans/s (1 thread), {:.0} spans/s (2 threads); end-to-end {:.0} spans/s ({:.0}% of 2-thread decode), peak RSS {} MiB, {retried} retried requests",
+            d1, d2, e, 100.0 * e / d2, r / 1024
+        );
+        dec1.push(d1);
+        dec2.push(d2);
+        e2e.push(e);
+        ratio.push(e / d2);
+        rss.push(r as f64);
+    }
+    println!(
+        "median: decode+normalize {:.0} spans/s (1 thread), {:.0} (2 threads); end-to-end {:.0} spans/s; end-to-end / decode = {:.0}%; peak RSS {:.0} MiB",
+        median(dec1),
+        median(dec2),
+        median(e2e),
+        100.0 * median(ratio),
+        median(rss) / 1024.0
+    );
+}
