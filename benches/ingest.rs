@@ -5,6 +5,7 @@
 //! the ratio; medians over `--runs` repetitions.
 //!
 //!     cargo bench --bench ingest -- [--runs 5] [--batches 2000] [--clients 4]
+//!     cargo bench --bench ingest -- --target 127.0.0.1:4318   # drive a running server
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -184,6 +185,33 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Send every batch to `host` with `clients` keep-alive connections; spans/s
+/// acknowledged and the number of retried requests.
+fn drive(host: &str, batches: &[Vec<u8>], clients: usize) -> (f64, usize) {
+    let next = AtomicUsize::new(0);
+    let retries = AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..clients {
+            s.spawn(|| {
+                let mut stream = BufReader::new(TcpStream::connect(host).unwrap());
+                stream.get_mut().set_nodelay(true).unwrap();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(b) = batches.get(i) else { break };
+                    while !post(&mut stream, host, b) {
+                        retries.fetch_add(1, Ordering::Relaxed);
+                        std::thread::sleep(Duration::from_millis(5));
+                        stream = BufReader::new(TcpStream::connect(host).unwrap());
+                    }
+                }
+            });
+        }
+    });
+    let rate = (batches.len() * SPANS_PER_BATCH) as f64 / started.elapsed().as_secs_f64();
+    (rate, retries.load(Ordering::Relaxed))
+}
+
 /// End to end: spans/s acknowledged, peak RSS (KiB), retries on 429.
 fn end_to_end(batches: &[Vec<u8>], clients: usize) -> (f64, u64, usize) {
     let dir = tempfile::tempdir().unwrap();
@@ -209,33 +237,13 @@ fn end_to_end(batches: &[Vec<u8>], clients: usize) -> (f64, u64, usize) {
         assert!(Instant::now() < deadline, "server did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let next = AtomicUsize::new(0);
-    let retries = AtomicUsize::new(0);
-    let started = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..clients {
-            s.spawn(|| {
-                let mut stream = BufReader::new(TcpStream::connect(&host).unwrap());
-                stream.get_mut().set_nodelay(true).unwrap();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(b) = batches.get(i) else { break };
-                    while !post(&mut stream, &host, b) {
-                        retries.fetch_add(1, Ordering::Relaxed);
-                        std::thread::sleep(Duration::from_millis(5));
-                        stream = BufReader::new(TcpStream::connect(&host).unwrap());
-                    }
-                }
-            });
-        }
-    });
-    let rate = (batches.len() * SPANS_PER_BATCH) as f64 / started.elapsed().as_secs_f64();
+    let (rate, retries) = drive(&host, batches, clients);
     let rss = peak_rss_kib(child.id());
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
     let _ = child.wait();
-    (rate, rss, retries.load(Ordering::Relaxed))
+    (rate, rss, retries)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -251,6 +259,17 @@ fn main() {
     let n = arg("--batches", 2000);
     let clients = arg("--clients", 4);
     let batches: Vec<Vec<u8>> = (0..n as u64).map(batch).collect();
+    // `--target HOST:PORT`: only drive an already running server (for profiling it).
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(host) = args
+        .iter()
+        .position(|a| a == "--target")
+        .and_then(|i| args.get(i + 1))
+    {
+        let (rate, retried) = drive(host, &batches, clients);
+        println!("{host}: {rate:.0} spans/s acknowledged, {retried} retried requests");
+        return;
+    }
     let bytes: usize = batches.iter().map(Vec::len).sum();
     println!(
         "ingest benchmark: {n} batches x {SPANS_PER_BATCH} spans ({:.1} MiB protobuf), {clients} clients, {runs} runs, {} cores",

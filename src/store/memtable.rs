@@ -55,7 +55,7 @@ pub struct Frozen {
 /// Span keys already stored, per day, loaded lazily from the day's parts the
 /// first time a row of that day arrives, and bounded by a number of days.
 pub struct Seen {
-    days: HashMap<i32, HashSet<SpanKey>>,
+    days: HashMap<i32, KeySet>,
     order: Vec<i32>,
     max_days: usize,
 }
@@ -75,12 +75,7 @@ impl Seen {
 
     /// Install the keys of a day (from its parts, the frozen table and the
     /// memtable), evicting the least recently used days not in `in_use`.
-    pub fn load(
-        &mut self,
-        day: i32,
-        keys: HashSet<SpanKey>,
-        in_use: &std::collections::BTreeSet<i32>,
-    ) {
+    pub fn load(&mut self, day: i32, keys: KeySet, in_use: &std::collections::BTreeSet<i32>) {
         while self.order.len() >= self.max_days {
             let Some(pos) = self.order.iter().position(|d| !in_use.contains(d)) else {
                 break;
@@ -104,8 +99,11 @@ impl Seen {
     }
 }
 
+/// A set of span keys, hashed with foldhash (fast, randomly seeded per set).
+pub type KeySet = HashSet<SpanKey, foldhash::fast::RandomState>;
+
 /// Keys of one day held in memory (memtable and frozen table).
-pub fn memory_keys(day: i32, table: &Memtable, frozen: Option<&Arc<Frozen>>) -> HashSet<SpanKey> {
+pub fn memory_keys(day: i32, table: &Memtable, frozen: Option<&Arc<Frozen>>) -> KeySet {
     let rows = table.days.get(&day).into_iter().flatten().chain(
         frozen
             .and_then(|f| f.table.days.get(&day))

@@ -69,7 +69,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             flush_interval: Duration::from_secs(10),
-            flush_rows: 250_000,
+            flush_rows: 100_000,
             flush_bytes: 192 << 20,
             max_pending_bytes: 256 << 20,
             max_memory_bytes: 768 << 20,

@@ -3,7 +3,7 @@
 //! fsync per group, acknowledges them, and keeps their new rows in the
 //! memtable until it hands a frozen table to the flusher.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -13,10 +13,10 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
 use super::flusher::Job;
-use super::memtable::{memory_keys, Frozen, Memtable, Seen};
+use super::memtable::{memory_keys, Frozen, KeySet, Memtable, Seen};
 use super::wal::{self, Wal};
 use super::{parquet, Ack, Cmd, Recovery, Shared, StoreError, Submission};
-use crate::model::{day_to_string, SpanKey, SpanRow};
+use crate::model::{day_to_string, SpanRow};
 
 /// Largest group of requests written with one fsync.
 const MAX_GROUP_BYTES: usize = 32 << 20;
@@ -116,7 +116,7 @@ fn load_day_keys(
     day: i32,
     mem: &Memtable,
     frozen: Option<&Arc<Frozen>>,
-) -> Result<HashSet<SpanKey>, StoreError> {
+) -> Result<KeySet, StoreError> {
     let frozen = frozen.cloned().or_else(|| {
         shared
             .frozen
