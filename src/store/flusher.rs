@@ -14,8 +14,9 @@ use polars::prelude::*;
 
 use super::commit::{self, Intent};
 use super::memtable::Frozen;
+use super::memtable::KeySet;
 use super::{frame, parquet, rollup, Shared, StoreError};
-use crate::model::{day_to_string, SpanKey, NANOS_PER_DAY};
+use crate::model::{day_to_string, NANOS_PER_DAY};
 
 /// A table to write, and who waits for it.
 pub struct Job {
@@ -202,7 +203,7 @@ fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
     commit::commit(layout, &intent)
 }
 
-/// Merge each day's small parts once there are `compact_parts` of them.
+/// Merge each day's flush outputs once there are `compact_parts` of them.
 fn compact_days(shared: &Shared, days: &[i32]) {
     for &day in days {
         match compact_day(shared, day) {
@@ -222,41 +223,53 @@ fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
         return Ok(false);
     }
     let layout = &shared.layout;
+    // Flush outputs only (each at most `flush_rows` rows, so one in memory is
+    // bounded); a merged part is never merged again, so a busy day is not
+    // rewritten over and over.
     let small: Vec<_> = layout
         .parts(day)?
         .into_iter()
-        .filter(|p| fs::metadata(p).is_ok_and(|m| m.len() < shared.opts.compact_small_bytes))
+        .filter(|p| !p.to_string_lossy().ends_with("-c.parquet"))
         .collect();
     if small.len() < shared.opts.compact_parts.max(2) {
         return Ok(false);
     }
     let context = || format!("compacting {}", day_to_string(day));
-    let df = parquet::scan(&small)
-        .and_then(|lf| lf.collect())
-        .map_err(|e| StoreError::data(context(), e))?;
-    let mut df = dedup(df)
-        .and_then(|df| df.sort(["start_ns"], SortMultipleOptions::default()))
-        .map_err(|e| StoreError::data(context(), e))?;
     let last = small
         .last()
         .and_then(|p| p.file_stem())
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tag = format!("{}-c", last.trim_start_matches("part-"));
-    let rename = parquet::write_tmp_part(layout, day, &tag, &mut df)?;
+    // One part in memory at a time: the merge streams into row groups.
+    let mut seen = KeySet::default();
+    let mut remaining = small.iter();
+    let mut rows = 0;
+    let rename = parquet::write_tmp_part_with(layout, day, &tag, |path| {
+        rows = parquet::write_batches(path, || {
+            let Some(part) = remaining.next() else {
+                return Ok(None);
+            };
+            let df = parquet::scan(std::slice::from_ref(part))
+                .and_then(|lf| lf.collect())
+                .and_then(|df| dedup(df, &mut seen))
+                .map_err(|e| StoreError::data(context(), e))?;
+            Ok(Some(df))
+        })?;
+        Ok(())
+    })?;
     let intent = Intent {
         deletes: small.iter().map(|p| layout.relative(p)).collect(),
         renames: vec![rename],
         ..Intent::default()
     };
     commit::commit(layout, &intent)?;
-    tracing::debug!(day = %day_to_string(day), parts = small.len(), rows = df.height(), "compacted");
+    tracing::debug!(day = %day_to_string(day), parts = small.len(), rows, "compacted");
     Ok(true)
 }
 
-/// Keep the first row of each (trace id, span id).
-pub fn dedup(df: DataFrame) -> PolarsResult<DataFrame> {
-    let mut seen = std::collections::HashSet::<SpanKey>::new();
+/// Keep the first row of each (trace id, span id) not in `seen`.
+fn dedup(df: DataFrame, seen: &mut KeySet) -> PolarsResult<DataFrame> {
     let mask: BooleanChunked = frame::keys(&df)?
         .into_iter()
         .map(|k| k.is_none_or(|k| seen.insert(k)))

@@ -53,10 +53,8 @@ pub struct StoreOptions {
     /// Memtable plus the table being flushed; past it the writer waits for
     /// the flusher, the queue fills and requests are refused.
     pub max_memory_bytes: usize,
-    /// Merge a day's small parts once it has this many.
+    /// Merge a day's flush outputs into one part once it has this many.
     pub compact_parts: usize,
-    /// A part below this size counts as small.
-    pub compact_small_bytes: u64,
     /// Delete days older than this many days (`None`: keep everything).
     pub retention_days: Option<u32>,
     /// Days of stored span keys held for dedup.
@@ -72,11 +70,10 @@ impl Default for StoreOptions {
             flush_rows: 100_000,
             flush_bytes: 192 << 20,
             max_pending_bytes: 256 << 20,
-            max_memory_bytes: 768 << 20,
+            max_memory_bytes: 256 << 20,
             compact_parts: 8,
-            compact_small_bytes: 32 << 20,
             retention_days: None,
-            dedup_days: 8,
+            dedup_days: 3,
             rollup_interval: Duration::from_secs(30),
         }
     }

@@ -18,13 +18,23 @@ pub fn write_tmp_part(
     tag: &str,
     df: &mut DataFrame,
 ) -> Result<(String, String), StoreError> {
+    write_tmp_part_with(layout, day, tag, |path| write_file(path, df))
+}
+
+/// `write_tmp_part` with the file written by `write` (which must fsync it).
+pub fn write_tmp_part_with(
+    layout: &Layout,
+    day: i32,
+    tag: &str,
+    write: impl FnOnce(&Path) -> Result<(), StoreError>,
+) -> Result<(String, String), StoreError> {
     let dir = layout.day_dir(day);
     let created = !dir.exists();
     fs::create_dir_all(&dir)
         .map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
     let final_path = dir.join(format!("part-{tag}.parquet"));
     let tmp = dir.join(format!(".part-{tag}.parquet.tmp"));
-    write_file(&tmp, df)?;
+    write(&tmp)?;
     // The intent that names this file must never outlive its directory entries.
     super::wal::sync_dir(&dir)?;
     if created {
@@ -43,6 +53,46 @@ pub fn write_file(path: &Path, df: &mut DataFrame) -> Result<(), StoreError> {
         .finish(df)
         .map_err(|e| StoreError::io(context(), e))?;
     file.sync_all().map_err(|e| StoreError::io(context(), e))
+}
+
+/// Write frames one after another into one Parquet file (row groups per
+/// frame), holding only the frame in hand; fsynced at the end.
+pub fn write_batches(
+    path: &Path,
+    mut next: impl FnMut() -> Result<Option<DataFrame>, StoreError>,
+) -> Result<usize, StoreError> {
+    let context = || format!("writing {}", path.display());
+    crate::faults::check("parquet_write").map_err(|e| StoreError::io(context(), e))?;
+    let file = File::create(path).map_err(|e| StoreError::io(context(), e))?;
+    let mut writer = None;
+    let mut rows = 0;
+    while let Some(df) = next()? {
+        if writer.is_none() {
+            writer = Some(
+                ParquetWriter::new(&file)
+                    .with_compression(ParquetCompression::Zstd(None))
+                    .batched(df.schema())
+                    .map_err(|e| StoreError::io(context(), e))?,
+            );
+        }
+        if let Some(w) = writer.as_mut() {
+            w.write_batch(&df)
+                .map_err(|e| StoreError::io(context(), e))?;
+        }
+        rows += df.height();
+    }
+    match writer {
+        Some(w) => {
+            w.finish().map_err(|e| StoreError::io(context(), e))?;
+        }
+        None => {
+            ParquetWriter::new(&file)
+                .finish(&mut super::frame::empty())
+                .map_err(|e| StoreError::io(context(), e))?;
+        }
+    }
+    file.sync_all().map_err(|e| StoreError::io(context(), e))?;
+    Ok(rows)
 }
 
 /// A lazy scan over parts (which must exist and share the span schema).

@@ -16,38 +16,59 @@ use crate::model::day_to_string;
 pub const TOOL_DAILY_SQL: &str = include_str!("../../queries/tool_daily.sql");
 
 /// Tool-call rows of one day, with MCP duplicates removed and a `day` column.
-pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<DataFrame>, StoreError> {
+pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreError> {
     let parts = layout.parts(day)?;
     if parts.is_empty() {
         return Ok(None);
     }
     let context = || format!("reading the tool calls of {}", day_to_string(day));
-    let df = parquet::scan(&parts)
-        .and_then(|lf| {
-            lf.filter(col("is_tool_call"))
-                .select([
-                    col("trace_id"),
-                    col("span_id"),
-                    col("parent_span_id"),
-                    col("tool_name"),
-                    col("tool_convention"),
-                    col("service_name"),
-                    col("duration_ns"),
-                    col("error_class"),
-                    col("retryable"),
-                    col("cost_usd"),
-                ])
-                .collect()
+    let tools = parquet::scan(&parts)
+        .map_err(|e| StoreError::data(context(), e))?
+        .filter(col("is_tool_call"));
+    let counted = [
+        col("tool_name"),
+        col("service_name"),
+        col("duration_ns"),
+        col("error_class"),
+        col("retryable"),
+        col("cost_usd"),
+    ];
+    let day_lit = lit(day_to_string(day)).alias("day");
+    // The ids are read only when the day has MCP spans to pair up: most
+    // days have none, and the ids are the bulk of the bytes.
+    let mcp = tools
+        .clone()
+        .filter(col("tool_convention").eq(lit("mcp")))
+        .select([len().alias("n")])
+        .collect()
+        .and_then(|df| {
+            Ok(df
+                .column("n")?
+                .cast(&DataType::UInt64)?
+                .u64()?
+                .get(0)
+                .unwrap_or(0))
         })
         .map_err(|e| StoreError::data(context(), e))?;
+    if mcp == 0 {
+        return Ok(Some(tools.select(counted).with_column(day_lit)));
+    }
+    let mut wanted = counted.to_vec();
+    wanted.extend([
+        col("trace_id"),
+        col("span_id"),
+        col("parent_span_id"),
+        col("tool_convention"),
+    ]);
+    let df = tools
+        .select(wanted)
+        .collect()
+        .map_err(|e| StoreError::data(context(), e))?;
     let keep = !mcp_duplicates(&df).map_err(|e| StoreError::data(context(), e))?;
-    let mut df = df
+    let df = df
         .filter(&keep)
         .map_err(|e| StoreError::data(context(), e))?;
-    let day_col = Column::new("day".into(), vec![day_to_string(day); df.height()]);
-    df.with_column(day_col)
-        .map_err(|e| StoreError::data(context(), e))?;
-    Ok(Some(df))
+    Ok(Some(df.lazy().with_column(day_lit)))
 }
 
 /// Rows that are MCP `tools/call` spans describing the same call as a GenAI
@@ -77,9 +98,9 @@ pub fn mcp_duplicates(df: &DataFrame) -> PolarsResult<BooleanChunked> {
 }
 
 /// Run `tool_daily.sql` over tool rows.
-pub fn compute(rows: DataFrame) -> PolarsResult<DataFrame> {
+pub fn compute(rows: LazyFrame) -> PolarsResult<DataFrame> {
     let mut ctx = SQLContext::new();
-    ctx.register("spans", rows.lazy());
+    ctx.register("spans", rows);
     ctx.execute(TOOL_DAILY_SQL)?.collect()
 }
 
@@ -148,10 +169,10 @@ fn rewrite(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
     let mut fresh: Option<DataFrame> = None;
     for &day in days {
         if let Some(rows) = tool_rows(layout, day)? {
-            if rows.height() == 0 {
+            let computed = compute(rows).map_err(|e| StoreError::data(context(), e))?;
+            if computed.height() == 0 {
                 continue;
             }
-            let computed = compute(rows).map_err(|e| StoreError::data(context(), e))?;
             fresh = Some(match fresh {
                 None => computed,
                 Some(mut acc) => {
