@@ -256,7 +256,7 @@ fn main() {
         return;
     }
     let runs = arg("--runs", 5);
-    let n = arg("--batches", 2000);
+    let n = arg("--batches", 4000);
     let clients = arg("--clients", 4);
     let batches: Vec<Vec<u8>> = (0..n as u64).map(batch).collect();
     // `--target HOST:PORT`: only drive an already running server (for profiling it).
