@@ -324,22 +324,29 @@ impl Store {
         rx.await.unwrap_or(Err(StoreError::Closed))
     }
 
+    /// Tell the writer to stop (it hands its last table to the flusher) and
+    /// wait for both threads; a second call finds nothing to do.
+    fn stop_threads(&self) {
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = tx.send(Cmd::Shutdown);
+        }
+        let threads: Vec<_> = self
+            .threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+
     /// Flush, stop the threads, release the lock. What cannot be flushed
     /// stays in the WAL for the next open.
     pub fn close(&self) -> Result<(), StoreError> {
         self.shared.closing.store(true, Ordering::Release);
         let flushed = self.flush();
-        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = tx.send(Cmd::Shutdown);
-        }
-        for t in self
-            .threads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
-            let _ = t.join();
-        }
+        self.stop_threads();
         // Another process may open the directory now.
         let _ = self.lock.unlock();
         match flushed {
@@ -352,16 +359,6 @@ impl Store {
 impl Drop for Store {
     fn drop(&mut self) {
         self.shared.closing.store(true, Ordering::Release);
-        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = tx.send(Cmd::Shutdown);
-        }
-        for t in self
-            .threads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
-            let _ = t.join();
-        }
+        self.stop_threads();
     }
 }
