@@ -338,3 +338,30 @@ fn mcp_and_genai_spans_of_one_call_count_once() {
         vec![Some(false), Some(true), Some(false), Some(false)]
     );
 }
+
+#[test]
+fn damage_before_the_tail_refuses_to_open_and_names_the_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path());
+    layout.create().unwrap();
+    let mut wal = wal::Wal::create(&layout.wal_dir(), 0).unwrap();
+    let r1 = request("2026-07-30", 30, 2, "t").encode_to_vec();
+    let r2 = request("2026-07-30", 31, 2, "t").encode_to_vec();
+    wal.append_sync(&[&r1, &r2]).unwrap();
+    drop(wal);
+    // Flip a byte inside the first (acknowledged) record.
+    let path = wal::segment_path(&layout.wal_dir(), 1);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[12] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Store::open(dir.path(), quick())
+        .err()
+        .expect("a damaged WAL must not open");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("is damaged at byte 0") && msg.contains("move the file aside"),
+        "{msg}"
+    );
+    // Nothing was cut: the file is as it was.
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
