@@ -15,6 +15,14 @@ pub struct Config {
     pub ingest: IngestConfig,
     pub store: StoreConfig,
     pub import: ImportConfig,
+    pub detect: DetectConfig,
+}
+
+/// `[detect.*]`: the detection rules' thresholds (detection.md §4).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DetectConfig {
+    pub error_spike: crate::detect::SpikeParams,
 }
 
 /// `[ingest]`: limits of the OTLP/HTTP receiver.
@@ -149,6 +157,29 @@ impl Config {
         if self.store.compact_parts < 2 {
             return bad("store.compact_parts", "must be at least 2");
         }
+        let spike = &self.detect.error_spike;
+        if spike.multiplier.is_nan() || spike.multiplier <= 0.0 {
+            return bad("detect.error_spike.multiplier", "must be above 0");
+        }
+        if !(0.5..1.0).contains(&spike.confidence) {
+            return bad(
+                "detect.error_spike.confidence",
+                "must be at least 0.5 and below 1",
+            );
+        }
+        if !(0.0..1.0).contains(&spike.baseline_floor) || !(0.0..1.0).contains(&spike.warmup_floor)
+        {
+            return bad(
+                "detect.error_spike.baseline_floor / warmup_floor",
+                "must be rates from 0 to below 1",
+            );
+        }
+        if spike.baseline_days < 1 || spike.reach_back_days < spike.baseline_days {
+            return bad(
+                "detect.error_spike.baseline_days / reach_back_days",
+                "need 1 <= baseline_days <= reach_back_days",
+            );
+        }
         Ok(())
     }
 
@@ -209,7 +240,32 @@ mod tests {
         assert_eq!(parsed, Config::default());
         // Every key is spelled out, so a new key cannot hide from the README.
         let keys = body.lines().filter(|l| l.contains(" = ")).count();
-        assert_eq!(keys, 2 + 7 + 1, "README lists {keys} keys");
+        assert_eq!(keys, 2 + 7 + 1 + 9, "README lists {keys} keys");
+    }
+
+    #[test]
+    fn detection_thresholds_are_checked() {
+        for (text, key) in [
+            ("[detect.error_spike]\nmultiplier = 0.0\n", "multiplier"),
+            ("[detect.error_spike]\nconfidence = 1.5\n", "confidence"),
+            (
+                "[detect.error_spike]\nbaseline_days = 30\n",
+                "reach_back_days",
+            ),
+            ("[detect.error_spike]\nmin_call = 3\n", "min_call"),
+        ] {
+            let err = Config::parse(text, Path::new("x.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{text}: {err}");
+        }
+        let c = Config::parse(
+            "[detect.error_spike]\nmultiplier = 4.0\n",
+            Path::new("x.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.detect.error_spike.multiplier, 4.0);
+        assert_eq!(c.detect.error_spike.min_calls, 10);
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //!   (tool-call detection, sessions, error classes).
 //! - [`store`]: write-ahead log, Parquet partitions, compaction, retention,
 //!   daily rollups, readers returning polars `LazyFrame`s.
+//! - [`detect`]: pure functions from frames to findings (so far the daily
+//!   error-rate spike).
 //! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health now,
 //!   the dashboard later).
 //! - [`import`]: the `import` command: files and followed directories into the store.
@@ -17,6 +19,7 @@
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod detect;
 pub mod faults;
 pub mod import;
 pub mod ingest;

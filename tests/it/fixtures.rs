@@ -173,3 +173,61 @@ fn serve_demo_loads_the_bundled_incident() {
     server.stop();
     assert_eq!(spans(&data).height(), before);
 }
+
+#[test]
+fn the_error_spike_rule_flags_the_seed_days_through_the_real_rollup() {
+    use std::collections::BTreeSet;
+    use stormwatch::detect::{daily_rows, judge, SpikeParams};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = repo().join("fixtures/search_flights_history.json");
+    let out = run(
+        &[
+            "import",
+            "--data-dir",
+            data.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rollup = Reader::open(&data)
+        .unwrap()
+        .tool_daily()
+        .unwrap()
+        .unwrap()
+        .collect()
+        .unwrap();
+    let rows = daily_rows(&rollup).unwrap();
+    let today = stormwatch::model::day_from_str("2026-08-06").unwrap();
+    let verdicts = judge(&rows, today, &BTreeSet::new(), &SpikeParams::default());
+    let flagged: Vec<String> = verdicts
+        .iter()
+        .filter(|v| v.flagged)
+        .map(|v| format!("{} {}", v.tool, stormwatch::model::day_to_string(v.day)))
+        .collect();
+    assert_eq!(
+        flagged,
+        [
+            "search_flights 2026-07-29",
+            "search_flights 2026-08-04",
+            "search_flights 2026-08-05"
+        ]
+    );
+    let jul29 = verdicts.iter().find(|v| v.flagged).unwrap();
+    assert_eq!((jul29.calls, jul29.errors), (62, 53));
+    assert_eq!(
+        jul29
+            .classes
+            .get(&stormwatch::model::ErrorClass::Unavailable),
+        Some(&53)
+    );
+    assert!(
+        jul29.volume_ratio.unwrap() > 5.0 && jul29.p50_ratio.unwrap() > 4.0,
+        "{jul29:?}"
+    );
+}

@@ -1,0 +1,89 @@
+//! The daily per-tool series, read from the `tool_daily` rollup frame.
+
+use std::collections::BTreeMap;
+
+use polars::prelude::*;
+
+use crate::model::{day_from_str, ErrorClass};
+
+/// One tool's (per service) numbers for one UTC day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DailyRow {
+    pub tool: String,
+    pub service: String,
+    /// Days since the epoch.
+    pub day: i32,
+    pub calls: u64,
+    pub errors: u64,
+    pub p50_ns: f64,
+    pub p95_ns: f64,
+    /// Failed calls by class (`ok` never appears).
+    pub classes: BTreeMap<ErrorClass, u64>,
+}
+
+impl DailyRow {
+    pub fn rate(&self) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.errors as f64 / self.calls as f64
+        }
+    }
+}
+
+fn ints(df: &DataFrame, name: &str) -> PolarsResult<Vec<u64>> {
+    let c = df.column(name)?.cast(&DataType::Int64)?;
+    Ok(c.i64()?
+        .iter()
+        .map(|v| v.unwrap_or(0).max(0) as u64)
+        .collect())
+}
+
+fn floats(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
+    let c = df.column(name)?.cast(&DataType::Float64)?;
+    Ok(c.f64()?.iter().map(|v| v.unwrap_or(0.0)).collect())
+}
+
+/// Rows of a `tool_daily` frame (as `queries/tool_daily.sql` makes it),
+/// sorted by tool, service and day.
+pub fn daily_rows(df: &DataFrame) -> PolarsResult<Vec<DailyRow>> {
+    let tool = df.column("tool_name")?.str()?;
+    let service = df.column("service_name")?.str()?;
+    let day = df.column("day")?.str()?;
+    let calls = ints(df, "calls")?;
+    let errors = ints(df, "errors")?;
+    let p50 = floats(df, "p50_ns")?;
+    let p95 = floats(df, "p95_ns")?;
+    let failing: Vec<ErrorClass> = ErrorClass::ALL
+        .into_iter()
+        .filter(|c| c.is_error())
+        .collect();
+    let class_counts: Vec<Vec<u64>> = failing
+        .iter()
+        .map(|c| ints(df, c.as_str()))
+        .collect::<PolarsResult<_>>()?;
+    let mut rows = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        let Some(d) = day.get(i).and_then(day_from_str) else {
+            continue;
+        };
+        let classes = failing
+            .iter()
+            .zip(&class_counts)
+            .filter(|(_, counts)| counts[i] > 0)
+            .map(|(c, counts)| (*c, counts[i]))
+            .collect();
+        rows.push(DailyRow {
+            tool: tool.get(i).unwrap_or("").to_string(),
+            service: service.get(i).unwrap_or("").to_string(),
+            day: d,
+            calls: calls[i],
+            errors: errors[i],
+            p50_ns: p50[i],
+            p95_ns: p95[i],
+            classes,
+        });
+    }
+    rows.sort_by(|a, b| (&a.tool, &a.service, a.day).cmp(&(&b.tool, &b.service, b.day)));
+    Ok(rows)
+}
