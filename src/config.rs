@@ -23,6 +23,7 @@ pub struct Config {
 #[serde(deny_unknown_fields, default)]
 pub struct DetectConfig {
     pub error_spike: crate::detect::SpikeParams,
+    pub retry_storm: crate::detect::StormParams,
 }
 
 /// `[ingest]`: limits of the OTLP/HTTP receiver.
@@ -174,6 +175,10 @@ impl Config {
                 "must be rates from 0 to below 1",
             );
         }
+        let storm = &self.detect.retry_storm;
+        if storm.storm_min_calls < 2 || storm.min_failures < 1 {
+            return bad("detect.retry_storm.storm_min_calls / min_failures", "need storm_min_calls >= 2 and min_failures >= 1");
+        }
         if spike.baseline_days < 1 || spike.reach_back_days < spike.baseline_days {
             return bad(
                 "detect.error_spike.baseline_days / reach_back_days",
@@ -240,7 +245,7 @@ mod tests {
         assert_eq!(parsed, Config::default());
         // Every key is spelled out, so a new key cannot hide from the README.
         let keys = body.lines().filter(|l| l.contains(" = ")).count();
-        assert_eq!(keys, 2 + 7 + 1 + 9, "README lists {keys} keys");
+        assert_eq!(keys, 2 + 7 + 1 + 9 + 6, "README lists {keys} keys");
     }
 
     #[test]

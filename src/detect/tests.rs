@@ -247,3 +247,323 @@ proptest! {
         prop_assert_eq!(is_spike(errors, calls, at * 0.999, &p).0, lower > 0.0);
     }
 }
+
+// ---- turns, storms and retries, on the seeds' fixtures and small cases ----
+
+use super::calls::{self, Call, Turn};
+use super::storm::{retry_storms, rhythm, Outcome, Rhythm, StormParams};
+use super::{retries_after_success, wasted_retries};
+use polars::prelude::*;
+use std::collections::BTreeMap;
+
+/// A fixture file, through the real decoder and normalizer, as a frame.
+fn fixture_frame(name: &str) -> DataFrame {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name);
+    let req = crate::ingest::json::decode(&std::fs::read(path).unwrap()).unwrap();
+    let rows = crate::ingest::normalize(&req).rows;
+    let refs: Vec<_> = rows.iter().collect();
+    crate::store::frame::rows_to_frame(&refs).unwrap()
+}
+
+fn fixture_calls(name: &str) -> (Vec<Call>, BTreeMap<String, Turn>) {
+    calls::collect(&fixture_frame(name)).unwrap()
+}
+
+const FAR_FUTURE: i64 = i64::MAX / 2;
+
+#[test]
+fn the_four_jul_29_storms_are_no_backoff_and_gave_up() {
+    let (calls, turns) = fixture_calls("storms_jul29.json");
+    let storms = retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default());
+    assert_eq!(storms.len(), 4, "{storms:#?}");
+    assert_eq!(storms.iter().map(|s| s.calls).sum::<usize>(), 53);
+    for s in &storms {
+        assert_eq!(s.tool, "search_flights");
+        assert_eq!(s.rhythm, Rhythm::NoBackoff, "{s:?}");
+        assert_eq!(s.outcome, Outcome::GaveUp);
+        assert_eq!(s.failures, s.calls);
+        assert_eq!(
+            s.classes.get(&crate::model::ErrorClass::Unavailable),
+            Some(&s.calls)
+        );
+        assert!(s.median_gap_ms < 100.0);
+        assert!(s.wasted_seconds > 40.0, "{s:?}");
+    }
+    let bruno = storms
+        .iter()
+        .find(|s| s.session_id.as_deref() == Some("sess-bruno-0729-b"))
+        .unwrap();
+    assert_eq!(bruno.calls, 15);
+    assert_eq!(bruno.rounds, 15);
+    assert!(
+        (bruno.turn_duration_s - 98.0).abs() < 1.0,
+        "{}",
+        bruno.turn_duration_s
+    );
+    // Fourteen retries after the first 503, and the gaps before them, all wasted.
+    let expected: f64 = [
+        5.6, 3.7, 6.4, 8.4, 6.5, 3.5, 5.6, 8.6, 5.7, 4.6, 3.6, 9.0, 2.5, 7.9,
+    ]
+    .iter()
+    .sum();
+    assert!(
+        (bruno.wasted_seconds - expected).abs() < 1.0,
+        "{} vs {expected}",
+        bruno.wasted_seconds
+    );
+}
+
+#[test]
+fn storm_evidence_compares_with_the_median_healthy_turn() {
+    let (calls, turns) = fixture_calls("search_flights_history.json");
+    let storms = retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default());
+    // The four of Jul 29, and the recovered bursts of Aug 4 and Aug 5.
+    let days: Vec<String> = storms.iter().map(|s| day_to_string(s.day)).collect();
+    assert_eq!(
+        days.iter().filter(|d| *d == "2026-07-29").count(),
+        4,
+        "{days:?}"
+    );
+    assert_eq!(storms.len(), 6, "{days:?}");
+    let recovered: Vec<_> = storms
+        .iter()
+        .filter(|s| s.outcome == Outcome::Recovered)
+        .collect();
+    assert_eq!(recovered.len(), 2);
+    let bruno = storms
+        .iter()
+        .find(|s| s.session_id.as_deref() == Some("sess-bruno-0729-b"))
+        .unwrap();
+    let healthy_s = bruno.healthy_turn_duration_s.unwrap();
+    let healthy_spans = bruno.healthy_turn_spans.unwrap();
+    assert!((healthy_s - 8.1).abs() < 1.0, "healthy turn {healthy_s} s");
+    assert_eq!(healthy_spans, 3.0);
+    assert!(bruno.turn_duration_s / healthy_s > 10.0);
+    assert!(bruno.turn_spans >= 16);
+}
+
+#[test]
+fn the_fixed_retry_loop_produces_nothing() {
+    let (calls, turns) = fixture_calls("fixed_loop.json");
+    assert!(retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default()).is_empty());
+    assert!(wasted_retries(&calls).is_empty());
+    assert!(retries_after_success(&calls).is_empty());
+}
+
+#[test]
+fn the_retry_gate_cases() {
+    let (calls, turns) = fixture_calls("retry_gate.json");
+    // 429 / 503 retries that recover, and backoff on 400 / 410: no storm.
+    assert!(retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default()).is_empty());
+    let wasted = wasted_retries(&calls);
+    let mut found: Vec<(String, &str, usize)> = wasted
+        .iter()
+        .map(|w| (w.tool.clone(), w.class.as_str(), w.attempts))
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            ("book_flight".to_string(), "not_found", 5),
+            ("quote_price".to_string(), "invalid_request", 5)
+        ]
+    );
+    // Backoff of 1 + 2 + 4 + 8 s is wasted on top of the four retries' durations.
+    assert!(wasted.iter().all(|w| w.wasted_seconds > 15.0), "{wasted:?}");
+    let doubles = retries_after_success(&calls);
+    assert_eq!(doubles.len(), 1, "{doubles:?}");
+    assert_eq!(doubles[0].tool, "book_flight");
+    assert_eq!(doubles[0].repeats, 1);
+}
+
+/// A synthetic span: (trace byte, span byte, parent byte or 0, is agent,
+/// tool or "", start ms, end ms, class).
+type Syn = (u8, u8, u8, bool, &'static str, i64, i64, &'static str);
+
+fn synthetic(spans: &[Syn]) -> DataFrame {
+    let hex = |b: u8, n: usize| format!("{b:02x}").repeat(n);
+    let base = 1_785_000_000_000i64;
+    df! {
+        "trace_id" => spans.iter().map(|s| hex(s.0, 16)).collect::<Vec<_>>(),
+        "span_id" => spans.iter().map(|s| hex(s.1, 8)).collect::<Vec<_>>(),
+        "parent_span_id" => spans.iter().map(|s| (s.2 != 0).then(|| hex(s.2, 8))).collect::<Vec<_>>(),
+        "is_agent" => spans.iter().map(|s| s.3).collect::<Vec<_>>(),
+        "agent_call_id" => spans.iter().map(|_| None::<String>).collect::<Vec<_>>(),
+        "start_ns" => spans.iter().map(|s| (base + s.5) * 1_000_000).collect::<Vec<_>>(),
+        "end_ns" => spans.iter().map(|s| (base + s.6) * 1_000_000).collect::<Vec<_>>(),
+        "is_tool_call" => spans.iter().map(|s| !s.4.is_empty()).collect::<Vec<_>>(),
+        "tool_name" => spans.iter().map(|s| (!s.4.is_empty()).then_some(s.4)).collect::<Vec<_>>(),
+        "service_name" => spans.iter().map(|_| "svc").collect::<Vec<_>>(),
+        "error_class" => spans.iter().map(|s| s.7).collect::<Vec<_>>(),
+        "tool_args_hash" => spans.iter().map(|_| Some("same")).collect::<Vec<_>>(),
+        "session_id" => spans.iter().map(|_| Some("s")).collect::<Vec<_>>(),
+    }
+    .unwrap()
+}
+
+fn storms_of(spans: &[Syn]) -> Vec<super::Storm> {
+    let (calls, turns) = calls::collect(&synthetic(spans)).unwrap();
+    retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default())
+}
+
+#[test]
+fn two_turns_in_one_trace_do_not_add_up_to_a_storm() {
+    let mut spans: Vec<Syn> = vec![(1, 1, 0, false, "", 0, 20_000, "ok")];
+    spans.push((1, 2, 1, true, "", 0, 9_000, "ok"));
+    spans.push((1, 3, 1, true, "", 10_000, 19_000, "ok"));
+    for (i, parent) in [2u8, 2, 2, 3, 3, 3].iter().enumerate() {
+        let t = if *parent == 2 {
+            i as i64 * 1000
+        } else {
+            10_000 + i as i64 * 1000
+        };
+        spans.push((
+            1,
+            10 + i as u8,
+            *parent,
+            false,
+            "fetch",
+            t,
+            t + 500,
+            "unavailable",
+        ));
+    }
+    assert!(storms_of(&spans).is_empty());
+    // The same six calls in one turn are a storm.
+    let one: Vec<Syn> = spans
+        .iter()
+        .map(|s| {
+            if s.2 == 3 {
+                (s.0, s.1, 2, s.3, s.4, s.5, s.6, s.7)
+            } else {
+                *s
+            }
+        })
+        .collect();
+    assert_eq!(storms_of(&one).len(), 1);
+}
+
+#[test]
+fn parallel_fan_out_is_one_round() {
+    let mut spans: Vec<Syn> = vec![(2, 1, 0, true, "", 0, 10_000, "ok")];
+    for i in 0..6u8 {
+        spans.push((
+            2,
+            10 + i,
+            1,
+            false,
+            "weather",
+            100 + i64::from(i),
+            900,
+            if i < 3 { "timeout" } else { "ok" },
+        ));
+    }
+    assert!(storms_of(&spans).is_empty());
+}
+
+#[test]
+fn healthy_backoff_and_polling_that_end_ok_are_not_storms() {
+    // Polling with growing gaps (1, 2, 4, 8, 16 s) that ends ok.
+    let mut spans: Vec<Syn> = vec![(3, 1, 0, true, "", 0, 60_000, "ok")];
+    let mut t = 0;
+    for (i, gap) in [1000, 2000, 4000, 8000, 16000].iter().enumerate() {
+        spans.push((
+            3,
+            10 + i as u8,
+            1,
+            false,
+            "job_status",
+            t,
+            t + 100,
+            "unavailable",
+        ));
+        t += 100 + gap;
+    }
+    spans.push((3, 20, 1, false, "job_status", t, t + 100, "ok"));
+    assert!(storms_of(&spans).is_empty());
+    // The same calls with no gaps at all: a storm, and it recovered.
+    let mut tight: Vec<Syn> = vec![(4, 1, 0, true, "", 0, 60_000, "ok")];
+    for i in 0..6 {
+        tight.push((
+            4,
+            10 + i as u8,
+            1,
+            false,
+            "job_status",
+            i * 110,
+            i * 110 + 100,
+            if i < 5 { "unavailable" } else { "ok" },
+        ));
+    }
+    let storms = storms_of(&tight);
+    assert_eq!(storms.len(), 1);
+    assert_eq!(
+        (storms[0].rhythm, storms[0].outcome),
+        (Rhythm::NoBackoff, Outcome::Recovered)
+    );
+    // Retries that recovered from a retryable error waste nothing.
+    assert_eq!(storms[0].wasted_seconds, 0.0);
+}
+
+#[test]
+fn an_unsettled_trace_is_not_judged_yet() {
+    let mut spans: Vec<Syn> = vec![(5, 1, 0, true, "", 0, 10_000, "ok")];
+    for i in 0..6 {
+        spans.push((
+            5,
+            10 + i as u8,
+            1,
+            false,
+            "fetch",
+            i * 110,
+            i * 110 + 100,
+            "unavailable",
+        ));
+    }
+    let (calls, turns) = calls::collect(&synthetic(&spans)).unwrap();
+    let end_ns = (1_785_000_000_000i64 + 10_000) * 1_000_000;
+    let p = StormParams::default();
+    assert!(retry_storms(&calls, &turns, end_ns + 89_000_000_000, &p).is_empty());
+    assert_eq!(
+        retry_storms(&calls, &turns, end_ns + 90_000_000_000, &p).len(),
+        1
+    );
+}
+
+#[test]
+fn rhythms_are_named() {
+    let p = StormParams::default();
+    assert_eq!(rhythm(&[10.0, 20.0, 5.0, 50.0], &p), Rhythm::NoBackoff);
+    assert_eq!(
+        rhythm(&[250.0, 500.0, 1000.0, 2000.0], &p),
+        Rhythm::Exponential
+    );
+    assert_eq!(rhythm(&[1000.0, 1050.0, 980.0, 1010.0], &p), Rhythm::Fixed);
+    assert_eq!(
+        rhythm(&[1000.0, 300.0, 2500.0, 400.0], &p),
+        Rhythm::Irregular
+    );
+}
+
+#[test]
+fn turns_resolve_to_the_nearest_agent_else_the_call_id_else_the_root() {
+    let hex = |b: u8| format!("{b:02x}").repeat(8);
+    let t = "aa".repeat(16);
+    let df = df! {
+        "trace_id" => vec![t.clone(); 6],
+        "span_id" => [hex(1), hex(2), hex(3), hex(4), hex(5), hex(6)],
+        // 1 root; 2 agent under 1; 3 under 2; 4 agent under 3 (nested); 5 under 4; 6's parent never arrived.
+        "parent_span_id" => [None, Some(hex(1)), Some(hex(2)), Some(hex(3)), Some(hex(4)), Some(hex(9))],
+        "is_agent" => [false, true, false, true, false, false],
+        "agent_call_id" => [None, None, None, None, None, Some("run-7")],
+    }
+    .unwrap();
+    let turns = super::turns::resolve(&df).unwrap();
+    let id = |b: u8| format!("{t}/{}", hex(b));
+    assert_eq!(
+        turns,
+        vec![id(1), id(2), id(2), id(4), id(4), "agent:run-7".to_string()]
+    );
+}

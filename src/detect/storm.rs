@@ -1,0 +1,304 @@
+//! Retry storms (detection.md §4.2): a turn that calls the same tool over
+//! and over. Overlapping calls are one round (parallel fan-out, not a
+//! retry); the gaps between rounds give the rhythm; the outcome and the
+//! seconds spent on attempts that could not help are the evidence.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::calls::{Call, Turn};
+use crate::model::{day_of_ns, ErrorClass};
+
+/// `[detect.retry_storm]` in the config file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StormParams {
+    /// Rounds of one tool in one turn that make a storm…
+    pub storm_min_calls: usize,
+    /// … with at least this many failed calls.
+    pub min_failures: usize,
+    /// Median gap under this: `no_backoff`.
+    pub no_backoff_ms: f64,
+    /// Median ratio of successive gaps at or above this: `exponential`.
+    pub exponential_ratio: f64,
+    /// Gaps whose spread is under this fraction of their mean: `fixed`.
+    pub fixed_variation: f64,
+    /// A trace is judged once none of its spans ended for this long.
+    pub settle_seconds: i64,
+}
+
+impl Default for StormParams {
+    fn default() -> Self {
+        StormParams {
+            storm_min_calls: 5,
+            min_failures: 2,
+            no_backoff_ms: 100.0,
+            exponential_ratio: 1.5,
+            fixed_variation: 0.3,
+            settle_seconds: 90,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rhythm {
+    NoBackoff,
+    Fixed,
+    Exponential,
+    Irregular,
+}
+
+impl Rhythm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rhythm::NoBackoff => "no_backoff",
+            Rhythm::Fixed => "fixed",
+            Rhythm::Exponential => "exponential",
+            Rhythm::Irregular => "irregular",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Recovered,
+    GaveUp,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Recovered => "recovered",
+            Outcome::GaveUp => "gave_up",
+        }
+    }
+}
+
+/// One storm: a turn that kept calling one tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Storm {
+    pub tool: String,
+    pub service: String,
+    pub turn: String,
+    pub trace_id: String,
+    pub session_id: Option<String>,
+    /// UTC day of the first call.
+    pub day: i32,
+    pub calls: usize,
+    pub rounds: usize,
+    pub failures: usize,
+    pub rhythm: Rhythm,
+    pub outcome: Outcome,
+    pub median_gap_ms: f64,
+    pub gaps_ms: Vec<f64>,
+    pub wasted_seconds: f64,
+    /// Failed calls by class.
+    pub classes: BTreeMap<ErrorClass, usize>,
+    pub first_start_ns: i64,
+    pub last_end_ns: i64,
+    pub turn_duration_s: f64,
+    pub turn_spans: usize,
+    /// The tool's median healthy turn (no failed call of the tool), for comparison.
+    pub healthy_turn_duration_s: Option<f64>,
+    pub healthy_turn_spans: Option<f64>,
+}
+
+/// Calls whose time ranges overlap, taken as one attempt.
+#[derive(Debug, Clone)]
+struct Round<'a> {
+    start: i64,
+    end: i64,
+    calls: Vec<&'a Call>,
+}
+
+impl Round<'_> {
+    fn failed(&self) -> bool {
+        self.calls.iter().any(|c| c.failed())
+    }
+
+    /// The class that decided the round (its first failed call's).
+    fn class(&self) -> Option<ErrorClass> {
+        self.calls.iter().find(|c| c.failed()).map(|c| c.class)
+    }
+}
+
+fn rounds<'a>(calls: &[&'a Call]) -> Vec<Round<'a>> {
+    let mut out: Vec<Round<'a>> = Vec::new();
+    for c in calls {
+        match out.last_mut() {
+            Some(r) if c.start_ns < r.end => {
+                r.end = r.end.max(c.end_ns);
+                r.calls.push(c);
+            }
+            _ => out.push(Round {
+                start: c.start_ns,
+                end: c.end_ns,
+                calls: vec![c],
+            }),
+        }
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The rhythm of a sequence of gaps (milliseconds).
+pub fn rhythm(gaps_ms: &[f64], p: &StormParams) -> Rhythm {
+    let Some(med) = median(gaps_ms.to_vec()) else {
+        return Rhythm::Irregular;
+    };
+    if med < p.no_backoff_ms {
+        return Rhythm::NoBackoff;
+    }
+    let ratios: Vec<f64> = gaps_ms
+        .windows(2)
+        .filter(|w| w[0] > 0.0)
+        .map(|w| w[1] / w[0])
+        .collect();
+    if median(ratios).is_some_and(|r| r >= p.exponential_ratio) {
+        return Rhythm::Exponential;
+    }
+    let mean = gaps_ms.iter().sum::<f64>() / gaps_ms.len() as f64;
+    let spread = gaps_ms.iter().cloned().fold(f64::MIN, f64::max)
+        - gaps_ms.iter().cloned().fold(f64::MAX, f64::min);
+    if mean > 0.0 && spread / mean < p.fixed_variation {
+        Rhythm::Fixed
+    } else {
+        Rhythm::Irregular
+    }
+}
+
+/// Every storm among settled turns, worst (most wasted seconds) first.
+pub fn retry_storms(
+    calls: &[Call],
+    turns: &BTreeMap<String, Turn>,
+    now_ns: i64,
+    p: &StormParams,
+) -> Vec<Storm> {
+    let mut groups: BTreeMap<(&str, &str), Vec<&Call>> = BTreeMap::new();
+    for c in calls {
+        groups
+            .entry((c.turn.as_str(), c.tool.as_str()))
+            .or_default()
+            .push(c);
+    }
+    let healthy = healthy_turns(&groups, turns);
+    let mut out = Vec::new();
+    for ((turn_id, tool), mut group) in groups {
+        let Some(turn) = turns.get(turn_id) else {
+            continue;
+        };
+        if now_ns.saturating_sub(turn.last_end_ns) < p.settle_seconds.saturating_mul(1_000_000_000)
+        {
+            continue;
+        }
+        group.sort_by_key(|c| c.start_ns);
+        let rs = rounds(&group);
+        let failures = group.iter().filter(|c| c.failed()).count();
+        if rs.len() < p.storm_min_calls || failures < p.min_failures {
+            continue;
+        }
+        let gaps_ms: Vec<f64> = rs
+            .windows(2)
+            .map(|w| (w[1].start - w[0].end).max(0) as f64 / 1e6)
+            .collect();
+        let rhythm = rhythm(&gaps_ms, p);
+        let outcome = if rs.last().is_some_and(|r| !r.failed()) {
+            Outcome::Recovered
+        } else {
+            Outcome::GaveUp
+        };
+        // Backoff that grows is a policy working as designed, unless it ran
+        // on far longer than a policy would (§4.3 reports deterministic errors).
+        if rhythm == Rhythm::Exponential && rs.len() <= 2 * p.storm_min_calls {
+            continue;
+        }
+        let mut classes = BTreeMap::new();
+        for c in group.iter().filter(|c| c.failed()) {
+            *classes.entry(c.class).or_insert(0) += 1;
+        }
+        let (h_dur, h_spans) = healthy.get(tool).cloned().unwrap_or((None, None));
+        out.push(Storm {
+            tool: tool.to_string(),
+            service: group[0].service.clone(),
+            turn: turn_id.to_string(),
+            trace_id: group[0].trace_id.clone(),
+            session_id: group.iter().find_map(|c| c.session_id.clone()),
+            day: day_of_ns(group[0].start_ns),
+            calls: group.len(),
+            rounds: rs.len(),
+            failures,
+            rhythm,
+            outcome,
+            median_gap_ms: median(gaps_ms.clone()).unwrap_or(0.0),
+            wasted_seconds: wasted_seconds(&rs, outcome),
+            gaps_ms,
+            classes,
+            first_start_ns: rs[0].start,
+            last_end_ns: rs.last().map_or(rs[0].end, |r| r.end),
+            turn_duration_s: turn.duration_ns() as f64 / 1e9,
+            turn_spans: turn.spans,
+            healthy_turn_duration_s: h_dur,
+            healthy_turn_spans: h_spans,
+        });
+    }
+    out.sort_by(|a, b| {
+        b.wasted_seconds
+            .total_cmp(&a.wasted_seconds)
+            .then_with(|| a.turn.cmp(&b.turn))
+    });
+    out
+}
+
+/// Seconds (durations and the gaps before them) of attempts that could not
+/// help: after the first failure, every attempt when the loop gave up; when
+/// it recovered, only retries of a deterministic error.
+fn wasted_seconds(rs: &[Round<'_>], outcome: Outcome) -> f64 {
+    let Some(first) = rs.iter().position(Round::failed) else {
+        return 0.0;
+    };
+    let mut ns = 0i64;
+    for j in first + 1..rs.len() {
+        let prev_deterministic = rs[j - 1]
+            .class()
+            .is_some_and(|c| c.retryable() == Some(false));
+        if outcome == Outcome::GaveUp || prev_deterministic {
+            ns += (rs[j].start - rs[j - 1].end).max(0) + (rs[j].end - rs[j].start);
+        }
+    }
+    ns as f64 / 1e9
+}
+
+/// Per tool, the median duration and span count of turns where it never failed.
+fn healthy_turns(
+    groups: &BTreeMap<(&str, &str), Vec<&Call>>,
+    turns: &BTreeMap<String, Turn>,
+) -> BTreeMap<String, (Option<f64>, Option<f64>)> {
+    let mut per_tool: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for ((turn_id, tool), group) in groups {
+        if group.iter().any(|c| c.failed()) {
+            continue;
+        }
+        if let Some(t) = turns.get(*turn_id) {
+            let e = per_tool.entry(tool).or_default();
+            e.0.push(t.duration_ns() as f64 / 1e9);
+            e.1.push(t.spans as f64);
+        }
+    }
+    per_tool
+        .into_iter()
+        .map(|(tool, (d, s))| (tool.to_string(), (median(d), median(s))))
+        .collect()
+}
