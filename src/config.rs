@@ -177,7 +177,10 @@ impl Config {
         }
         let storm = &self.detect.retry_storm;
         if storm.storm_min_calls < 2 || storm.min_failures < 1 {
-            return bad("detect.retry_storm.storm_min_calls / min_failures", "need storm_min_calls >= 2 and min_failures >= 1");
+            return bad(
+                "detect.retry_storm.storm_min_calls / min_failures",
+                "need storm_min_calls >= 2 and min_failures >= 1",
+            );
         }
         if spike.baseline_days < 1 || spike.reach_back_days < spike.baseline_days {
             return bad(

@@ -8,6 +8,8 @@
 //!   daily rollups, readers returning polars `LazyFrame`s.
 //! - [`detect`]: pure functions from frames to findings (so far the daily
 //!   error-rate spike).
+//! - [`signal`]: findings grouped into named signals with a lifecycle in
+//!   `state.sqlite`.
 //! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health now,
 //!   the dashboard later).
 //! - [`import`]: the `import` command: files and followed directories into the store.
@@ -26,5 +28,6 @@ pub mod ingest;
 pub mod model;
 pub mod retry;
 pub mod serve;
+pub mod signal;
 pub mod store;
 pub mod telemetry;

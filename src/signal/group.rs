@@ -1,0 +1,303 @@
+//! From findings to signal drafts: one per key `v1:{kind}:{tool}:{class}`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::detect::{DayVerdict, RetryAfterSuccess, Storm, WastedRetry};
+use crate::model::{day_to_string, ErrorClass, NANOS_PER_DAY};
+
+/// The kinds of signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    ErrorRateSpike,
+    RetryStorm,
+    WastedRetries,
+    RetryAfterSuccess,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::ErrorRateSpike => "error_rate_spike",
+            Kind::RetryStorm => "retry_storm",
+            Kind::WastedRetries => "wasted_retries",
+            Kind::RetryAfterSuccess => "retry_after_success",
+        }
+    }
+}
+
+/// One trace that shows the problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub trace_id: String,
+    pub turn_id: Option<String>,
+    pub session_id: Option<String>,
+    pub day: String,
+    pub calls: usize,
+    pub failures: usize,
+    pub rhythm: Option<String>,
+    pub outcome: Option<String>,
+    pub wasted_seconds: f64,
+    pub turn_duration_s: Option<f64>,
+    pub turn_spans: Option<usize>,
+    pub healthy_turn_duration_s: Option<f64>,
+    pub healthy_turn_spans: Option<f64>,
+}
+
+/// One finding of any rule, reduced to what grouping needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub kind: Kind,
+    pub tool: String,
+    pub class: ErrorClass,
+    /// When it happened (ns): the day's start for daily rules, the turn's first call otherwise.
+    pub at_ns: i64,
+    pub day: i32,
+    pub evidence: Option<Evidence>,
+    /// For titles: the numbers the finding carries.
+    pub calls: u64,
+    pub errors: u64,
+    pub rate: f64,
+    pub baseline: f64,
+}
+
+fn dominant(classes: impl IntoIterator<Item = (ErrorClass, u64)>) -> ErrorClass {
+    classes
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .map_or(ErrorClass::Unknown, |(c, _)| c)
+}
+
+impl Finding {
+    pub fn from_spike(v: &DayVerdict) -> Finding {
+        Finding {
+            kind: Kind::ErrorRateSpike,
+            tool: v.tool.clone(),
+            class: dominant(v.classes.iter().map(|(c, n)| (*c, *n))),
+            at_ns: i64::from(v.day) * NANOS_PER_DAY,
+            day: v.day,
+            evidence: None,
+            calls: v.calls,
+            errors: v.errors,
+            rate: v.rate,
+            baseline: v.baseline,
+        }
+    }
+
+    pub fn from_storm(s: &Storm) -> Finding {
+        Finding {
+            kind: Kind::RetryStorm,
+            tool: s.tool.clone(),
+            class: dominant(s.classes.iter().map(|(c, n)| (*c, *n as u64))),
+            at_ns: s.first_start_ns,
+            day: s.day,
+            evidence: Some(Evidence {
+                trace_id: s.trace_id.clone(),
+                turn_id: Some(s.turn.clone()),
+                session_id: s.session_id.clone(),
+                day: day_to_string(s.day),
+                calls: s.calls,
+                failures: s.failures,
+                rhythm: Some(s.rhythm.as_str().to_string()),
+                outcome: Some(s.outcome.as_str().to_string()),
+                wasted_seconds: s.wasted_seconds,
+                turn_duration_s: Some(s.turn_duration_s),
+                turn_spans: Some(s.turn_spans),
+                healthy_turn_duration_s: s.healthy_turn_duration_s,
+                healthy_turn_spans: s.healthy_turn_spans,
+            }),
+            calls: s.calls as u64,
+            errors: s.failures as u64,
+            rate: 0.0,
+            baseline: 0.0,
+        }
+    }
+
+    pub fn from_wasted(w: &WastedRetry, first_start_ns: i64) -> Finding {
+        Finding {
+            kind: Kind::WastedRetries,
+            tool: w.tool.clone(),
+            class: w.class,
+            at_ns: first_start_ns,
+            day: w.day,
+            evidence: Some(Evidence {
+                trace_id: w.trace_id.clone(),
+                turn_id: Some(w.turn.clone()),
+                session_id: None,
+                day: day_to_string(w.day),
+                calls: w.attempts,
+                failures: w.attempts,
+                rhythm: None,
+                outcome: Some("gave_up".to_string()),
+                wasted_seconds: w.wasted_seconds,
+                turn_duration_s: None,
+                turn_spans: None,
+                healthy_turn_duration_s: None,
+                healthy_turn_spans: None,
+            }),
+            calls: w.attempts as u64,
+            errors: w.attempts as u64,
+            rate: 0.0,
+            baseline: 0.0,
+        }
+    }
+
+    pub fn from_after_success(r: &RetryAfterSuccess, at_ns: i64) -> Finding {
+        Finding {
+            kind: Kind::RetryAfterSuccess,
+            tool: r.tool.clone(),
+            class: ErrorClass::Ok,
+            at_ns,
+            day: r.day,
+            evidence: Some(Evidence {
+                trace_id: r.trace_id.clone(),
+                turn_id: Some(r.turn.clone()),
+                session_id: None,
+                day: day_to_string(r.day),
+                calls: r.repeats + 1,
+                failures: 0,
+                rhythm: None,
+                outcome: None,
+                wasted_seconds: 0.0,
+                turn_duration_s: None,
+                turn_spans: None,
+                healthy_turn_duration_s: None,
+                healthy_turn_spans: None,
+            }),
+            calls: (r.repeats + 1) as u64,
+            errors: 0,
+            rate: 0.0,
+            baseline: 0.0,
+        }
+    }
+}
+
+/// A signal as this sweep's findings make it (before its lifecycle).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalDraft {
+    pub id: String,
+    pub key: String,
+    pub kind: Kind,
+    pub tool: String,
+    pub error_class: String,
+    pub title: String,
+    pub first_seen_ns: i64,
+    pub last_seen_ns: i64,
+    /// UTC dates it fired on.
+    pub days: Vec<String>,
+    pub findings: usize,
+    pub evidence: Vec<Evidence>,
+    /// Evidence traces beyond the limit.
+    pub evidence_more: usize,
+}
+
+/// `v1:{kind}:{tool}:{class}`.
+pub fn key(kind: Kind, tool: &str, class: ErrorClass) -> String {
+    format!("v1:{}:{tool}:{}", kind.as_str(), class.as_str())
+}
+
+/// A short, stable, sayable id from a key: `SW-` and four consonants.
+pub fn short_id(key: &str) -> String {
+    const LETTERS: &[u8; 20] = b"BCDFGHJKLMNPQRSTVWXZ";
+    let mut n = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+    let mut id = String::from("SW-");
+    for _ in 0..4 {
+        id.push(LETTERS[(n % 20) as usize] as char);
+        n /= 20;
+    }
+    id
+}
+
+fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> String {
+    let class_words = class.as_str().replace('_', " ");
+    match kind {
+        Kind::ErrorRateSpike => {
+            let worst = group
+                .iter()
+                .max_by(|a, b| a.rate.total_cmp(&b.rate))
+                .expect("a group has findings");
+            format!(
+                "Error-rate spike: {tool} {:.0}% vs {:.0}% trailing week ({}/{} calls, {class_words})",
+                worst.rate * 100.0,
+                worst.baseline * 100.0,
+                worst.errors,
+                worst.calls
+            )
+        }
+        Kind::RetryStorm => {
+            let worst = group
+                .iter()
+                .max_by_key(|f| f.calls)
+                .expect("a group has findings");
+            let rhythm = worst
+                .evidence
+                .as_ref()
+                .and_then(|e| e.rhythm.clone())
+                .unwrap_or_default()
+                .replace('_', " ");
+            let turns = if group.len() == 1 {
+                String::new()
+            } else {
+                format!(", {} turns", group.len())
+            };
+            format!(
+                "Retry storm: {tool} ×{} in one turn ({class_words}, {rhythm}{turns})",
+                worst.calls
+            )
+        }
+        Kind::WastedRetries => {
+            let attempts: u64 = group.iter().map(|f| f.calls).sum();
+            format!("Wasted retries: {tool} retried {attempts} times on {class_words}, which never succeeds on retry")
+        }
+        Kind::RetryAfterSuccess => {
+            format!("Retry after success: {tool} called again with the same arguments after it succeeded ({} turns)", group.len())
+        }
+    }
+}
+
+/// Group findings by key; evidence worst first (most calls, then most
+/// wasted seconds), at most `evidence_limit` kept.
+pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
+    let mut by_key: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
+    for f in findings {
+        by_key
+            .entry(key(f.kind, &f.tool, f.class))
+            .or_default()
+            .push(f);
+    }
+    by_key
+        .into_iter()
+        .map(|(key, group)| {
+            let f0 = group[0];
+            let mut evidence: Vec<Evidence> =
+                group.iter().filter_map(|f| f.evidence.clone()).collect();
+            evidence.sort_by(|a, b| {
+                b.calls
+                    .cmp(&a.calls)
+                    .then_with(|| b.wasted_seconds.total_cmp(&a.wasted_seconds))
+                    .then_with(|| a.trace_id.cmp(&b.trace_id))
+            });
+            let more = evidence.len().saturating_sub(evidence_limit);
+            evidence.truncate(evidence_limit);
+            let mut days: Vec<String> = group.iter().map(|f| day_to_string(f.day)).collect();
+            days.sort();
+            days.dedup();
+            SignalDraft {
+                id: short_id(&key),
+                title: title(f0.kind, &f0.tool, f0.class, &group),
+                kind: f0.kind,
+                tool: f0.tool.clone(),
+                error_class: f0.class.as_str().to_string(),
+                first_seen_ns: group.iter().map(|f| f.at_ns).min().unwrap_or(0),
+                last_seen_ns: group.iter().map(|f| f.at_ns).max().unwrap_or(0),
+                days,
+                findings: group.len(),
+                evidence,
+                evidence_more: more,
+                key,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,456 @@
+//! Signal state in `state.sqlite`: one row per signal key with its
+//! lifecycle (`new` → `ongoing` → `resolved` → `regressed`, or `muted`),
+//! and a history of every change. A sweep that sees no new data changes
+//! nothing, so running it twice is harmless.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection};
+use serde::Serialize;
+
+use super::group::SignalDraft;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifecycle {
+    New,
+    Ongoing,
+    Resolved,
+    Regressed,
+    Muted,
+}
+
+impl Lifecycle {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::New => "new",
+            Lifecycle::Ongoing => "ongoing",
+            Lifecycle::Resolved => "resolved",
+            Lifecycle::Regressed => "regressed",
+            Lifecycle::Muted => "muted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Lifecycle> {
+        [
+            Lifecycle::New,
+            Lifecycle::Ongoing,
+            Lifecycle::Resolved,
+            Lifecycle::Regressed,
+            Lifecycle::Muted,
+        ]
+        .into_iter()
+        .find(|l| l.as_str() == s)
+    }
+
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            Lifecycle::New | Lifecycle::Ongoing | Lifecycle::Regressed
+        )
+    }
+}
+
+/// A signal with its lifecycle, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Signal {
+    #[serde(flatten)]
+    pub draft: SignalDraft,
+    pub state: Lifecycle,
+    pub muted_until_ns: Option<i64>,
+    pub mute_until_escalates: bool,
+}
+
+/// One change of a signal's state: (at ns, from, to, reason).
+pub type HistoryEntry = (i64, Option<String>, String, String);
+
+/// What a sweep changed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepOutcome {
+    /// (id, from, to); `from` is `None` for a signal seen for the first time.
+    pub changes: Vec<(String, Option<Lifecycle>, Lifecycle)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("signal state {path}: {source}")]
+    Db {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("no signal {0} (see `stormwatch signals list`)")]
+    NoSuchSignal(String),
+}
+
+/// The state database.
+pub struct StateDb {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+PRAGMA journal_mode=WAL;
+CREATE TABLE IF NOT EXISTS signals (
+    id TEXT PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL,
+    draft TEXT NOT NULL,
+    findings INTEGER NOT NULL,
+    last_seen_ns INTEGER NOT NULL,
+    clean_sweeps INTEGER NOT NULL DEFAULT 0,
+    resolved_at_ns INTEGER,
+    muted_until_ns INTEGER,
+    mute_until_escalates INTEGER NOT NULL DEFAULT 0,
+    mute_escalate_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS signal_history (
+    id TEXT NOT NULL,
+    at_ns INTEGER NOT NULL,
+    from_state TEXT,
+    to_state TEXT NOT NULL,
+    reason TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sweeps (
+    at_ns INTEGER NOT NULL,
+    horizon_ns INTEGER NOT NULL,
+    signals INTEGER NOT NULL,
+    changes INTEGER NOT NULL
+);
+";
+
+struct Row {
+    id: String,
+    state: Lifecycle,
+    draft: SignalDraft,
+    clean_sweeps: i64,
+    resolved_at_ns: Option<i64>,
+    muted_until_ns: Option<i64>,
+    mute_until_escalates: bool,
+    mute_escalate_at: Option<i64>,
+}
+
+impl StateDb {
+    pub fn open(path: &Path) -> Result<StateDb, StateError> {
+        let err = |source| StateError::Db {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        Ok(StateDb {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn db<T>(&self, r: rusqlite::Result<T>) -> Result<T, StateError> {
+        r.map_err(|source| StateError::Db {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    fn rows(&self, filter: &str, arg: &str) -> Result<Vec<Row>, StateError> {
+        let sql = format!(
+            "SELECT id, state, draft, clean_sweeps, resolved_at_ns, muted_until_ns, mute_until_escalates, mute_escalate_at \
+             FROM signals {filter} ORDER BY id"
+        );
+        let mut stmt = self.db(self.conn.prepare(&sql))?;
+        let map = |r: &rusqlite::Row<'_>| {
+            let state: String = r.get(1)?;
+            let draft: String = r.get(2)?;
+            Ok((
+                r.get::<_, String>(0)?,
+                state,
+                draft,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get::<_, i64>(6)?,
+                r.get(7)?,
+            ))
+        };
+        let raw: Vec<_> = if filter.is_empty() {
+            self.db(stmt
+                .query_map([], map)
+                .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
+        } else {
+            self.db(stmt
+                .query_map([arg], map)
+                .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
+        };
+        Ok(raw
+            .into_iter()
+            .filter_map(|(id, state, draft, clean, resolved, muted, esc, esc_at)| {
+                Some(Row {
+                    id,
+                    state: Lifecycle::parse(&state)?,
+                    draft: serde_json::from_str(&draft).ok()?,
+                    clean_sweeps: clean,
+                    resolved_at_ns: resolved,
+                    muted_until_ns: muted,
+                    mute_until_escalates: esc != 0,
+                    mute_escalate_at: esc_at,
+                })
+            })
+            .collect())
+    }
+
+    /// Every signal, by id.
+    pub fn list(&self) -> Result<Vec<Signal>, StateError> {
+        Ok(self.rows("", "")?.into_iter().map(to_signal).collect())
+    }
+
+    pub fn get(&self, id: &str) -> Result<Signal, StateError> {
+        self.rows("WHERE id = ?1", id)?
+            .into_iter()
+            .next()
+            .map(to_signal)
+            .ok_or_else(|| StateError::NoSuchSignal(id.to_string()))
+    }
+
+    /// Apply one sweep's drafts at `now_ns`. `horizon_ns` is the newest data
+    /// the sweep saw: only a sweep over newer data counts towards resolving.
+    pub fn apply(
+        &mut self,
+        drafts: &[SignalDraft],
+        now_ns: i64,
+        horizon_ns: i64,
+        resolve_after: i64,
+    ) -> Result<SweepOutcome, StateError> {
+        let path = self.path.clone();
+        let err = move |source| StateError::Db {
+            path: path.clone(),
+            source,
+        };
+        let existing = self.rows("", "")?;
+        let tx = self.conn.transaction().map_err(err.clone())?;
+        let last_horizon: Option<i64> = tx
+            .query_row("SELECT max(horizon_ns) FROM sweeps", [], |r| r.get(0))
+            .map_err(err.clone())?;
+        let fresh = last_horizon.is_none_or(|h| horizon_ns > h);
+        let mut out = SweepOutcome::default();
+        let mut change = |tx: &rusqlite::Transaction<'_>,
+                          id: &str,
+                          from: Option<Lifecycle>,
+                          to: Lifecycle,
+                          reason: &str| {
+            out.changes.push((id.to_string(), from, to));
+            tx.execute(
+                "INSERT INTO signal_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, now_ns, from.map(Lifecycle::as_str), to.as_str(), reason],
+            )
+        };
+        for d in drafts {
+            let body = serde_json::to_string(d).unwrap_or_default();
+            let Some(row) = existing.iter().find(|r| r.draft.key == d.key) else {
+                // A different key under the same short id: keep both apart.
+                let id = if existing.iter().any(|r| r.id == d.id) {
+                    format!(
+                        "{}{}",
+                        d.id,
+                        &super::group::short_id(&format!("{}#", d.key))[3..5]
+                    )
+                } else {
+                    d.id.clone()
+                };
+                tx.execute(
+                    "INSERT INTO signals (id, key, state, draft, findings, last_seen_ns) VALUES (?1, ?2, 'new', ?3, ?4, ?5)",
+                    params![id, d.key, body, d.findings as i64, d.last_seen_ns],
+                )
+                .map_err(err.clone())?;
+                change(&tx, &id, None, Lifecycle::New, "first finding").map_err(err.clone())?;
+                continue;
+            };
+            let newer = d.last_seen_ns > row.draft.last_seen_ns || d.findings > row.draft.findings;
+            let mut state = row.state;
+            let mut clean = row.clean_sweeps;
+            let mut resolved_at = row.resolved_at_ns;
+            let reason;
+            match row.state {
+                Lifecycle::Muted => {
+                    let expired = row.muted_until_ns.is_some_and(|u| now_ns >= u);
+                    let escalated = row.mute_until_escalates
+                        && row
+                            .mute_escalate_at
+                            .is_some_and(|lvl| d.findings as i64 >= lvl);
+                    reason = if expired {
+                        "mute expired"
+                    } else {
+                        "escalated while muted"
+                    };
+                    if expired || escalated {
+                        state = Lifecycle::Ongoing;
+                    }
+                }
+                Lifecycle::Resolved => {
+                    reason = "a finding after it resolved";
+                    if resolved_at.is_none_or(|r| d.last_seen_ns > r) {
+                        state = Lifecycle::Regressed;
+                        clean = 0;
+                    }
+                }
+                _ => {
+                    if newer {
+                        reason = "new findings";
+                        state = Lifecycle::Ongoing;
+                        clean = 0;
+                    } else {
+                        reason = "no new finding";
+                        if fresh {
+                            clean += 1;
+                        }
+                        if clean >= resolve_after {
+                            state = Lifecycle::Resolved;
+                            resolved_at = Some(d.last_seen_ns);
+                        }
+                    }
+                }
+            }
+            if state != row.state {
+                change(&tx, &row.id, Some(row.state), state, reason).map_err(err.clone())?;
+            }
+            let unmute = state != Lifecycle::Muted;
+            if state != row.state || clean != row.clean_sweeps || *d != row.draft {
+                tx.execute(
+                    "UPDATE signals SET state = ?2, draft = ?3, findings = ?4, last_seen_ns = ?5, clean_sweeps = ?6, resolved_at_ns = ?7,
+                       muted_until_ns = CASE WHEN ?8 THEN NULL ELSE muted_until_ns END,
+                       mute_until_escalates = CASE WHEN ?8 THEN 0 ELSE mute_until_escalates END
+                     WHERE id = ?1",
+                    params![row.id, state.as_str(), body, d.findings as i64, d.last_seen_ns, clean, resolved_at, unmute],
+                )
+                .map_err(err.clone())?;
+            }
+        }
+        // Open signals this sweep found nothing for.
+        for row in existing
+            .iter()
+            .filter(|r| r.state.is_open() && !drafts.iter().any(|d| d.key == r.draft.key))
+        {
+            if !fresh {
+                continue;
+            }
+            let clean = row.clean_sweeps + 1;
+            let state = if clean >= resolve_after {
+                Lifecycle::Resolved
+            } else {
+                row.state
+            };
+            if state != row.state {
+                change(&tx, &row.id, Some(row.state), state, "no finding").map_err(err.clone())?;
+            }
+            tx.execute(
+                "UPDATE signals SET state = ?2, clean_sweeps = ?3, resolved_at_ns = CASE WHEN ?2 = 'resolved' THEN last_seen_ns ELSE resolved_at_ns END WHERE id = ?1",
+                params![row.id, state.as_str(), clean],
+            )
+            .map_err(err.clone())?;
+        }
+        if fresh {
+            tx.execute(
+                "INSERT INTO sweeps (at_ns, horizon_ns, signals, changes) VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    now_ns,
+                    horizon_ns,
+                    drafts.len() as i64,
+                    out.changes.len() as i64
+                ],
+            )
+            .map_err(err.clone())?;
+        }
+        tx.commit().map_err(err)?;
+        Ok(out)
+    }
+
+    /// Change a signal's state by hand: `sql` updates it (`?1` is the id),
+    /// and the change goes into the history.
+    fn set_state(
+        &mut self,
+        id: &str,
+        to: Lifecycle,
+        reason: &str,
+        now_ns: i64,
+        sql: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<(), StateError> {
+        let current = self.get(id)?;
+        let path = self.path.clone();
+        let err = move |source| StateError::Db {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err.clone())?;
+        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&id];
+        all.extend_from_slice(args);
+        tx.execute(sql, all.as_slice()).map_err(err.clone())?;
+        tx.execute(
+            "INSERT INTO signal_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, now_ns, current.state.as_str(), to.as_str(), reason],
+        )
+        .map_err(err.clone())?;
+        tx.commit().map_err(err)
+    }
+
+    /// Mute until `until_ns`, until it escalates (≥ 2× today's findings), or forever.
+    pub fn mute(
+        &mut self,
+        id: &str,
+        until_ns: Option<i64>,
+        until_escalates: bool,
+        now_ns: i64,
+    ) -> Result<(), StateError> {
+        let findings = self.get(id)?.draft.findings as i64;
+        let escalate_at = until_escalates.then_some(2 * findings.max(1));
+        self.set_state(
+            id,
+            Lifecycle::Muted,
+            "muted by hand",
+            now_ns,
+            "UPDATE signals SET state = 'muted', muted_until_ns = ?2, mute_until_escalates = ?3, mute_escalate_at = ?4 WHERE id = ?1",
+            &[&until_ns, &until_escalates, &escalate_at],
+        )
+    }
+
+    pub fn unmute(&mut self, id: &str, now_ns: i64) -> Result<(), StateError> {
+        self.set_state(
+            id,
+            Lifecycle::Ongoing,
+            "unmuted by hand",
+            now_ns,
+            "UPDATE signals SET state = 'ongoing', muted_until_ns = NULL, mute_until_escalates = 0, mute_escalate_at = NULL WHERE id = ?1",
+            &[],
+        )
+    }
+
+    pub fn resolve(&mut self, id: &str, now_ns: i64) -> Result<(), StateError> {
+        self.set_state(
+            id,
+            Lifecycle::Resolved,
+            "resolved by hand",
+            now_ns,
+            "UPDATE signals SET state = 'resolved', resolved_at_ns = last_seen_ns, clean_sweeps = 0 WHERE id = ?1",
+            &[],
+        )
+    }
+
+    /// The history of one signal: (at, from, to, reason).
+    pub fn history(
+        &self,
+        id: &str,
+    ) -> Result<Vec<HistoryEntry>, StateError> {
+        let mut stmt = self.db(self.conn.prepare("SELECT at_ns, from_state, to_state, reason FROM signal_history WHERE id = ?1 ORDER BY rowid"))?;
+        self.db(stmt
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .and_then(|m| m.collect()))
+    }
+}
+
+fn to_signal(r: Row) -> Signal {
+    let mut draft = r.draft;
+    draft.id = r.id;
+    Signal {
+        draft,
+        state: r.state,
+        muted_until_ns: r.muted_until_ns,
+        mute_until_escalates: r.mute_until_escalates,
+    }
+}
