@@ -43,6 +43,75 @@ pub enum Command {
     Serve(ServeArgs),
     /// Load OTLP JSON, JSON-lines or protobuf files (or directories) into the store
     Import(ImportArgs),
+    /// One detection pass for cron or CI: print the signals, update their state
+    Sweep(SweepArgs),
+    /// List, show, mute, unmute or resolve signals
+    Signals(SignalsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 when a signal is new or regressed
+    New,
+    /// Exit 1 when any signal is open (new, ongoing or regressed)
+    Any,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// How far back to look: 30d, 2w, 12h
+    #[arg(long, env = "STORMWATCH_SWEEP_SINCE", default_value = "30d")]
+    pub since: String,
+    /// The sweep's "now", to replay history: 2026-08-06 or 2026-08-06T09:00:00Z [default: the clock]
+    #[arg(long)]
+    pub now: Option<String>,
+    #[arg(long, default_value = "text")]
+    pub format: OutputFormat,
+    /// Exit 1 when signals are open, for CI
+    #[arg(long)]
+    pub fail_on: Option<FailOn>,
+}
+
+#[derive(Debug, Args)]
+pub struct SignalsArgs {
+    #[command(subcommand)]
+    pub action: SignalsAction,
+    #[arg(long, global = true, default_value = "text")]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SignalsAction {
+    /// Every signal with its state
+    List,
+    /// One signal: title, evidence, history
+    Show {
+        id: String,
+    },
+    /// Keep a signal quiet: until a time, until it escalates, or (neither) for good
+    Mute {
+        id: String,
+        /// 2026-08-06 or 2026-08-06T09:00:00Z
+        #[arg(long, conflicts_with = "until_escalates")]
+        until: Option<String>,
+        /// Until it has twice the findings it has now
+        #[arg(long)]
+        until_escalates: bool,
+    },
+    Unmute {
+        id: String,
+    },
+    /// Mark it resolved by hand (a later finding regresses it)
+    Resolve {
+        id: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@
 //!   `state.sqlite`.
 //! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health now,
 //!   the dashboard later).
+//! - [`sweep`]: one detection pass: rules, signals, lifecycle, reports.
 //! - [`import`]: the `import` command: files and followed directories into the store.
 //!
 //! Shared pieces: [`model`] (the span row and error classes), [`config`]
@@ -30,4 +31,5 @@ pub mod retry;
 pub mod serve;
 pub mod signal;
 pub mod store;
+pub mod sweep;
 pub mod telemetry;

@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Parser;
 use std::io::IsTerminal;
 
-use stormwatch::cli::{Cli, Command};
+use stormwatch::cli::{Cli, Command, FailOn, OutputFormat, SignalsAction, SignalsArgs, SweepArgs};
 use stormwatch::config::Config;
 use stormwatch::store::Store;
 
@@ -18,7 +18,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     stormwatch::telemetry::init(cli.log_format);
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -47,7 +47,7 @@ fn warn_past_retention(
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Ok(spec) = std::env::var("STORMWATCH_FAULTS") {
         stormwatch::faults::install(&spec)
             .map_err(anyhow::Error::msg)
@@ -90,7 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // A final flush that overran the shutdown timeout is abandoned
             // here; its spans are in the WAL and recovered on the next start.
             runtime.shutdown_timeout(Duration::from_secs(1));
-            result
+            result.map(|()| ExitCode::SUCCESS)
         }
         Command::Import(args) => {
             let store = Store::open(&data_dir, config.store_options(args.retention_days))?;
@@ -134,7 +134,140 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped",
                 report.files, report.records, report.spans_stored, report.duplicates, report.rejected, report.bad_records
             );
-            Ok(())
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sweep(args) => sweep(&data_dir, &config, args),
+        Command::Signals(args) => signals(&data_dir, args),
+    }
+}
+
+fn now_ns() -> i64 {
+    chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX)
+}
+
+fn sweep(
+    data_dir: &std::path::Path,
+    config: &Config,
+    args: &SweepArgs,
+) -> anyhow::Result<ExitCode> {
+    use stormwatch::sweep;
+    let opts = sweep::SweepOptions {
+        now_ns: match &args.now {
+            Some(s) => sweep::parse_now(s)
+                .map_err(anyhow::Error::msg)
+                .context("--now")?,
+            None => now_ns(),
+        },
+        since_days: sweep::parse_since(&args.since)
+            .map_err(anyhow::Error::msg)
+            .context("--since")?,
+        evidence_limit: 10,
+        resolve_after: 2,
+    };
+    let reader = stormwatch::store::Reader::open(data_dir)?;
+    let mut state = stormwatch::signal::StateDb::open(&reader.layout().state_db())?;
+    let report = sweep::run(&reader, &mut state, &config.detect, &opts)?;
+    let text = match args.format {
+        OutputFormat::Text => sweep::to_text(&report),
+        OutputFormat::Json => format!("{:#}\n", sweep::to_json(&report)),
+        OutputFormat::Markdown => sweep::to_markdown(&report),
+    };
+    print!("{text}");
+    use stormwatch::signal::Lifecycle;
+    let fail = match args.fail_on {
+        None => false,
+        Some(FailOn::New) => report
+            .signals
+            .iter()
+            .any(|s| matches!(s.state, Lifecycle::New | Lifecycle::Regressed)),
+        Some(FailOn::Any) => report.signals.iter().any(|s| s.state.is_open()),
+    };
+    Ok(if fail {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn signals(data_dir: &std::path::Path, args: &SignalsArgs) -> anyhow::Result<ExitCode> {
+    use stormwatch::sweep::{parse_now, rfc3339, signal_json};
+    let reader = stormwatch::store::Reader::open(data_dir)?;
+    let mut state = stormwatch::signal::StateDb::open(&reader.layout().state_db())?;
+    let json = args.format == OutputFormat::Json;
+    match &args.action {
+        SignalsAction::List => {
+            let all = state.list()?;
+            if json {
+                println!(
+                    "{:#}",
+                    serde_json::Value::Array(all.iter().map(signal_json).collect())
+                );
+            } else if all.is_empty() {
+                println!("no signals yet (run `stormwatch sweep`)");
+            } else {
+                for s in all {
+                    println!("{}  {:<9}  {}", s.draft.id, s.state.as_str(), s.draft.title);
+                }
+            }
+        }
+        SignalsAction::Show { id } => {
+            let s = state.get(id)?;
+            let history = state.history(id)?;
+            if json {
+                let mut v = signal_json(&s);
+                v["history"] = history
+                    .iter()
+                    .map(|(at, from, to, why)| serde_json::json!({"at": rfc3339(*at), "from": from, "to": to, "reason": why}))
+                    .collect();
+                println!("{v:#}");
+            } else {
+                println!("{}  [{}]  {}", s.draft.id, s.state.as_str(), s.draft.title);
+                println!(
+                    "key: {}\nfirst seen {}, last seen {}, {} finding(s) on {}",
+                    s.draft.key,
+                    rfc3339(s.draft.first_seen_ns),
+                    rfc3339(s.draft.last_seen_ns),
+                    s.draft.findings,
+                    s.draft.days.join(", ")
+                );
+                for e in &s.draft.evidence {
+                    println!(
+                        "  trace {}  {} calls, {} failed, {:.1} s wasted",
+                        e.trace_id, e.calls, e.failures, e.wasted_seconds
+                    );
+                }
+                for (at, from, to, why) in history {
+                    println!(
+                        "  {}  {} -> {}  ({why})",
+                        rfc3339(at),
+                        from.as_deref().unwrap_or("-"),
+                        to
+                    );
+                }
+            }
+        }
+        SignalsAction::Mute {
+            id,
+            until,
+            until_escalates,
+        } => {
+            let until_ns = until
+                .as_deref()
+                .map(parse_now)
+                .transpose()
+                .map_err(anyhow::Error::msg)
+                .context("--until")?;
+            state.mute(id, until_ns, *until_escalates, now_ns())?;
+            println!("{id} muted");
+        }
+        SignalsAction::Unmute { id } => {
+            state.unmute(id, now_ns())?;
+            println!("{id} unmuted");
+        }
+        SignalsAction::Resolve { id } => {
+            state.resolve(id, now_ns())?;
+            println!("{id} resolved");
         }
     }
+    Ok(ExitCode::SUCCESS)
 }

@@ -252,7 +252,12 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
             format!("Wasted retries: {tool} retried {attempts} times on {class_words}, which never succeeds on retry")
         }
         Kind::RetryAfterSuccess => {
-            format!("Retry after success: {tool} called again with the same arguments after it succeeded ({} turns)", group.len())
+            let turns = if group.len() == 1 {
+                "1 turn".to_string()
+            } else {
+                format!("{} turns", group.len())
+            };
+            format!("Retry after success: {tool} called again with the same arguments after it succeeded ({turns})")
         }
     }
 }

@@ -433,10 +433,7 @@ impl StateDb {
     }
 
     /// The history of one signal: (at, from, to, reason).
-    pub fn history(
-        &self,
-        id: &str,
-    ) -> Result<Vec<HistoryEntry>, StateError> {
+    pub fn history(&self, id: &str) -> Result<Vec<HistoryEntry>, StateError> {
         let mut stmt = self.db(self.conn.prepare("SELECT at_ns, from_state, to_state, reason FROM signal_history WHERE id = ?1 ORDER BY rowid"))?;
         self.db(stmt
             .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))

@@ -8,3 +8,4 @@ mod import;
 mod interop_python;
 mod interop_rust;
 mod otlp_http;
+mod sweep;

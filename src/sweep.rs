@@ -1,0 +1,317 @@
+//! One detection pass, as `stormwatch sweep` runs it (and, later, the
+//! server's scheduler): read the rollup and the spans of the window, run
+//! every rule, group the findings into signals, update their lifecycle.
+
+use std::collections::BTreeSet;
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use crate::config::DetectConfig;
+use crate::detect::{self, calls};
+use crate::model::{day_of_ns, day_to_string, NANOS_PER_DAY};
+use crate::signal::{self, Finding, Lifecycle, Signal, StateDb, StateError};
+use crate::store::{Reader, StoreError};
+
+/// What a sweep looks at.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// The sweep's "now" (ns): replaying history sets it in the past.
+    pub now_ns: i64,
+    /// How far back findings are collected.
+    pub since_days: i32,
+    pub evidence_limit: usize,
+    pub resolve_after: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("the store at {0} holds no spans yet: send traces to `stormwatch serve` or run `stormwatch import` first")]
+    Empty(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("{context}: {source}")]
+    Data {
+        context: String,
+        source: PolarsError,
+    },
+}
+
+fn data(context: &str) -> impl Fn(PolarsError) -> SweepError + '_ {
+    move |source| SweepError::Data {
+        context: context.to_string(),
+        source,
+    }
+}
+
+/// A state change, for reports and (later) alerts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub id: String,
+    pub from: Option<Lifecycle>,
+    pub to: Lifecycle,
+}
+
+/// The sweep's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    pub now_ns: i64,
+    pub since_day: String,
+    /// The newest span end the sweep saw.
+    pub horizon_ns: i64,
+    pub spans_scanned: usize,
+    pub signals: Vec<Signal>,
+    pub changes: Vec<Change>,
+}
+
+/// Run one sweep over `reader`'s store, updating `state`.
+pub fn run(
+    reader: &Reader,
+    state: &mut StateDb,
+    cfg: &DetectConfig,
+    opts: &SweepOptions,
+) -> Result<SweepReport, SweepError> {
+    let days = reader.days()?;
+    if days.is_empty() {
+        return Err(SweepError::Empty(
+            reader.layout().root().display().to_string(),
+        ));
+    }
+    let today = day_of_ns(opts.now_ns);
+    let since = today - opts.since_days;
+    let mut findings = Vec::new();
+
+    // Daily rules over the rollup: the whole history feeds the baselines,
+    // findings are kept for the window.
+    if let Some(rollup) = reader.tool_daily()? {
+        let rollup = rollup.collect().map_err(data("reading the daily rollup"))?;
+        let rows = detect::daily_rows(&rollup).map_err(data("reading the daily rollup"))?;
+        let verdicts = detect::judge(&rows, today, &BTreeSet::new(), &cfg.error_spike);
+        findings.extend(
+            verdicts
+                .iter()
+                .filter(|v| v.flagged && v.day >= since)
+                .map(Finding::from_spike),
+        );
+    }
+
+    // Per-turn rules over the spans of the window (and not after `now`).
+    let now = opts.now_ns;
+    let spans = reader.collect_spans(since..=today, |lf| {
+        lf.filter(col("start_ns").lt(lit(now)))
+            .select(calls::COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>())
+    })?;
+    let horizon_ns = spans
+        .column("end_ns")
+        .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
+        .map_err(data("reading span ends"))?;
+    let (calls, turns) = calls::collect(&spans).map_err(data("grouping tool calls by turn"))?;
+    for s in detect::retry_storms(&calls, &turns, now, &cfg.retry_storm) {
+        findings.push(Finding::from_storm(&s));
+    }
+    let settled = |turn: &str| {
+        turns.get(turn).is_some_and(|t| {
+            now.saturating_sub(t.last_end_ns)
+                >= cfg.retry_storm.settle_seconds.saturating_mul(1_000_000_000)
+        })
+    };
+    let first_start = |span_ids: &[String]| {
+        calls
+            .iter()
+            .filter(|c| span_ids.contains(&c.span_id))
+            .map(|c| c.start_ns)
+            .min()
+            .unwrap_or(0)
+    };
+    for w in detect::wasted_retries(&calls)
+        .iter()
+        .filter(|w| settled(&w.turn))
+    {
+        findings.push(Finding::from_wasted(w, first_start(&w.span_ids)));
+    }
+    for r in detect::retries_after_success(&calls)
+        .iter()
+        .filter(|r| settled(&r.turn))
+    {
+        findings.push(Finding::from_after_success(
+            r,
+            first_start(&r.repeat_span_ids),
+        ));
+    }
+
+    let drafts = signal::group(&findings, opts.evidence_limit);
+    let outcome = state.apply(&drafts, now, horizon_ns, opts.resolve_after)?;
+    let keys: BTreeSet<&str> = drafts.iter().map(|d| d.key.as_str()).collect();
+    let mut signals: Vec<Signal> = state
+        .list()?
+        .into_iter()
+        .filter(|s| keys.contains(s.draft.key.as_str()))
+        .collect();
+    signals.sort_by(|a, b| {
+        b.draft
+            .last_seen_ns
+            .cmp(&a.draft.last_seen_ns)
+            .then_with(|| a.draft.id.cmp(&b.draft.id))
+    });
+    Ok(SweepReport {
+        now_ns: now,
+        since_day: day_to_string(since),
+        horizon_ns,
+        spans_scanned: spans.height(),
+        signals,
+        changes: outcome
+            .changes
+            .into_iter()
+            .map(|(id, from, to)| Change { id, from, to })
+            .collect(),
+    })
+}
+
+/// RFC 3339 (UTC) of a nanosecond timestamp.
+pub fn rfc3339(ns: i64) -> String {
+    chrono::DateTime::from_timestamp(
+        ns.div_euclid(1_000_000_000),
+        ns.rem_euclid(1_000_000_000) as u32,
+    )
+    .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    .unwrap_or_default()
+}
+
+/// The JSON contract of `sweep --format json` (documented in the README).
+pub fn to_json(report: &SweepReport) -> serde_json::Value {
+    serde_json::json!({
+        "version": 1,
+        "now": rfc3339(report.now_ns),
+        "since": report.since_day,
+        "horizon": rfc3339(report.horizon_ns),
+        "spans_scanned": report.spans_scanned,
+        "signals": report.signals.iter().map(signal_json).collect::<Vec<_>>(),
+        "changes": report.changes,
+    })
+}
+
+pub fn signal_json(s: &Signal) -> serde_json::Value {
+    let d = &s.draft;
+    serde_json::json!({
+        "id": d.id,
+        "key": d.key,
+        "kind": d.kind,
+        "tool": d.tool,
+        "error_class": d.error_class,
+        "title": d.title,
+        "state": s.state,
+        "first_seen": rfc3339(d.first_seen_ns),
+        "last_seen": rfc3339(d.last_seen_ns),
+        "days": d.days,
+        "findings": d.findings,
+        "evidence": d.evidence,
+        "evidence_more": d.evidence_more,
+        "muted_until": s.muted_until_ns.map(rfc3339),
+    })
+}
+
+/// The short human report.
+pub fn to_text(report: &SweepReport) -> String {
+    let mut out = format!(
+        "stormwatch sweep at {} over {} .. now: {} signal(s), {} change(s)\n",
+        rfc3339(report.now_ns),
+        report.since_day,
+        report.signals.len(),
+        report.changes.len()
+    );
+    for s in &report.signals {
+        let d = &s.draft;
+        out.push_str(&format!(
+            "\n{}  [{}]  {}\n",
+            d.id,
+            s.state.as_str(),
+            d.title
+        ));
+        out.push_str(&format!(
+            "    {} finding(s) on {}\n",
+            d.findings,
+            d.days.join(", ")
+        ));
+        for e in &d.evidence {
+            let rhythm = e
+                .rhythm
+                .as_deref()
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default();
+            let vs = match (e.turn_duration_s, e.healthy_turn_duration_s) {
+                (Some(t), Some(h)) if h > 0.0 => format!(", turn {t:.1} s vs {h:.1} s healthy"),
+                _ => String::new(),
+            };
+            out.push_str(&format!(
+                "    trace {}  {} calls, {} failed{rhythm}, {:.1} s wasted{vs}\n",
+                e.trace_id, e.calls, e.failures, e.wasted_seconds
+            ));
+        }
+        if d.evidence_more > 0 {
+            out.push_str(&format!("    +{} more trace(s)\n", d.evidence_more));
+        }
+    }
+    out
+}
+
+/// Markdown, for a pull request or an issue.
+pub fn to_markdown(report: &SweepReport) -> String {
+    let esc = |s: &str| {
+        s.replace('|', "\\|")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut out = format!(
+        "## stormwatch sweep — {}\n\n| id | state | signal | findings | days |\n|---|---|---|---|---|\n",
+        rfc3339(report.now_ns)
+    );
+    for s in &report.signals {
+        let d = &s.draft;
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            d.id,
+            s.state.as_str(),
+            esc(&d.title),
+            d.findings,
+            d.days.join(", ")
+        ));
+    }
+    if report.signals.is_empty() {
+        out.push_str("| — | — | no signals | — | — |\n");
+    }
+    out
+}
+
+/// Days of history a `--since` value covers (`30d`, `12h` rounds up to a day, `2w`).
+pub fn parse_since(s: &str) -> Result<i32, String> {
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: i64 = num
+        .parse()
+        .map_err(|_| format!("expected a duration like 30d, 12h or 2w, got {s:?}"))?;
+    let days = match unit {
+        "d" | "" => n,
+        "w" => n * 7,
+        "h" => (n + 23) / 24,
+        _ => {
+            return Err(format!(
+                "expected a duration like 30d, 12h or 2w, got {s:?}"
+            ))
+        }
+    };
+    i32::try_from(days.max(1)).map_err(|_| format!("{s:?} is too long"))
+}
+
+/// A `--now` value: RFC 3339, or a UTC date (its midnight).
+pub fn parse_now(s: &str) -> Result<i64, String> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return t
+            .timestamp_nanos_opt()
+            .ok_or_else(|| format!("{s:?} is out of range"));
+    }
+    crate::model::day_from_str(s)
+        .map(|d| i64::from(d) * NANOS_PER_DAY)
+        .ok_or_else(|| format!("expected an RFC 3339 time (2026-08-06T09:00:00Z) or a date (2026-08-06), got {s:?}"))
+}

@@ -1,0 +1,260 @@
+//! `stormwatch sweep` and `stormwatch signals` on the seeds' fixtures, with
+//! the real binary: the JSON contract, grouping, idempotency, exit codes.
+
+use std::path::Path;
+
+use crate::common::{repo, run};
+
+fn import(data: &Path, files: &[&str]) {
+    let mut args = vec![
+        "import".to_string(),
+        "--data-dir".into(),
+        data.display().to_string(),
+    ];
+    args.extend(
+        files
+            .iter()
+            .map(|f| repo().join("fixtures").join(f).display().to_string()),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&args, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn sweep_json(data: &Path, now: &str) -> serde_json::Value {
+    let out = run(
+        &[
+            "sweep",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--now",
+            now,
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn by_kind<'a>(report: &'a serde_json::Value, kind: &str) -> Vec<&'a serde_json::Value> {
+    report["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn the_four_jul_29_storms_are_one_signal_with_four_evidence_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    import(&data, &["storms_jul29.json"]);
+    let report = sweep_json(&data, "2026-07-30");
+    let storms = by_kind(&report, "retry_storm");
+    assert_eq!(storms.len(), 1, "{report:#}");
+    let s = storms[0];
+    assert_eq!(s["key"], "v1:retry_storm:search_flights:unavailable");
+    assert_eq!(s["error_class"], "unavailable");
+    assert_eq!(s["findings"], 4);
+    assert_eq!(s["state"], "new");
+    let evidence = s["evidence"].as_array().unwrap();
+    assert_eq!(evidence.len(), 4);
+    assert_eq!(evidence[0]["calls"], 15, "worst first");
+    for e in evidence {
+        assert_eq!(e["rhythm"], "no_backoff");
+        assert_eq!(e["outcome"], "gave_up");
+        assert!(e["wasted_seconds"].as_f64().unwrap() > 40.0);
+        assert!(e["turn_id"]
+            .as_str()
+            .unwrap()
+            .starts_with(e["trace_id"].as_str().unwrap()));
+    }
+    assert!(s["id"].as_str().unwrap().starts_with("SW-"));
+    assert_eq!(s["days"], serde_json::json!(["2026-07-29"]));
+}
+
+#[test]
+fn the_seed_history_sweep_is_stable_and_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    import(
+        &data,
+        &[
+            "search_flights_history.json",
+            "fixed_loop.json",
+            "retry_gate.json",
+        ],
+    );
+    let first = sweep_json(&data, "2026-08-13");
+    let spikes: Vec<_> = by_kind(&first, "error_rate_spike")
+        .into_iter()
+        .filter(|s| s["tool"] == "search_flights")
+        .collect();
+    assert_eq!(spikes.len(), 1);
+    assert_eq!(
+        spikes[0]["days"],
+        serde_json::json!(["2026-07-29", "2026-08-04", "2026-08-05"])
+    );
+    assert_eq!(
+        spikes[0]["title"],
+        "Error-rate spike: search_flights 85% vs 6% trailing week (53/62 calls, unavailable)"
+    );
+    let wasted: Vec<_> = by_kind(&first, "wasted_retries")
+        .iter()
+        .map(|s| s["key"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(wasted.len(), 2, "{wasted:?}");
+    assert!(wasted.contains(&"v1:wasted_retries:quote_price:invalid_request".to_string()));
+    assert!(wasted.contains(&"v1:wasted_retries:book_flight:not_found".to_string()));
+    let doubles = by_kind(&first, "retry_after_success");
+    assert_eq!(doubles.len(), 1);
+    assert_eq!(doubles[0]["tool"], "book_flight");
+    // The fixed loop (search_flights on Aug 10) adds no storm: the only storm
+    // signal is the no-backoff one of Jul 29 and Aug 4-5.
+    let storms = by_kind(&first, "retry_storm");
+    assert_eq!(storms.len(), 1);
+    assert_eq!(
+        storms[0]["days"],
+        serde_json::json!(["2026-07-29", "2026-08-04", "2026-08-05"])
+    );
+    assert_eq!(
+        first["changes"].as_array().unwrap().len(),
+        first["signals"].as_array().unwrap().len()
+    );
+
+    // Again on the same data: the same ids, no state change.
+    let second = sweep_json(&data, "2026-08-13");
+    let ids = |r: &serde_json::Value| {
+        let mut v: Vec<String> = r["signals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(&first), ids(&second));
+    assert_eq!(second["changes"], serde_json::json!([]));
+    assert!(second["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["state"] == "new"));
+}
+
+#[test]
+fn fail_on_mute_and_the_empty_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // An empty store is an error that says so.
+    std::fs::create_dir_all(&data).unwrap();
+    let out = run(&["sweep", "--data-dir", data.to_str().unwrap()], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no spans yet"));
+    let out = run(
+        &[
+            "sweep",
+            "--data-dir",
+            dir.path().join("missing").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such directory"));
+
+    import(&data, &["storms_jul29.json"]);
+    let d = data.to_str().unwrap();
+    let out = run(
+        &[
+            "sweep",
+            "--data-dir",
+            d,
+            "--now",
+            "2026-07-30",
+            "--fail-on",
+            "new",
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "Retry storm: search_flights ×15 in one turn (unavailable, no backoff, 4 turns)"
+        ),
+        "{text}"
+    );
+
+    let list = run(
+        &["signals", "list", "--data-dir", d, "--format", "json"],
+        &[],
+    );
+    let all: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    // The storm, and the day's error-rate spike of a tool on its first day.
+    let kinds: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.len(), 2, "{kinds:?}");
+    let ids: Vec<String> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    for id in &ids {
+        let out = run(
+            &["signals", "mute", id, "--until-escalates", "--data-dir", d],
+            &[],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let id = ids[0].clone();
+    let show = run(
+        &["signals", "show", &id, "--data-dir", d, "--format", "json"],
+        &[],
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(shown["state"], "muted");
+    assert_eq!(shown["history"].as_array().unwrap().len(), 2);
+    // Muted signals are not open: --fail-on any passes.
+    let out = run(
+        &[
+            "sweep",
+            "--data-dir",
+            d,
+            "--now",
+            "2026-07-30",
+            "--fail-on",
+            "any",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&["signals", "show", "SW-NOPE", "--data-dir", d], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no signal SW-NOPE"));
+}
