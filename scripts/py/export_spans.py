@@ -206,8 +206,23 @@ def plan_sessions(run_id: str, total_spans: int = TOTAL_SPANS) -> list[tuple[str
     return [(sid, children[sid]) for sid in sids]
 
 
-def build_spans(service: str, run_id: str, total_spans: int = TOTAL_SPANS) -> tuple[list[ReadableSpan], list[dict[str, Any]]]:
-    """Create the spans with the real SDK. Returns (finished spans, manifest entries)."""
+def storm_session(run_id: str, calls: int) -> tuple[str, list[Planned]]:
+    """One turn that calls search_flights `calls` times with the same
+    arguments, every call a 503, each starting as the last one gave up."""
+    sid = f"{run_id}-storm"
+    children = []
+    for i in range(calls):
+        plan = _tool_call(run_id, sid, 900 + i, http_status=503)
+        plan.attributes["gen_ai.tool.call.arguments"] = '{"origin":"SFO","destination":"JFK","date":"2025-07-29"}'
+        children.append(plan)
+    return sid, children
+
+
+def build_spans(
+    service: str, run_id: str, total_spans: int = TOTAL_SPANS, storm: int = 0
+) -> tuple[list[ReadableSpan], list[dict[str, Any]]]:
+    """Create the spans with the real SDK. Returns (finished spans, manifest entries).
+    With `storm` > 0, one more turn is a retry storm of that many calls."""
     collector = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": service, "stormwatch.interop.run_id": run_id}))
     provider.add_span_processor(SimpleSpanProcessor(collector))
@@ -229,7 +244,10 @@ def build_spans(service: str, run_id: str, total_spans: int = TOTAL_SPANS) -> tu
 
     now = time.time_ns()
     clock = now - 10 * 60 * 1000 * MS  # lay the sessions out over the last ~10 minutes
-    for sid, children in plan_sessions(run_id, total_spans):
+    sessions = list(plan_sessions(run_id, total_spans))
+    if storm > 0:
+        sessions.append(storm_session(run_id, storm))
+    for sid, children in sessions:
         root_plan = Planned(
             name="invoke_agent travel-agent",
             kind=SpanKind.INTERNAL,
@@ -331,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=16, help="spans per export() call / HTTP request")
     ap.add_argument("--spans", type=int, default=TOTAL_SPANS, help="total spans (at least 16 are always made)")
     ap.add_argument("--timeout", type=float, default=10.0, help="exporter timeout per batch, seconds")
+    ap.add_argument("--storm", type=int, default=0, help="add one turn calling search_flights N times back to back, every call a 503")
     args = ap.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.batch_size < 1:
@@ -342,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:
         print(f"error: the {args.protocol} exporter is not installed in this interpreter ({sys.executable}): {exc}", file=sys.stderr)
         return 1
-    spans, manifest = build_spans(service, args.run_id, args.spans)
+    spans, manifest = build_spans(service, args.run_id, args.spans, storm=args.storm)
 
     failed = False
     for i, batch in enumerate(batches(spans, args.batch_size)):

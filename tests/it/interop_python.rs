@@ -181,3 +181,78 @@ fn python_json_file_exporter_output_imports() {
         assert_eq!(row[2].as_deref(), s["session_id"].as_str(), "{key}");
     }
 }
+
+/// End to end: a storm sent through the real Python exporter comes out of
+/// `stormwatch sweep` as a retry-storm signal with that trace as evidence.
+#[test]
+fn a_storm_sent_by_the_python_sdk_is_found_by_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[], &[]);
+    let script = crate::common::repo().join("scripts/py/export_spans.py");
+    let out = Command::new(python("STORMWATCH_PY_PROTO"))
+        .arg(script)
+        .args([
+            "--endpoint",
+            &server.traces_url(),
+            "--protocol",
+            "proto",
+            "--run-id",
+            "e2e",
+            "--storm",
+            "8",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.stop();
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let storm_trace = manifest["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "e2e-storm" && s["is_tool_call"] == true)
+        .map(|s| s["trace_id"].as_str().unwrap().to_string())
+        .unwrap();
+    // An hour on, so every trace has settled.
+    let now = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let sweep = crate::common::run(
+        &[
+            "sweep",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--now",
+            &now,
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(
+        sweep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sweep.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&sweep.stdout).unwrap();
+    let storm = report["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "retry_storm")
+        .unwrap_or_else(|| panic!("no retry_storm signal in {report:#}"));
+    assert_eq!(storm["key"], "v1:retry_storm:search_flights:unavailable");
+    // The exporter's ordinary sessions retry too; the storm turn is among the evidence.
+    let evidence = storm["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["trace_id"] == storm_trace.as_str())
+        .unwrap_or_else(|| panic!("the storm trace {storm_trace} is not evidence: {storm:#}"));
+    assert_eq!(evidence["calls"], 8);
+    assert_eq!(evidence["rhythm"], "no_backoff");
+    assert_eq!(evidence["outcome"], "gave_up");
+}
