@@ -89,12 +89,13 @@ pub fn run(
         let rollup = rollup.collect().map_err(data("reading the daily rollup"))?;
         let rows = detect::daily_rows(&rollup).map_err(data("reading the daily rollup"))?;
         let verdicts = detect::judge(&rows, today, &BTreeSet::new(), &cfg.error_spike);
-        findings.extend(
-            verdicts
-                .iter()
-                .filter(|v| v.flagged && v.day >= since)
-                .map(Finding::from_spike),
-        );
+        for v in verdicts.iter().filter(|v| v.day >= since) {
+            if v.flagged {
+                findings.push(Finding::from_spike(v));
+            } else if v.latency_flagged {
+                findings.push(Finding::from_latency(v));
+            }
+        }
     }
 
     // Per-turn rules over the spans of the window (and not after `now`).
@@ -139,6 +140,13 @@ pub fn run(
             r,
             first_start(&r.repeat_span_ids),
         ));
+    }
+
+    for s in detect::stacked_retries(&calls)
+        .iter()
+        .filter(|s| settled(&s.turn))
+    {
+        findings.push(Finding::from_stacked(s));
     }
 
     let drafts = signal::group(&findings, opts.evidence_limit);

@@ -31,6 +31,8 @@ pub struct SpikeParams {
     pub reach_back_days: i32,
     /// Days with calls a baseline needs.
     pub min_baseline_days: usize,
+    /// Latency spike (§4.6): the day's p95 above this × the baseline days' p95.
+    pub latency_multiplier: f64,
 }
 
 impl Default for SpikeParams {
@@ -45,6 +47,7 @@ impl Default for SpikeParams {
             baseline_days: 7,
             reach_back_days: 28,
             min_baseline_days: 3,
+            latency_multiplier: 3.0,
         }
     }
 }
@@ -86,6 +89,12 @@ pub struct DayVerdict {
     /// p50 / p95 against the medians of the baseline days.
     pub p50_ratio: Option<f64>,
     pub p95_ratio: Option<f64>,
+    pub p95_ns: f64,
+    /// Median p95 of the baseline days.
+    pub baseline_p95_ns: Option<f64>,
+    /// A latency spike (§4.6): p95 above `latency_multiplier` × the
+    /// baseline days', with `min_calls`, on a day whose errors were not flagged.
+    pub latency_flagged: bool,
     /// The day's failed calls by class.
     pub classes: BTreeMap<ErrorClass, u64>,
 }
@@ -212,6 +221,11 @@ pub fn judge(
                 .filter(|d| pool_days.contains(&d.day))
                 .collect();
             let med = |f: fn(&DailyRow) -> f64| median(pool.iter().map(|d| f(d)).collect());
+            let baseline_p95 = med(|d| d.p95_ns);
+            let latency_flagged = !is_flagged
+                && basis != Basis::Warmup
+                && r.calls >= p.min_calls
+                && baseline_p95.is_some_and(|b| b > 0.0 && r.p95_ns > p.latency_multiplier * b);
             out.push(DayVerdict {
                 tool: tool.to_string(),
                 service: service.to_string(),
@@ -227,7 +241,10 @@ pub fn judge(
                 flagged: is_flagged,
                 volume_ratio: ratio(r.calls as f64, med(|d| d.calls as f64)),
                 p50_ratio: ratio(r.p50_ns, med(|d| d.p50_ns)),
-                p95_ratio: ratio(r.p95_ns, med(|d| d.p95_ns)),
+                p95_ratio: ratio(r.p95_ns, baseline_p95),
+                p95_ns: r.p95_ns,
+                baseline_p95_ns: baseline_p95,
+                latency_flagged,
                 classes: r.classes.clone(),
             });
         }

@@ -2,11 +2,10 @@
 //! findings. No IO, no async, no state: what was flagged before comes in as
 //! an argument, so a sweep can be replayed.
 //!
-//! So far: the daily per-tool series read from the `tool_daily` rollup and
-//! the error-rate spike (§4.1); turn resolution (§2) and, per turn, retry
-//! storms (§4.2), wasted retries on deterministic errors (§4.3) and retries
-//! after success (§4.4). Stacked retry layers (§4.5) and the latency spike
-//! (§4.6) follow.
+//! Daily, over the `tool_daily` rollup: the error-rate spike (§4.1) and the
+//! latency spike (§4.6). Per turn (§2), over stored spans: retry storms
+//! (§4.2), wasted retries on deterministic errors (§4.3), retries after
+//! success (§4.4) and stacked retry layers (§4.5).
 
 pub mod calls;
 pub mod daily;
@@ -22,5 +21,8 @@ mod tests;
 pub use calls::{Call, Turn};
 pub use daily::{daily_rows, DailyRow};
 pub use error_spike::{judge, Basis, DayVerdict, SpikeParams};
-pub use retries::{retries_after_success, wasted_retries, RetryAfterSuccess, WastedRetry};
+pub use retries::{
+    retries_after_success, stacked_retries, wasted_retries, RetryAfterSuccess, StackedRetries,
+    WastedRetry,
+};
 pub use storm::{retry_storms, Outcome, Rhythm, Storm, StormParams};

@@ -1,7 +1,8 @@
 //! Retries that cannot help (detection.md §4.3): the same request retried
-//! after a deterministic failure; and retries that can hurt (§4.4): the
-//! same request sent again after it succeeded — the double booking.
-//! Both need the arguments hash: without it, "the same request" is unknown.
+//! after a deterministic failure; retries that can hurt (§4.4): the same
+//! request sent again after it succeeded — the double booking (both need the
+//! arguments hash: without it, "the same request" is unknown); and retry
+//! loops stacked inside retry loops (§4.5), N × M attempts.
 
 use std::collections::BTreeMap;
 
@@ -118,5 +119,83 @@ pub fn retries_after_success(calls: &[Call]) -> Vec<RetryAfterSuccess> {
         });
     }
     out.sort_by(|a, b| b.repeats.cmp(&a.repeats).then_with(|| a.turn.cmp(&b.turn)));
+    out
+}
+
+/// One tool's attempts in one turn split under several parents that each
+/// retried: a retry loop inside a retry loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StackedRetries {
+    pub tool: String,
+    pub service: String,
+    pub turn: String,
+    pub trace_id: String,
+    pub day: i32,
+    pub first_start_ns: i64,
+    /// (parent span id, attempts under it), in time order.
+    pub layers: Vec<(String, usize)>,
+    pub attempts: usize,
+    pub failures: usize,
+    /// The most common class among the failures.
+    pub class: ErrorClass,
+}
+
+/// Turns where a tool's attempts sit under ≥ 2 parents that each made ≥ 2
+/// attempts with at least one failure.
+pub fn stacked_retries(calls: &[Call]) -> Vec<StackedRetries> {
+    let mut groups: BTreeMap<(&str, &str), Vec<&Call>> = BTreeMap::new();
+    for c in calls {
+        groups
+            .entry((c.turn.as_str(), c.tool.as_str()))
+            .or_default()
+            .push(c);
+    }
+    let mut out = Vec::new();
+    for ((turn, tool), mut group) in groups {
+        group.sort_by_key(|c| c.start_ns);
+        let mut parents: Vec<(&str, Vec<&Call>)> = Vec::new();
+        for c in &group {
+            let p = c.parent_span_id.as_deref().unwrap_or("");
+            match parents.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, v)) => v.push(c),
+                None => parents.push((p, vec![c])),
+            }
+        }
+        let layers: Vec<&(&str, Vec<&Call>)> = parents
+            .iter()
+            .filter(|(p, v)| !p.is_empty() && v.len() >= 2 && v.iter().any(|c| c.failed()))
+            .collect();
+        if layers.len() < 2 {
+            continue;
+        }
+        let mut classes: BTreeMap<ErrorClass, usize> = BTreeMap::new();
+        for c in group.iter().filter(|c| c.failed()) {
+            *classes.entry(c.class).or_insert(0) += 1;
+        }
+        let class = classes
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+            .map_or(ErrorClass::Unknown, |(c, _)| *c);
+        out.push(StackedRetries {
+            tool: tool.to_string(),
+            service: group[0].service.clone(),
+            turn: turn.to_string(),
+            trace_id: group[0].trace_id.clone(),
+            day: day_of_ns(group[0].start_ns),
+            first_start_ns: group[0].start_ns,
+            layers: layers
+                .iter()
+                .map(|(p, v)| (p.to_string(), v.len()))
+                .collect(),
+            attempts: group.len(),
+            failures: group.iter().filter(|c| c.failed()).count(),
+            class,
+        });
+    }
+    out.sort_by(|a, b| {
+        b.attempts
+            .cmp(&a.attempts)
+            .then_with(|| a.turn.cmp(&b.turn))
+    });
     out
 }

@@ -567,3 +567,81 @@ fn turns_resolve_to_the_nearest_agent_else_the_call_id_else_the_root() {
         vec![id(1), id(2), id(2), id(4), id(4), "agent:run-7".to_string()]
     );
 }
+
+#[test]
+fn a_slow_feed_that_still_answers_is_a_latency_spike() {
+    let mut rows = series("2026-06-01", &(0..8).map(|_| (100, 1)).collect::<Vec<_>>());
+    let p = SpikeParams::default();
+    let last = rows.last().unwrap().day;
+    let judge_last = |rows: &[DailyRow]| {
+        judge(rows, last + 1, &BTreeSet::new(), &p)
+            .into_iter()
+            .find(|v| v.day == last)
+            .unwrap()
+    };
+    rows.last_mut().unwrap().p95_ns = 7e9; // 3.5x the usual 2 s
+    let v = judge_last(&rows);
+    assert!(v.latency_flagged && !v.flagged, "{v:?}");
+    assert!((v.baseline_p95_ns.unwrap() - 2e9).abs() < 1.0);
+    rows.last_mut().unwrap().p95_ns = 5e9; // 2.5x: not yet
+    assert!(!judge_last(&rows).latency_flagged);
+    // When the errors spike too, it is context on that finding, not its own.
+    rows.last_mut().unwrap().p95_ns = 9e9;
+    rows.last_mut().unwrap().errors = 60;
+    let v = judge_last(&rows);
+    assert!(v.flagged && !v.latency_flagged);
+    assert!(v.p95_ratio.unwrap() > 4.0);
+}
+
+#[test]
+fn retry_loops_inside_retry_loops_are_reported_with_their_layers() {
+    // agent 1 → wrappers 2 and 3 (the outer loop's two attempts) → three
+    // failed calls each (the inner loop).
+    let mut spans: Vec<Syn> = vec![(6, 1, 0, true, "", 0, 30_000, "ok")];
+    spans.push((6, 2, 1, false, "", 0, 10_000, "unavailable"));
+    spans.push((6, 3, 1, false, "", 12_000, 22_000, "unavailable"));
+    for i in 0..3u8 {
+        let t = i64::from(i) * 3000;
+        spans.push((
+            6,
+            10 + i,
+            2,
+            false,
+            "charge_card",
+            t,
+            t + 500,
+            "unavailable",
+        ));
+        spans.push((
+            6,
+            20 + i,
+            3,
+            false,
+            "charge_card",
+            12_000 + t,
+            12_500 + t,
+            "unavailable",
+        ));
+    }
+    let (calls, _) = calls::collect(&synthetic(&spans)).unwrap();
+    let stacked = super::stacked_retries(&calls);
+    assert_eq!(stacked.len(), 1, "{stacked:?}");
+    assert_eq!(
+        stacked[0].layers.iter().map(|l| l.1).collect::<Vec<_>>(),
+        vec![3, 3]
+    );
+    assert_eq!((stacked[0].attempts, stacked[0].failures), (6, 6));
+    // The same six attempts under one parent are one loop, not stacked.
+    let flat: Vec<Syn> = spans
+        .iter()
+        .map(|s| {
+            if s.2 == 3 && !s.4.is_empty() {
+                (s.0, s.1, 2, s.3, s.4, s.5, s.6, s.7)
+            } else {
+                *s
+            }
+        })
+        .collect();
+    let (calls, _) = calls::collect(&synthetic(&flat)).unwrap();
+    assert!(super::stacked_retries(&calls).is_empty());
+}

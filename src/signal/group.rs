@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{DayVerdict, RetryAfterSuccess, Storm, WastedRetry};
+use crate::detect::{DayVerdict, RetryAfterSuccess, StackedRetries, Storm, WastedRetry};
 use crate::model::{day_to_string, ErrorClass, NANOS_PER_DAY};
 
 /// The kinds of signal.
@@ -15,6 +15,8 @@ pub enum Kind {
     RetryStorm,
     WastedRetries,
     RetryAfterSuccess,
+    StackedRetries,
+    LatencySpike,
 }
 
 impl Kind {
@@ -24,6 +26,8 @@ impl Kind {
             Kind::RetryStorm => "retry_storm",
             Kind::WastedRetries => "wasted_retries",
             Kind::RetryAfterSuccess => "retry_after_success",
+            Kind::StackedRetries => "stacked_retries",
+            Kind::LatencySpike => "latency_spike",
         }
     }
 }
@@ -83,6 +87,58 @@ impl Finding {
             errors: v.errors,
             rate: v.rate,
             baseline: v.baseline,
+        }
+    }
+
+    /// A latency spike: the day's p95 (`rate` holds it in seconds, `baseline`
+    /// the baseline days' p95).
+    pub fn from_latency(v: &DayVerdict) -> Finding {
+        Finding {
+            kind: Kind::LatencySpike,
+            tool: v.tool.clone(),
+            class: ErrorClass::Ok,
+            at_ns: i64::from(v.day) * NANOS_PER_DAY,
+            day: v.day,
+            evidence: None,
+            calls: v.calls,
+            errors: v.errors,
+            rate: v.p95_ns / 1e9,
+            baseline: v.baseline_p95_ns.unwrap_or(0.0) / 1e9,
+        }
+    }
+
+    pub fn from_stacked(s: &StackedRetries) -> Finding {
+        let layers = s
+            .layers
+            .iter()
+            .map(|(_, n)| n.to_string())
+            .collect::<Vec<_>>()
+            .join("×");
+        Finding {
+            kind: Kind::StackedRetries,
+            tool: s.tool.clone(),
+            class: s.class,
+            at_ns: s.first_start_ns,
+            day: s.day,
+            evidence: Some(Evidence {
+                trace_id: s.trace_id.clone(),
+                turn_id: Some(s.turn.clone()),
+                session_id: None,
+                day: day_to_string(s.day),
+                calls: s.attempts,
+                failures: s.failures,
+                rhythm: Some(format!("layers {layers}")),
+                outcome: None,
+                wasted_seconds: 0.0,
+                turn_duration_s: None,
+                turn_spans: None,
+                healthy_turn_duration_s: None,
+                healthy_turn_spans: None,
+            }),
+            calls: s.attempts as u64,
+            errors: s.failures as u64,
+            rate: s.layers.len() as f64,
+            baseline: 0.0,
         }
     }
 
@@ -250,6 +306,30 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
         Kind::WastedRetries => {
             let attempts: u64 = group.iter().map(|f| f.calls).sum();
             format!("Wasted retries: {tool} retried {attempts} times on {class_words}, which never succeeds on retry")
+        }
+        Kind::StackedRetries => {
+            let worst = group
+                .iter()
+                .max_by_key(|f| f.calls)
+                .expect("a group has findings");
+            let layers = worst
+                .evidence
+                .as_ref()
+                .and_then(|e| e.rhythm.clone())
+                .unwrap_or_default();
+            format!("Stacked retries: {tool} ×{} in one turn, retry loops inside retry loops ({layers}, {class_words})", worst.calls)
+        }
+        Kind::LatencySpike => {
+            let worst = group
+                .iter()
+                .max_by(|a, b| {
+                    (a.rate / a.baseline.max(1e-9)).total_cmp(&(b.rate / b.baseline.max(1e-9)))
+                })
+                .expect("a group has findings");
+            format!(
+                "Latency spike: {tool} p95 {:.1} s vs {:.1} s trailing week ({} calls, errors flat)",
+                worst.rate, worst.baseline, worst.calls
+            )
         }
         Kind::RetryAfterSuccess => {
             let turns = if group.len() == 1 {
