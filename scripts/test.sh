@@ -26,9 +26,15 @@ cargo fmt --all -- --check
 
 step "build and test (release)"
 cargo test --release --locked --no-run
-cargo test --release --locked -- --test-threads 2
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+cargo test --release --locked -- --test-threads 2 2>&1 | tee "$log"
 
 step "clippy -D warnings"
 cargo clippy --release --locked --all-targets -- -D warnings
 
 step "done"
+# One closing line for whoever reads the end of this output.
+passed=$(grep -Eo '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+echo "tests: ${passed} passed, ${failed} failed"
