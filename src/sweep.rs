@@ -98,55 +98,33 @@ pub fn run(
         }
     }
 
-    // Per-turn rules over the spans of the window (and not after `now`).
+    // Per-turn rules, one day at a time so memory holds a day of spans, not
+    // the window: each day is read with an hour on either side so a turn
+    // across midnight is whole, and its findings belong to the day it began.
     let now = opts.now_ns;
-    let spans = reader.collect_spans(since..=today, |lf| {
-        lf.filter(col("start_ns").lt(lit(now)))
+    let mut horizon_ns = 0;
+    let mut spans_scanned = 0;
+    for day in days.iter().copied().filter(|d| (since..=today).contains(d)) {
+        let from = i64::from(day) * NANOS_PER_DAY;
+        let (lo, hi) = (
+            from - MARGIN_NS,
+            (from + NANOS_PER_DAY + MARGIN_NS).min(now),
+        );
+        let spans = reader.collect_spans(day - 1..=day + 1, |lf| {
+            lf.filter(
+                col("start_ns")
+                    .gt_eq(lit(lo))
+                    .and(col("start_ns").lt(lit(hi))),
+            )
             .select(calls::COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>())
-    })?;
-    let horizon_ns = spans
-        .column("end_ns")
-        .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
-        .map_err(data("reading span ends"))?;
-    let (calls, turns) = calls::collect(&spans).map_err(data("grouping tool calls by turn"))?;
-    for s in detect::retry_storms(&calls, &turns, now, &cfg.retry_storm) {
-        findings.push(Finding::from_storm(&s));
-    }
-    let settled = |turn: &str| {
-        turns.get(turn).is_some_and(|t| {
-            now.saturating_sub(t.last_end_ns)
-                >= cfg.retry_storm.settle_seconds.saturating_mul(1_000_000_000)
-        })
-    };
-    let first_start = |span_ids: &[String]| {
-        calls
-            .iter()
-            .filter(|c| span_ids.contains(&c.span_id))
-            .map(|c| c.start_ns)
-            .min()
-            .unwrap_or(0)
-    };
-    for w in detect::wasted_retries(&calls)
-        .iter()
-        .filter(|w| settled(&w.turn))
-    {
-        findings.push(Finding::from_wasted(w, first_start(&w.span_ids)));
-    }
-    for r in detect::retries_after_success(&calls)
-        .iter()
-        .filter(|r| settled(&r.turn))
-    {
-        findings.push(Finding::from_after_success(
-            r,
-            first_start(&r.repeat_span_ids),
-        ));
-    }
-
-    for s in detect::stacked_retries(&calls)
-        .iter()
-        .filter(|s| settled(&s.turn))
-    {
-        findings.push(Finding::from_stacked(s));
+        })?;
+        spans_scanned += spans.height();
+        let day_max = spans
+            .column("end_ns")
+            .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
+            .map_err(data("reading span ends"))?;
+        horizon_ns = horizon_ns.max(day_max.min(now));
+        findings.extend(turn_findings(&spans, day, now, cfg)?);
     }
 
     let drafts = signal::group(&findings, opts.evidence_limit);
@@ -167,7 +145,7 @@ pub fn run(
         now_ns: now,
         since_day: day_to_string(since),
         horizon_ns,
-        spans_scanned: spans.height(),
+        spans_scanned,
         signals,
         changes: outcome
             .changes
@@ -175,6 +153,67 @@ pub fn run(
             .map(|(id, from, to)| Change { id, from, to })
             .collect(),
     })
+}
+
+/// How far into the neighbouring days a day's turns are read.
+const MARGIN_NS: i64 = 3_600 * 1_000_000_000;
+
+/// Findings of the per-turn rules over `spans`, kept for turns that began on `day`.
+fn turn_findings(
+    spans: &DataFrame,
+    day: i32,
+    now: i64,
+    cfg: &DetectConfig,
+) -> Result<Vec<Finding>, SweepError> {
+    let (calls, turns) = calls::collect(spans).map_err(data("grouping tool calls by turn"))?;
+    let began_today = |turn: &str| {
+        turns
+            .get(turn)
+            .is_some_and(|t| day_of_ns(t.start_ns) == day)
+    };
+    let settled = |turn: &str| {
+        turns.get(turn).is_some_and(|t| {
+            now.saturating_sub(t.last_end_ns)
+                >= cfg.retry_storm.settle_seconds.saturating_mul(1_000_000_000)
+        })
+    };
+    let first_start = |span_ids: &[String]| {
+        calls
+            .iter()
+            .filter(|c| span_ids.contains(&c.span_id))
+            .map(|c| c.start_ns)
+            .min()
+            .unwrap_or(0)
+    };
+    let mut out = Vec::new();
+    for s in detect::retry_storms(&calls, &turns, now, &cfg.retry_storm) {
+        if began_today(&s.turn) {
+            out.push(Finding::from_storm(&s));
+        }
+    }
+    let keep = |turn: &str| began_today(turn) && settled(turn);
+    for w in detect::wasted_retries(&calls)
+        .iter()
+        .filter(|w| keep(&w.turn))
+    {
+        out.push(Finding::from_wasted(w, first_start(&w.span_ids)));
+    }
+    for r in detect::retries_after_success(&calls)
+        .iter()
+        .filter(|r| keep(&r.turn))
+    {
+        out.push(Finding::from_after_success(
+            r,
+            first_start(&r.repeat_span_ids),
+        ));
+    }
+    for s in detect::stacked_retries(&calls)
+        .iter()
+        .filter(|s| keep(&s.turn))
+    {
+        out.push(Finding::from_stacked(s));
+    }
+    Ok(out)
 }
 
 /// RFC 3339 (UTC) of a nanosecond timestamp.

@@ -258,3 +258,53 @@ fn fail_on_mute_and_the_empty_store() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no signal SW-NOPE"));
 }
+
+#[test]
+fn a_storm_across_midnight_is_one_finding_of_the_day_it_began() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let midnight: u64 = 1_785_369_600 * 1_000_000_000; // 2026-07-30T00:00:00Z
+    let trace = "ab".repeat(16);
+    let mut spans = vec![serde_json::json!({
+        "traceId": trace, "spanId": "00000000000000aa", "name": "invoke_agent travel-agent",
+        "startTimeUnixNano": (midnight - 10_000_000_000).to_string(), "endTimeUnixNano": (midnight + 10_000_000_000).to_string(),
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}]
+    })];
+    for i in 0..8u64 {
+        let start = midnight - 9_000_000_000 + i * 2_000_000_000;
+        spans.push(serde_json::json!({
+            "traceId": trace, "spanId": format!("{:016x}", i + 1), "parentSpanId": "00000000000000aa",
+            "name": "execute_tool search_flights",
+            "startTimeUnixNano": start.to_string(), "endTimeUnixNano": (start + 1_950_000_000).to_string(),
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                {"key": "gen_ai.tool.name", "value": {"stringValue": "search_flights"}},
+                {"key": "http.response.status_code", "value": {"intValue": "503"}}
+            ],
+            "status": {"code": 2}
+        }));
+    }
+    let doc = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]});
+    let file = dir.path().join("midnight.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = run(
+        &[
+            "import",
+            "--data-dir",
+            data.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = sweep_json(&data, "2026-07-31");
+    let storms = by_kind(&report, "retry_storm");
+    assert_eq!(storms.len(), 1, "{report:#}");
+    assert_eq!(storms[0]["findings"], 1);
+    assert_eq!(storms[0]["days"], serde_json::json!(["2026-07-29"]));
+    assert_eq!(storms[0]["evidence"][0]["calls"], 8);
+}
