@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 
 use super::daily::DailyRow;
+use super::median;
 use super::wilson;
 use crate::model::ErrorClass;
 
@@ -165,19 +166,6 @@ pub fn is_spike(errors: u64, calls: u64, baseline: f64, p: &SpikeParams) -> (boo
     let lower = wilson::lower_bound(errors, calls, wilson::z_one_sided(p.confidence));
     let flagged = calls >= p.min_calls && errors >= p.min_errors && lower > p.multiplier * baseline;
     (flagged, lower)
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 fn ratio(value: f64, base: Option<f64>) -> Option<f64> {

@@ -18,6 +18,20 @@ pub mod wilson;
 #[cfg(test)]
 mod tests;
 
+/// The median (mean of the middle two for an even count); `None` when empty.
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
 pub use calls::{Call, Turn};
 pub use daily::{daily_rows, DailyRow};
 pub use error_spike::{judge, Basis, DayVerdict, SpikeParams};

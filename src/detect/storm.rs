@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::calls::{Call, Turn};
+use super::median;
 use crate::model::{day_of_ns, ErrorClass};
 
 /// `[detect.retry_storm]` in the config file.
@@ -139,19 +140,6 @@ fn rounds<'a>(calls: &[&'a Call]) -> Vec<Round<'a>> {
         }
     }
     out
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 /// The rhythm of a sequence of gaps (milliseconds).

@@ -50,6 +50,28 @@ pub struct Evidence {
     pub healthy_turn_spans: Option<f64>,
 }
 
+impl Evidence {
+    /// Evidence of one turn with only its counts known; rules that know
+    /// more (rhythm, outcome, turn comparison) fill those in.
+    pub fn turn(trace_id: &str, turn: &str, day: i32, calls: usize, failures: usize) -> Evidence {
+        Evidence {
+            trace_id: trace_id.to_string(),
+            turn_id: Some(turn.to_string()),
+            session_id: None,
+            day: day_to_string(day),
+            calls,
+            failures,
+            rhythm: None,
+            outcome: None,
+            wasted_seconds: 0.0,
+            turn_duration_s: None,
+            turn_spans: None,
+            healthy_turn_duration_s: None,
+            healthy_turn_spans: None,
+        }
+    }
+}
+
 /// One finding of any rule, reduced to what grouping needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
@@ -121,19 +143,8 @@ impl Finding {
             at_ns: s.first_start_ns,
             day: s.day,
             evidence: Some(Evidence {
-                trace_id: s.trace_id.clone(),
-                turn_id: Some(s.turn.clone()),
-                session_id: None,
-                day: day_to_string(s.day),
-                calls: s.attempts,
-                failures: s.failures,
                 rhythm: Some(format!("layers {layers}")),
-                outcome: None,
-                wasted_seconds: 0.0,
-                turn_duration_s: None,
-                turn_spans: None,
-                healthy_turn_duration_s: None,
-                healthy_turn_spans: None,
+                ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.attempts, s.failures)
             }),
             calls: s.attempts as u64,
             errors: s.failures as u64,
@@ -150,12 +161,7 @@ impl Finding {
             at_ns: s.first_start_ns,
             day: s.day,
             evidence: Some(Evidence {
-                trace_id: s.trace_id.clone(),
-                turn_id: Some(s.turn.clone()),
                 session_id: s.session_id.clone(),
-                day: day_to_string(s.day),
-                calls: s.calls,
-                failures: s.failures,
                 rhythm: Some(s.rhythm.as_str().to_string()),
                 outcome: Some(s.outcome.as_str().to_string()),
                 wasted_seconds: s.wasted_seconds,
@@ -163,6 +169,7 @@ impl Finding {
                 turn_spans: Some(s.turn_spans),
                 healthy_turn_duration_s: s.healthy_turn_duration_s,
                 healthy_turn_spans: s.healthy_turn_spans,
+                ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.calls, s.failures)
             }),
             calls: s.calls as u64,
             errors: s.failures as u64,
@@ -179,19 +186,9 @@ impl Finding {
             at_ns: first_start_ns,
             day: w.day,
             evidence: Some(Evidence {
-                trace_id: w.trace_id.clone(),
-                turn_id: Some(w.turn.clone()),
-                session_id: None,
-                day: day_to_string(w.day),
-                calls: w.attempts,
-                failures: w.attempts,
-                rhythm: None,
                 outcome: Some("gave_up".to_string()),
                 wasted_seconds: w.wasted_seconds,
-                turn_duration_s: None,
-                turn_spans: None,
-                healthy_turn_duration_s: None,
-                healthy_turn_spans: None,
+                ..Evidence::turn(&w.trace_id, &w.turn, w.day, w.attempts, w.attempts)
             }),
             calls: w.attempts as u64,
             errors: w.attempts as u64,
@@ -207,21 +204,13 @@ impl Finding {
             class: ErrorClass::Ok,
             at_ns,
             day: r.day,
-            evidence: Some(Evidence {
-                trace_id: r.trace_id.clone(),
-                turn_id: Some(r.turn.clone()),
-                session_id: None,
-                day: day_to_string(r.day),
-                calls: r.repeats + 1,
-                failures: 0,
-                rhythm: None,
-                outcome: None,
-                wasted_seconds: 0.0,
-                turn_duration_s: None,
-                turn_spans: None,
-                healthy_turn_duration_s: None,
-                healthy_turn_spans: None,
-            }),
+            evidence: Some(Evidence::turn(
+                &r.trace_id,
+                &r.turn,
+                r.day,
+                r.repeats + 1,
+                0,
+            )),
             calls: (r.repeats + 1) as u64,
             errors: 0,
             rate: 0.0,
