@@ -48,7 +48,7 @@ impl Turn {
 }
 
 /// The columns [`collect`] reads.
-pub const COLUMNS: [&str; 13] = [
+pub const COLUMNS: [&str; 14] = [
     "trace_id",
     "span_id",
     "parent_span_id",
@@ -62,12 +62,20 @@ pub const COLUMNS: [&str; 13] = [
     "error_class",
     "tool_args_hash",
     "session_id",
+    "tool_convention",
 ];
 
-/// Tool calls (MCP duplicates already removed by the caller, or not present)
-/// and turns of `df`, which holds at least [`COLUMNS`].
+/// Tool calls and turns of `df`, which holds at least [`COLUMNS`] (without
+/// `tool_convention`, MCP spans are taken as they are). An MCP `tools/call`
+/// span that describes the same call as its GenAI parent or child counts as
+/// a span of the turn, not as a second call.
 pub fn collect(df: &DataFrame) -> PolarsResult<(Vec<Call>, BTreeMap<String, Turn>)> {
     let turn_ids = turns::resolve(df)?;
+    let duplicate = if df.schema().contains("tool_convention") {
+        Some(crate::store::rollup::mcp_duplicates(df)?)
+    } else {
+        None
+    };
     let trace = df.column("trace_id")?.str()?;
     let span = df.column("span_id")?.str()?;
     let parent = df.column("parent_span_id")?.str()?;
@@ -101,7 +109,9 @@ pub fn collect(df: &DataFrame) -> PolarsResult<(Vec<Call>, BTreeMap<String, Turn
         turn.start_ns = turn.start_ns.min(s);
         turn.end_ns = turn.end_ns.max(e);
         turn.spans += 1;
-        if is_tool.get(i) != Some(true) {
+        if is_tool.get(i) != Some(true)
+            || duplicate.as_ref().is_some_and(|d| d.get(i) == Some(true))
+        {
             continue;
         }
         calls.push(Call {

@@ -208,9 +208,14 @@ pub fn retry_storms(
         } else {
             Outcome::GaveUp
         };
-        // Backoff that grows is a policy working as designed, unless it ran
-        // on far longer than a policy would (§4.3 reports deterministic errors).
-        if rhythm == Rhythm::Exponential && rs.len() <= 2 * p.storm_min_calls {
+        // Backoff that grows and ends ok is polling or a healthy retry
+        // policy (§4.2); retries of nothing but deterministic errors are
+        // §4.3's wasted retries, not a storm.
+        let deterministic_only = group
+            .iter()
+            .filter(|c| c.failed())
+            .all(|c| c.class.retryable() == Some(false));
+        if (rhythm == Rhythm::Exponential && outcome == Outcome::Recovered) || deterministic_only {
             continue;
         }
         let mut classes = BTreeMap::new();

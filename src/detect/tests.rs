@@ -355,7 +355,8 @@ fn the_fixed_retry_loop_produces_nothing() {
 #[test]
 fn the_retry_gate_cases() {
     let (calls, turns) = fixture_calls("retry_gate.json");
-    // 429 / 503 retries that recover, and backoff on 400 / 410: no storm.
+    // 429 / 503 retries that recover, and retries of 400 / 410 only (wasted
+    // retries, §4.3): no storm.
     assert!(retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default()).is_empty());
     let wasted = wasted_retries(&calls);
     let mut found: Vec<(String, &str, usize)> = wasted
@@ -644,4 +645,63 @@ fn retry_loops_inside_retry_loops_are_reported_with_their_layers() {
         .collect();
     let (calls, _) = calls::collect(&synthetic(&flat)).unwrap();
     assert!(super::stacked_retries(&calls).is_empty());
+}
+
+#[test]
+fn an_mcp_span_of_the_same_call_is_not_a_retry() {
+    // A GenAI book_flight call answered 404, and the MCP client span inside it
+    // (same tool, same arguments) answered 404 too: one call, not a retry.
+    let t = "cd".repeat(16);
+    let id = |b: u8| format!("{b:02x}").repeat(8);
+    let ms = |m: i64| (1_785_000_000_000i64 + m) * 1_000_000;
+    let frame = |child_convention: &str| {
+        df! {
+            "trace_id" => vec![t.clone(); 3],
+            "span_id" => [id(1), id(2), id(3)],
+            "parent_span_id" => [None, Some(id(1)), Some(id(2))],
+            "is_agent" => [true, false, false],
+            "agent_call_id" => [None::<String>, None, None],
+            "start_ns" => [ms(0), ms(10), ms(11)],
+            "end_ns" => [ms(1000), ms(500), ms(499)],
+            "is_tool_call" => [false, true, true],
+            "tool_name" => [None, Some("book_flight"), Some("book_flight")],
+            "service_name" => ["svc", "svc", "svc"],
+            "error_class" => ["ok", "not_found", "not_found"],
+            "tool_args_hash" => [None, Some("same"), Some("same")],
+            "session_id" => [None::<String>, None, None],
+            "tool_convention" => [None, Some("gen_ai"), Some(child_convention)],
+        }
+        .unwrap()
+    };
+    let (calls, _) = calls::collect(&frame("mcp")).unwrap();
+    assert_eq!(calls.len(), 1);
+    assert!(wasted_retries(&calls).is_empty());
+    // Two GenAI calls of the same request are a retry.
+    let (calls, _) = calls::collect(&frame("gen_ai")).unwrap();
+    assert_eq!(wasted_retries(&calls).len(), 1);
+}
+
+#[test]
+fn exponential_backoff_that_gives_up_on_a_retryable_error_is_a_storm() {
+    let mut spans: Vec<Syn> = vec![(7, 1, 0, true, "", 0, 90_000, "ok")];
+    let mut t = 0;
+    for (i, gap) in [1000, 2000, 4000, 8000, 16000, 32000].iter().enumerate() {
+        spans.push((
+            7,
+            10 + i as u8,
+            1,
+            false,
+            "search",
+            t,
+            t + 100,
+            "rate_limited",
+        ));
+        t += 100 + gap;
+    }
+    let storms = storms_of(&spans);
+    assert_eq!(storms.len(), 1);
+    assert_eq!(
+        (storms[0].rhythm, storms[0].outcome),
+        (Rhythm::Exponential, Outcome::GaveUp)
+    );
 }

@@ -169,9 +169,10 @@ impl Finding {
                 turn_spans: Some(s.turn_spans),
                 healthy_turn_duration_s: s.healthy_turn_duration_s,
                 healthy_turn_spans: s.healthy_turn_spans,
-                ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.calls, s.failures)
+                // A storm's size is its rounds: overlapping calls count once.
+                ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.rounds, s.failures)
             }),
-            calls: s.calls as u64,
+            calls: s.rounds as u64,
             errors: s.failures as u64,
             rate: 0.0,
             baseline: 0.0,
@@ -293,8 +294,9 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
             )
         }
         Kind::WastedRetries => {
-            let attempts: u64 = group.iter().map(|f| f.calls).sum();
-            format!("Wasted retries: {tool} retried {attempts} times on {class_words}, which never succeeds on retry")
+            let retries: u64 = group.iter().map(|f| f.calls.saturating_sub(1)).sum();
+            format!(
+                "Wasted retries: {tool} retried {retries} times on {class_words}, which never succeeds on retry")
         }
         Kind::StackedRetries => {
             let worst = group

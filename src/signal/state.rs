@@ -262,7 +262,9 @@ impl StateDb {
                 change(&tx, &id, None, Lifecycle::New, "first finding").map_err(err.clone())?;
                 continue;
             };
-            let newer = d.last_seen_ns > row.draft.last_seen_ns || d.findings > row.draft.findings;
+            // Only a finding later than any seen before is news: a sweep over
+            // a shorter window (fewer findings) or the same data is not.
+            let newer = d.last_seen_ns > row.draft.last_seen_ns;
             let mut state = row.state;
             let mut clean = row.clean_sweeps;
             let mut resolved_at = row.resolved_at_ns;
@@ -311,23 +313,54 @@ impl StateDb {
                 change(&tx, &row.id, Some(row.state), state, reason).map_err(err.clone())?;
             }
             let unmute = state != Lifecycle::Muted;
-            if state != row.state || clean != row.clean_sweeps || *d != row.draft {
+            // The stored picture is replaced only by a newer one, and keeps
+            // every day it fired on.
+            let draft = if newer {
+                let mut merged = d.clone();
+                merged.days.extend(row.draft.days.iter().cloned());
+                merged.days.sort();
+                merged.days.dedup();
+                merged.findings = merged.findings.max(row.draft.findings);
+                merged.first_seen_ns = merged.first_seen_ns.min(row.draft.first_seen_ns);
+                merged
+            } else {
+                row.draft.clone()
+            };
+            let body = serde_json::to_string(&draft).unwrap_or_default();
+            if state != row.state || clean != row.clean_sweeps || draft != row.draft {
                 tx.execute(
                     "UPDATE signals SET state = ?2, draft = ?3, findings = ?4, last_seen_ns = ?5, clean_sweeps = ?6, resolved_at_ns = ?7,
                        muted_until_ns = CASE WHEN ?8 THEN NULL ELSE muted_until_ns END,
                        mute_until_escalates = CASE WHEN ?8 THEN 0 ELSE mute_until_escalates END
                      WHERE id = ?1",
-                    params![row.id, state.as_str(), body, d.findings as i64, d.last_seen_ns, clean, resolved_at, unmute],
+                    params![row.id, state.as_str(), body, draft.findings as i64, draft.last_seen_ns, clean, resolved_at, unmute],
                 )
                 .map_err(err.clone())?;
             }
         }
-        // Open signals this sweep found nothing for.
+        // Signals this sweep found nothing for. A mute that ran out ends
+        // (the signal is open again, and resolves like any other).
         for row in existing
             .iter()
-            .filter(|r| r.state.is_open() && !drafts.iter().any(|d| d.key == r.draft.key))
+            .filter(|r| !drafts.iter().any(|d| d.key == r.draft.key))
         {
-            if !fresh {
+            if row.state == Lifecycle::Muted && row.muted_until_ns.is_some_and(|u| now_ns >= u) {
+                change(
+                    &tx,
+                    &row.id,
+                    Some(Lifecycle::Muted),
+                    Lifecycle::Ongoing,
+                    "mute expired",
+                )
+                .map_err(err.clone())?;
+                tx.execute(
+                    "UPDATE signals SET state = 'ongoing', clean_sweeps = 0, muted_until_ns = NULL, mute_until_escalates = 0 WHERE id = ?1",
+                    params![row.id],
+                )
+                .map_err(err.clone())?;
+                continue;
+            }
+            if !fresh || !row.state.is_open() {
                 continue;
             }
             let clean = row.clean_sweeps + 1;

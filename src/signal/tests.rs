@@ -229,3 +229,44 @@ fn muting_holds_until_it_escalates() {
         Err(StateError::NoSuchSignal(_))
     ));
 }
+
+#[test]
+fn a_shorter_window_is_not_news_and_an_expired_mute_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = StateDb::open(&dir.path().join("state.sqlite")).unwrap();
+    let all = vec![
+        finding(Kind::RetryStorm, "t", ErrorClass::Unavailable, DAY, 15, "a"),
+        finding(
+            Kind::RetryStorm,
+            "t",
+            ErrorClass::Unavailable,
+            3 * DAY,
+            12,
+            "b",
+        ),
+    ];
+    let d = group(&all, 10);
+    let id = d[0].id.clone();
+    db.apply(&d, 4 * DAY, 3 * DAY + 1, 2).unwrap();
+    // The same data seen through a one-day window: one finding, same last
+    // finding: no change, and the stored days are kept.
+    let short = group(&all[1..], 10);
+    assert!(db
+        .apply(&short, 4 * DAY, 3 * DAY + 1, 2)
+        .unwrap()
+        .changes
+        .is_empty());
+    assert_eq!(db.get(&id).unwrap().draft.days.len(), 2);
+    assert!(db
+        .apply(&d, 4 * DAY, 3 * DAY + 1, 2)
+        .unwrap()
+        .changes
+        .is_empty());
+    // Muted until day 5; on day 6, with nothing found, the mute has ended.
+    db.mute(&id, Some(5 * DAY), false, 4 * DAY).unwrap();
+    let out = db.apply(&[], 6 * DAY, 3 * DAY + 2, 2).unwrap();
+    assert_eq!(
+        out.changes,
+        vec![(id.clone(), Some(Lifecycle::Muted), Lifecycle::Ongoing)]
+    );
+}
