@@ -16,6 +16,26 @@ pub struct Config {
     pub store: StoreConfig,
     pub import: ImportConfig,
     pub detect: DetectConfig,
+    pub signals: SignalsConfig,
+}
+
+/// `[signals]`: how findings become signals (alerting.md, Signals).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SignalsConfig {
+    /// Evidence traces kept per signal (the rest are counted).
+    pub evidence_limit: usize,
+    /// Sweeps over new data without a finding before a signal resolves.
+    pub resolve_after: i64,
+}
+
+impl Default for SignalsConfig {
+    fn default() -> Self {
+        SignalsConfig {
+            evidence_limit: 10,
+            resolve_after: 2,
+        }
+    }
 }
 
 /// `[detect.*]`: the detection rules' thresholds (detection.md §4).
@@ -175,6 +195,12 @@ impl Config {
                 "must be rates from 0 to below 1",
             );
         }
+        if self.signals.evidence_limit == 0 || self.signals.resolve_after < 1 {
+            return bad(
+                "signals.evidence_limit / resolve_after",
+                "must be at least 1",
+            );
+        }
         let storm = &self.detect.retry_storm;
         if storm.storm_min_calls < 2 || storm.min_failures < 1 {
             return bad(
@@ -248,7 +274,7 @@ mod tests {
         assert_eq!(parsed, Config::default());
         // Every key is spelled out, so a new key cannot hide from the README.
         let keys = body.lines().filter(|l| l.contains(" = ")).count();
-        assert_eq!(keys, 2 + 7 + 1 + 10 + 6, "README lists {keys} keys");
+        assert_eq!(keys, 2 + 7 + 1 + 10 + 6 + 2, "README lists {keys} keys");
     }
 
     #[test]

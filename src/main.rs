@@ -161,8 +161,8 @@ fn sweep(
         since_days: sweep::parse_since(&args.since)
             .map_err(anyhow::Error::msg)
             .context("--since")?,
-        evidence_limit: 10,
-        resolve_after: 2,
+        evidence_limit: config.signals.evidence_limit,
+        resolve_after: config.signals.resolve_after,
     };
     let reader = stormwatch::store::Reader::open(data_dir)?;
     let mut state = stormwatch::signal::StateDb::open(&reader.layout().state_db())?;

@@ -140,8 +140,8 @@ pub struct StackedRetries {
     pub class: ErrorClass,
 }
 
-/// Turns where a tool's attempts sit under ≥ 2 parents that each made ≥ 2
-/// attempts with at least one failure.
+/// Turns where a tool's attempts sit under ≥ 2 parents that each retried
+/// ≥ 2 times (≥ 3 attempts) with at least one failure.
 pub fn stacked_retries(calls: &[Call]) -> Vec<StackedRetries> {
     let mut groups: BTreeMap<(&str, &str), Vec<&Call>> = BTreeMap::new();
     for c in calls {
@@ -163,7 +163,7 @@ pub fn stacked_retries(calls: &[Call]) -> Vec<StackedRetries> {
         }
         let layers: Vec<&(&str, Vec<&Call>)> = parents
             .iter()
-            .filter(|(p, v)| !p.is_empty() && v.len() >= 2 && v.iter().any(|c| c.failed()))
+            .filter(|(p, v)| !p.is_empty() && v.len() >= 3 && v.iter().any(|c| c.failed()))
             .collect();
         if layers.len() < 2 {
             continue;

@@ -80,6 +80,12 @@ pub enum StateError {
     },
     #[error("no signal {0} (see `stormwatch signals list`)")]
     NoSuchSignal(String),
+    #[error("signal state {path}: row {id} is unreadable ({message}); move the file aside to start afresh")]
+    Corrupt {
+        path: PathBuf,
+        id: String,
+        message: String,
+    },
 }
 
 /// The state database.
@@ -179,13 +185,18 @@ impl StateDb {
                 .query_map([arg], map)
                 .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
         };
-        Ok(raw
-            .into_iter()
-            .filter_map(|(id, state, draft, clean, resolved, muted, esc, esc_at)| {
-                Some(Row {
+        raw.into_iter()
+            .map(|(id, state, draft, clean, resolved, muted, esc, esc_at)| {
+                let corrupt = |message: String| StateError::Corrupt {
+                    path: self.path.clone(),
+                    id: id.clone(),
+                    message,
+                };
+                Ok(Row {
+                    state: Lifecycle::parse(&state)
+                        .ok_or_else(|| corrupt(format!("unknown state {state:?}")))?,
+                    draft: serde_json::from_str(&draft).map_err(|e| corrupt(e.to_string()))?,
                     id,
-                    state: Lifecycle::parse(&state)?,
-                    draft: serde_json::from_str(&draft).ok()?,
                     clean_sweeps: clean,
                     resolved_at_ns: resolved,
                     muted_until_ns: muted,
@@ -193,7 +204,7 @@ impl StateDb {
                     mute_escalate_at: esc_at,
                 })
             })
-            .collect())
+            .collect()
     }
 
     /// Every signal, by id.

@@ -270,3 +270,32 @@ fn a_shorter_window_is_not_news_and_an_expired_mute_ends() {
         vec![(id.clone(), Some(Lifecycle::Muted), Lifecycle::Ongoing)]
     );
 }
+
+#[test]
+fn an_unreadable_row_is_an_error_not_a_silent_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    let mut db = StateDb::open(&path).unwrap();
+    let d = group(
+        &[finding(
+            Kind::RetryStorm,
+            "t",
+            ErrorClass::Unavailable,
+            DAY,
+            5,
+            "a",
+        )],
+        10,
+    );
+    db.apply(&d, 2 * DAY, DAY + 1, 2).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("UPDATE signals SET draft = '{not json'", [])
+        .unwrap();
+    let err = db.list().unwrap_err().to_string();
+    assert!(
+        err.contains(&d[0].id) && err.contains("unreadable"),
+        "{err}"
+    );
+    // A sweep fails loudly instead of inserting the key a second time.
+    assert!(db.apply(&d, 3 * DAY, DAY + 2, 2).is_err());
+}
