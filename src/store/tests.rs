@@ -48,6 +48,15 @@ fn request(day: &str, seed: u8, n: usize, tool: &str) -> ExportTraceServiceReque
     }
 }
 
+/// Submit `request(day, seed, n, tool)` and wait for its acknowledgement.
+fn put(store: &Store, day: &str, seed: u8, n: usize, tool: &str) -> Ack {
+    store
+        .submit(crate::ingest::prepare(&request(day, seed, n, tool)))
+        .unwrap()
+        .wait()
+        .unwrap()
+}
+
 fn quick() -> StoreOptions {
     StoreOptions {
         flush_interval: Duration::from_secs(3600),
@@ -69,16 +78,7 @@ fn count(dir: &std::path::Path) -> usize {
 fn acknowledged_spans_are_readable_after_flush_and_stored_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), quick()).unwrap();
-    let a = store
-        .submit(crate::ingest::prepare(&request(
-            "2026-07-29",
-            1,
-            10,
-            "search_flights",
-        )))
-        .unwrap()
-        .wait()
-        .unwrap();
+    let a = put(&store, "2026-07-29", 1, 10, "search_flights");
     assert_eq!(
         a,
         Ack {
@@ -87,16 +87,7 @@ fn acknowledged_spans_are_readable_after_flush_and_stored_once() {
         }
     );
     // A redelivery of the same spans is acknowledged and dropped.
-    let b = store
-        .submit(crate::ingest::prepare(&request(
-            "2026-07-29",
-            1,
-            10,
-            "search_flights",
-        )))
-        .unwrap()
-        .wait()
-        .unwrap();
+    let b = put(&store, "2026-07-29", 1, 10, "search_flights");
     assert_eq!(
         b,
         Ack {
@@ -107,16 +98,7 @@ fn acknowledged_spans_are_readable_after_flush_and_stored_once() {
     store.flush().unwrap();
     assert_eq!(count(dir.path()), 10);
     // After a flush, dedup still knows the keys (read back from Parquet).
-    let c = store
-        .submit(crate::ingest::prepare(&request(
-            "2026-07-29",
-            1,
-            12,
-            "search_flights",
-        )))
-        .unwrap()
-        .wait()
-        .unwrap();
+    let c = put(&store, "2026-07-29", 1, 12, "search_flights");
     assert_eq!(
         c,
         Ack {
@@ -134,19 +116,11 @@ fn a_reopened_store_dedups_against_parquet() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path(), quick()).unwrap();
-        store
-            .submit(crate::ingest::prepare(&request("2026-07-29", 2, 5, "t")))
-            .unwrap()
-            .wait()
-            .unwrap();
+        put(&store, "2026-07-29", 2, 5, "t");
         store.close().unwrap();
     }
     let store = Store::open(dir.path(), quick()).unwrap();
-    let ack = store
-        .submit(crate::ingest::prepare(&request("2026-07-29", 2, 5, "t")))
-        .unwrap()
-        .wait()
-        .unwrap();
+    let ack = put(&store, "2026-07-29", 2, 5, "t");
     assert_eq!(ack.duplicates, 5);
     store.close().unwrap();
     assert_eq!(count(dir.path()), 5);
@@ -188,11 +162,7 @@ fn an_interrupted_commit_is_finished_on_open() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path(), quick()).unwrap();
-        store
-            .submit(crate::ingest::prepare(&request("2026-07-29", 5, 6, "t")))
-            .unwrap()
-            .wait()
-            .unwrap();
+        put(&store, "2026-07-29", 5, 6, "t");
         store.close().unwrap();
     }
     let layout = Layout::new(dir.path());
@@ -231,16 +201,7 @@ fn flush_outputs_are_merged_and_the_rollup_counts_every_call() {
     };
     let store = Store::open(dir.path(), opts).unwrap();
     for seed in 10..16 {
-        store
-            .submit(crate::ingest::prepare(&request(
-                "2026-08-04",
-                seed,
-                11,
-                "search_flights",
-            )))
-            .unwrap()
-            .wait()
-            .unwrap();
+        put(&store, "2026-08-04", seed, 11, "search_flights");
         store.flush().unwrap();
     }
     let layout = store.layout().clone();
@@ -284,11 +245,7 @@ fn retention_drops_old_days() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path(), quick()).unwrap();
-        store
-            .submit(crate::ingest::prepare(&request("2020-01-01", 20, 3, "t")))
-            .unwrap()
-            .wait()
-            .unwrap();
+        put(&store, "2020-01-01", 20, 3, "t");
         store.close().unwrap();
     }
     assert_eq!(count(dir.path()), 3);
