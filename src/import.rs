@@ -27,6 +27,14 @@ pub struct ImportReport {
 }
 
 impl ImportReport {
+    /// Keep the older of `day` and the oldest day seen so far.
+    fn note_day(&mut self, day: Option<i32>) {
+        self.oldest_day = match (self.oldest_day, day) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
     pub fn add(&mut self, other: &ImportReport) {
         self.files += other.files;
         self.records += other.records;
@@ -34,10 +42,7 @@ impl ImportReport {
         self.duplicates += other.duplicates;
         self.rejected += other.rejected;
         self.bad_records += other.bad_records;
-        self.oldest_day = match (self.oldest_day, other.oldest_day) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.note_day(other.oldest_day);
     }
 }
 
@@ -101,10 +106,7 @@ impl<'a> Loader<'a> {
             return Ok(());
         }
         let oldest = prepared.normalized.rows.iter().map(|r| r.day()).min();
-        self.report.oldest_day = match (self.report.oldest_day, oldest) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.report.note_day(oldest);
         self.submit(prepared)
     }
 

@@ -172,18 +172,9 @@ fn turn_findings(
             .is_some_and(|t| day_of_ns(t.start_ns) == day)
     };
     let settled = |turn: &str| {
-        turns.get(turn).is_some_and(|t| {
-            now.saturating_sub(t.last_end_ns)
-                >= cfg.retry_storm.settle_seconds.saturating_mul(1_000_000_000)
-        })
-    };
-    let first_start = |span_ids: &[String]| {
-        calls
-            .iter()
-            .filter(|c| span_ids.contains(&c.span_id))
-            .map(|c| c.start_ns)
-            .min()
-            .unwrap_or(0)
+        turns
+            .get(turn)
+            .is_some_and(|t| t.settled(now, cfg.retry_storm.settle_seconds))
     };
     let mut out = Vec::new();
     for s in detect::retry_storms(&calls, &turns, now, &cfg.retry_storm) {
@@ -196,16 +187,13 @@ fn turn_findings(
         .iter()
         .filter(|w| keep(&w.turn))
     {
-        out.push(Finding::from_wasted(w, first_start(&w.span_ids)));
+        out.push(Finding::from_wasted(w));
     }
     for r in detect::retries_after_success(&calls)
         .iter()
         .filter(|r| keep(&r.turn))
     {
-        out.push(Finding::from_after_success(
-            r,
-            first_start(&r.repeat_span_ids),
-        ));
+        out.push(Finding::from_after_success(r));
     }
     for s in detect::stacked_retries(&calls)
         .iter()

@@ -45,6 +45,26 @@ impl Turn {
     pub fn duration_ns(&self) -> i64 {
         self.end_ns - self.start_ns
     }
+
+    /// No span of the turn's trace ended within `settle_seconds` of `now_ns`.
+    pub fn settled(&self, now_ns: i64, settle_seconds: i64) -> bool {
+        now_ns.saturating_sub(self.last_end_ns) >= settle_seconds.saturating_mul(1_000_000_000)
+    }
+}
+
+/// Calls grouped by (turn, tool), each group in start order.
+pub fn by_turn_and_tool(calls: &[Call]) -> BTreeMap<(&str, &str), Vec<&Call>> {
+    let mut groups: BTreeMap<(&str, &str), Vec<&Call>> = BTreeMap::new();
+    for c in calls {
+        groups
+            .entry((c.turn.as_str(), c.tool.as_str()))
+            .or_default()
+            .push(c);
+    }
+    for g in groups.values_mut() {
+        g.sort_by_key(|c| c.start_ns);
+    }
+    groups
 }
 
 /// The columns [`collect`] reads.

@@ -18,6 +18,22 @@ pub mod wilson;
 #[cfg(test)]
 mod tests;
 
+/// The most frequent class among (class, count) pairs (counts of one class
+/// add up; a tie goes to the class listed first in `ErrorClass`); `unknown`
+/// when there are none.
+pub fn dominant_class(
+    pairs: impl IntoIterator<Item = (crate::model::ErrorClass, u64)>,
+) -> crate::model::ErrorClass {
+    let mut counts: std::collections::BTreeMap<crate::model::ErrorClass, u64> = Default::default();
+    for (c, n) in pairs {
+        *counts.entry(c).or_insert(0) += n;
+    }
+    counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .map_or(crate::model::ErrorClass::Unknown, |(c, _)| c)
+}
+
 /// The median (mean of the middle two for an even count); `None` when empty.
 pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::calls::Call;
+use super::calls::{by_turn_and_tool, Call};
 use crate::model::{day_of_ns, ErrorClass};
 
 /// Retries of a request that failed deterministically.
@@ -17,6 +17,7 @@ pub struct WastedRetry {
     pub turn: String,
     pub trace_id: String,
     pub day: i32,
+    pub first_start_ns: i64,
     pub class: ErrorClass,
     /// Every attempt, the first included.
     pub attempts: usize,
@@ -35,6 +36,8 @@ pub struct RetryAfterSuccess {
     pub day: i32,
     /// The call that succeeded first.
     pub succeeded_span_id: String,
+    /// When the first repeat started.
+    pub first_repeat_ns: i64,
     /// Calls of the same request after it.
     pub repeats: usize,
     pub repeat_span_ids: Vec<String>,
@@ -77,6 +80,7 @@ pub fn wasted_retries(calls: &[Call]) -> Vec<WastedRetry> {
             turn: turn.to_string(),
             trace_id: first.trace_id.clone(),
             day: day_of_ns(first.start_ns),
+            first_start_ns: first.start_ns,
             class: first.class,
             attempts: group.len(),
             wasted_seconds: wasted_ns as f64 / 1e9,
@@ -114,6 +118,7 @@ pub fn retries_after_success(calls: &[Call]) -> Vec<RetryAfterSuccess> {
             trace_id: group[ok].trace_id.clone(),
             day: day_of_ns(group[ok].start_ns),
             succeeded_span_id: group[ok].span_id.clone(),
+            first_repeat_ns: repeats[0].start_ns,
             repeats: repeats.len(),
             repeat_span_ids: repeats.iter().map(|c| c.span_id.clone()).collect(),
         });
@@ -143,16 +148,8 @@ pub struct StackedRetries {
 /// Turns where a tool's attempts sit under ≥ 2 parents that each retried
 /// ≥ 2 times (≥ 3 attempts) with at least one failure.
 pub fn stacked_retries(calls: &[Call]) -> Vec<StackedRetries> {
-    let mut groups: BTreeMap<(&str, &str), Vec<&Call>> = BTreeMap::new();
-    for c in calls {
-        groups
-            .entry((c.turn.as_str(), c.tool.as_str()))
-            .or_default()
-            .push(c);
-    }
     let mut out = Vec::new();
-    for ((turn, tool), mut group) in groups {
-        group.sort_by_key(|c| c.start_ns);
+    for ((turn, tool), group) in by_turn_and_tool(calls) {
         let mut parents: Vec<(&str, Vec<&Call>)> = Vec::new();
         for c in &group {
             let p = c.parent_span_id.as_deref().unwrap_or("");
@@ -168,14 +165,8 @@ pub fn stacked_retries(calls: &[Call]) -> Vec<StackedRetries> {
         if layers.len() < 2 {
             continue;
         }
-        let mut classes: BTreeMap<ErrorClass, usize> = BTreeMap::new();
-        for c in group.iter().filter(|c| c.failed()) {
-            *classes.entry(c.class).or_insert(0) += 1;
-        }
-        let class = classes
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-            .map_or(ErrorClass::Unknown, |(c, _)| *c);
+        let class =
+            super::dominant_class(group.iter().filter(|c| c.failed()).map(|c| (c.class, 1)));
         out.push(StackedRetries {
             tool: tool.to_string(),
             service: group[0].service.clone(),

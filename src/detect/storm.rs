@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::calls::{Call, Turn};
+use super::calls::{by_turn_and_tool, Call, Turn};
 use super::median;
 use crate::model::{day_of_ns, ErrorClass};
 
@@ -175,24 +175,16 @@ pub fn retry_storms(
     now_ns: i64,
     p: &StormParams,
 ) -> Vec<Storm> {
-    let mut groups: BTreeMap<(&str, &str), Vec<&Call>> = BTreeMap::new();
-    for c in calls {
-        groups
-            .entry((c.turn.as_str(), c.tool.as_str()))
-            .or_default()
-            .push(c);
-    }
+    let groups = by_turn_and_tool(calls);
     let healthy = healthy_turns(&groups, turns);
     let mut out = Vec::new();
-    for ((turn_id, tool), mut group) in groups {
+    for ((turn_id, tool), group) in groups {
         let Some(turn) = turns.get(turn_id) else {
             continue;
         };
-        if now_ns.saturating_sub(turn.last_end_ns) < p.settle_seconds.saturating_mul(1_000_000_000)
-        {
+        if !turn.settled(now_ns, p.settle_seconds) {
             continue;
         }
-        group.sort_by_key(|c| c.start_ns);
         let rs = rounds(&group);
         let failures = group.iter().filter(|c| c.failed()).count();
         if rs.len() < p.storm_min_calls || failures < p.min_failures {

@@ -89,19 +89,12 @@ pub struct Finding {
     pub baseline: f64,
 }
 
-fn dominant(classes: impl IntoIterator<Item = (ErrorClass, u64)>) -> ErrorClass {
-    classes
-        .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
-        .map_or(ErrorClass::Unknown, |(c, _)| c)
-}
-
 impl Finding {
     pub fn from_spike(v: &DayVerdict) -> Finding {
         Finding {
             kind: Kind::ErrorRateSpike,
             tool: v.tool.clone(),
-            class: dominant(v.classes.iter().map(|(c, n)| (*c, *n))),
+            class: crate::detect::dominant_class(v.classes.iter().map(|(c, n)| (*c, *n))),
             at_ns: i64::from(v.day) * NANOS_PER_DAY,
             day: v.day,
             evidence: None,
@@ -157,7 +150,7 @@ impl Finding {
         Finding {
             kind: Kind::RetryStorm,
             tool: s.tool.clone(),
-            class: dominant(s.classes.iter().map(|(c, n)| (*c, *n as u64))),
+            class: crate::detect::dominant_class(s.classes.iter().map(|(c, n)| (*c, *n as u64))),
             at_ns: s.first_start_ns,
             day: s.day,
             evidence: Some(Evidence {
@@ -179,12 +172,12 @@ impl Finding {
         }
     }
 
-    pub fn from_wasted(w: &WastedRetry, first_start_ns: i64) -> Finding {
+    pub fn from_wasted(w: &WastedRetry) -> Finding {
         Finding {
             kind: Kind::WastedRetries,
             tool: w.tool.clone(),
             class: w.class,
-            at_ns: first_start_ns,
+            at_ns: w.first_start_ns,
             day: w.day,
             evidence: Some(Evidence {
                 outcome: Some("gave_up".to_string()),
@@ -198,12 +191,12 @@ impl Finding {
         }
     }
 
-    pub fn from_after_success(r: &RetryAfterSuccess, at_ns: i64) -> Finding {
+    pub fn from_after_success(r: &RetryAfterSuccess) -> Finding {
         Finding {
             kind: Kind::RetryAfterSuccess,
             tool: r.tool.clone(),
             class: ErrorClass::Ok,
-            at_ns,
+            at_ns: r.first_repeat_ns,
             day: r.day,
             evidence: Some(Evidence::turn(
                 &r.trace_id,
