@@ -2,6 +2,7 @@
 //! subcommand. The only place an error becomes an exit code.
 
 use std::process::ExitCode;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,11 @@ use std::io::IsTerminal;
 use stormwatch::cli::{Cli, Command, FailOn, OutputFormat, SignalsAction, SignalsArgs, SweepArgs};
 use stormwatch::config::Config;
 use stormwatch::store::Store;
+
+/// mimalloc: the sweep and the store allocate and free millions of small
+/// strings; glibc's malloc kept that memory and spent its time consolidating.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

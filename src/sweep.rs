@@ -110,6 +110,7 @@ pub fn run(
             from - MARGIN_NS,
             (from + NANOS_PER_DAY + MARGIN_NS).min(now),
         );
+        let t0 = std::time::Instant::now();
         let spans = reader.collect_spans(day - 1..=day + 1, |lf| {
             lf.filter(
                 col("start_ns")
@@ -124,7 +125,15 @@ pub fn run(
             .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
             .map_err(data("reading span ends"))?;
         horizon_ns = horizon_ns.max(day_max.min(now));
+        let t1 = std::time::Instant::now();
         findings.extend(turn_findings(&spans, day, now, cfg)?);
+        tracing::debug!(
+            day = %day_to_string(day),
+            spans = spans.height(),
+            read_ms = (t1 - t0).as_millis() as u64,
+            detect_ms = t1.elapsed().as_millis() as u64,
+            "per-turn rules"
+        );
     }
 
     let drafts = signal::group(&findings, opts.evidence_limit);
@@ -165,7 +174,8 @@ fn turn_findings(
     now: i64,
     cfg: &DetectConfig,
 ) -> Result<Vec<Finding>, SweepError> {
-    let (calls, turns) = calls::collect(spans).map_err(data("grouping tool calls by turn"))?;
+    let tc = calls::collect(spans).map_err(data("grouping tool calls by turn"))?;
+    let (calls, turns) = (&tc.calls, &tc.turns);
     let began_today = |turn: &str| {
         turns
             .get(turn)
@@ -177,25 +187,25 @@ fn turn_findings(
             .is_some_and(|t| t.settled(now, cfg.retry_storm.settle_seconds))
     };
     let mut out = Vec::new();
-    for s in detect::retry_storms(&calls, &turns, now, &cfg.retry_storm) {
+    for s in detect::retry_storms(&tc, now, &cfg.retry_storm) {
         if began_today(&s.turn) {
             out.push(Finding::from_storm(&s));
         }
     }
     let keep = |turn: &str| began_today(turn) && settled(turn);
-    for w in detect::wasted_retries(&calls)
+    for w in detect::wasted_retries(calls)
         .iter()
         .filter(|w| keep(&w.turn))
     {
         out.push(Finding::from_wasted(w));
     }
-    for r in detect::retries_after_success(&calls)
+    for r in detect::retries_after_success(calls)
         .iter()
         .filter(|r| keep(&r.turn))
     {
         out.push(Finding::from_after_success(r));
     }
-    for s in detect::stacked_retries(&calls)
+    for s in detect::stacked_retries(calls)
         .iter()
         .filter(|s| keep(&s.turn))
     {

@@ -1,12 +1,21 @@
 //! Tool calls grouped by turn, and what each turn looked like as a whole
-//! (duration, span count), from a frame of stored spans.
+//! (duration, span count), from a frame of stored spans. Counting calls per
+//! (turn, tool) is `queries/turn_tool_calls.sql`; only the pairs it finds
+//! repeated become [`Call`]s, so a day of a million calls costs a group-by,
+//! not a million small allocations.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use polars::prelude::*;
+use polars::sql::SQLContext;
 
-use super::turns;
+use super::turns::{self, Anchor};
 use crate::model::ErrorClass;
+
+/// The query, as shipped in `queries/`.
+pub const TURN_TOOL_CALLS_SQL: &str = include_str!("../../queries/turn_tool_calls.sql");
+
+type Fast = foldhash::fast::RandomState;
 
 /// One tool call, with the turn it belongs to.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,19 +61,19 @@ impl Turn {
     }
 }
 
-/// Calls grouped by (turn, tool), each group in start order.
-pub fn by_turn_and_tool(calls: &[Call]) -> BTreeMap<(&str, &str), Vec<&Call>> {
-    let mut groups: BTreeMap<(&str, &str), Vec<&Call>> = BTreeMap::new();
-    for c in calls {
-        groups
-            .entry((c.turn.as_str(), c.tool.as_str()))
-            .or_default()
-            .push(c);
+/// Calls grouped by (turn, tool), groups in (turn, tool) order, each in
+/// start order. `calls` as [`collect`] leaves them needs no sorting.
+pub fn by_turn_and_tool(calls: &[Call]) -> Vec<((&str, &str), Vec<&Call>)> {
+    fn key<'a>(c: &&'a Call) -> (&'a str, &'a str, i64) {
+        (c.turn.as_str(), c.tool.as_str(), c.start_ns)
     }
-    for g in groups.values_mut() {
-        g.sort_by_key(|c| c.start_ns);
+    let mut refs: Vec<&Call> = calls.iter().collect();
+    if !refs.is_sorted_by(|a, b| key(a) <= key(b)) {
+        refs.sort_by(|a, b| key(a).cmp(&key(b)));
     }
-    groups
+    refs.chunk_by(|a, b| a.turn == b.turn && a.tool == b.tool)
+        .map(|g| ((g[0].turn.as_str(), g[0].tool.as_str()), g.to_vec()))
+        .collect()
 }
 
 /// The columns [`collect`] reads.
@@ -85,12 +94,40 @@ pub const COLUMNS: [&str; 14] = [
     "tool_convention",
 ];
 
+/// A tool's median healthy turn: turns that called it and saw no failure of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Healthy {
+    pub duration_s: Option<f64>,
+    pub spans: Option<f64>,
+}
+
+/// What the per-turn rules read: the repeated calls, their turns, and each
+/// tool's healthy yardstick.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnCalls {
+    /// Calls of (turn, tool) pairs with two calls or more, in (turn, tool,
+    /// start) order. A tool called once in a turn cannot be retried there.
+    pub calls: Vec<Call>,
+    /// The turns of those calls, by turn id.
+    pub turns: BTreeMap<String, Turn>,
+    /// Per tool, over every turn that called it.
+    pub healthy: BTreeMap<String, Healthy>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TurnStat {
+    row: usize,
+    start_ns: i64,
+    end_ns: i64,
+    spans: usize,
+}
+
 /// Tool calls and turns of `df`, which holds at least [`COLUMNS`] (without
 /// `tool_convention`, MCP spans are taken as they are). An MCP `tools/call`
 /// span that describes the same call as its GenAI parent or child counts as
 /// a span of the turn, not as a second call.
-pub fn collect(df: &DataFrame) -> PolarsResult<(Vec<Call>, BTreeMap<String, Turn>)> {
-    let turn_ids = turns::resolve(df)?;
+pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
+    let anchors = turns::anchors(df)?;
     let duplicate = if df.schema().contains("tool_convention") {
         Some(crate::store::rollup::mcp_duplicates(df)?)
     } else {
@@ -98,51 +135,139 @@ pub fn collect(df: &DataFrame) -> PolarsResult<(Vec<Call>, BTreeMap<String, Turn
     };
     let trace = df.column("trace_id")?.str()?;
     let span = df.column("span_id")?.str()?;
-    let parent = df.column("parent_span_id")?.str()?;
     let start = df.column("start_ns")?.i64()?;
     let end = df.column("end_ns")?.i64()?;
     let is_tool = df.column("is_tool_call")?.bool()?;
+
+    // Number the turns densely; a turn's extent and span count as we go.
+    // Most anchors are rows, numbered through a table, not a hash.
+    let mut by_row: Vec<u32> = vec![u32::MAX; df.height()];
+    let mut by_call: HashMap<&str, u32, Fast> = HashMap::default();
+    let mut stats: Vec<TurnStat> = Vec::new();
+    let mut turn_of: Vec<u32> = Vec::with_capacity(df.height());
+    for (i, (anchor, (s, e))) in anchors.iter().zip(start.iter().zip(end.iter())).enumerate() {
+        let (s, e) = (s.unwrap_or(0), e.unwrap_or(0));
+        let slot = match anchor {
+            Anchor::Row(r) => &mut by_row[*r],
+            Anchor::AgentCall(c) => by_call.entry(c).or_insert(u32::MAX),
+        };
+        if *slot == u32::MAX {
+            *slot = stats.len() as u32;
+            stats.push(TurnStat {
+                row: i,
+                start_ns: s,
+                end_ns: e,
+                spans: 0,
+            });
+        }
+        let n = *slot;
+        let st = &mut stats[n as usize];
+        st.start_ns = st.start_ns.min(s);
+        st.end_ns = st.end_ns.max(e);
+        st.spans += 1;
+        turn_of.push(n);
+    }
+    let is_call: BooleanChunked = (0..df.height())
+        .map(|i| {
+            is_tool.get(i) == Some(true)
+                && duplicate.as_ref().is_none_or(|d| d.get(i) != Some(true))
+        })
+        .collect();
+
+    // Calls and failures per (turn, tool), by the shipped query.
+    let turn_col = Column::new("turn".into(), &turn_of);
+    let rows = df
+        .select(["tool_name", "error_class", "start_ns"])?
+        .hstack(&[turn_col])?
+        .filter(&is_call)?;
+    let mut ctx = SQLContext::new();
+    ctx.register("calls", rows.lazy());
+    let pairs = ctx.execute(TURN_TOOL_CALLS_SQL)?.collect()?;
+    let p_turn = pairs.column("turn")?.u32()?;
+    let p_tool = pairs.column("tool_name")?.str()?;
+    let p_calls = pairs.column("calls")?.cast(&DataType::Int64)?;
+    let p_calls = p_calls.i64()?;
+    let p_fail = pairs.column("failures")?.cast(&DataType::Int64)?;
+    let p_fail = p_fail.i64()?;
+    let mut repeated: HashSet<(u32, &str), Fast> = HashSet::default();
+    let mut has_repeat = vec![false; stats.len()];
+    let mut healthy: HashMap<&str, (Vec<f64>, Vec<f64>), Fast> = HashMap::default();
+    for j in 0..pairs.height() {
+        let (Some(n), Some(tool)) = (p_turn.get(j), p_tool.get(j)) else {
+            continue;
+        };
+        if p_calls.get(j).unwrap_or(0) >= 2 {
+            repeated.insert((n, tool));
+            has_repeat[n as usize] = true;
+        }
+        if p_fail.get(j).unwrap_or(0) == 0 {
+            let st = &stats[n as usize];
+            let h = healthy.entry(tool).or_default();
+            h.0.push((st.end_ns - st.start_ns) as f64 / 1e9);
+            h.1.push(st.spans as f64);
+        }
+    }
+
+    // Only repeated pairs become calls.
+    let parent = df.column("parent_span_id")?.str()?;
     let tool = df.column("tool_name")?.str()?;
     let service = df.column("service_name")?.str()?;
     let class = df.column("error_class")?.str()?;
     let args = df.column("tool_args_hash")?.str()?;
     let session = df.column("session_id")?.str()?;
-    let mut trace_end: BTreeMap<&str, i64> = BTreeMap::new();
-    for i in 0..df.height() {
-        let e = trace_end
-            .entry(trace.get(i).unwrap_or(""))
-            .or_insert(i64::MIN);
-        *e = (*e).max(end.get(i).unwrap_or(0));
+    let mut ids: HashMap<u32, String, Fast> = HashMap::default();
+    let mut out = TurnCalls::default();
+    // The newest span end of each trace that has a repeated pair, for settling.
+    let mut trace_end: HashMap<&str, i64, Fast> = HashMap::default();
+    for st in stats
+        .iter()
+        .zip(&has_repeat)
+        .filter(|(_, r)| **r)
+        .map(|(st, _)| st)
+    {
+        trace_end.insert(trace.get(st.row).unwrap_or(""), i64::MIN);
     }
-    let mut turns: BTreeMap<String, Turn> = BTreeMap::new();
-    let mut calls = Vec::new();
-    for (i, turn_id) in turn_ids.into_iter().enumerate() {
-        let (s, e) = (start.get(i).unwrap_or(0), end.get(i).unwrap_or(0));
-        let t = trace.get(i).unwrap_or("");
-        let turn = turns.entry(turn_id.clone()).or_insert_with(|| Turn {
-            trace_id: t.to_string(),
-            start_ns: s,
-            end_ns: e,
-            spans: 0,
-            last_end_ns: trace_end.get(t).copied().unwrap_or(e),
-        });
-        turn.start_ns = turn.start_ns.min(s);
-        turn.end_ns = turn.end_ns.max(e);
-        turn.spans += 1;
-        if is_tool.get(i) != Some(true)
-            || duplicate.as_ref().is_some_and(|d| d.get(i) == Some(true))
-        {
+    for (t, e) in trace.iter().zip(end.iter()) {
+        if let Some(te) = t.and_then(|t| trace_end.get_mut(t)) {
+            *te = (*te).max(e.unwrap_or(0));
+        }
+    }
+    for (i, &n) in turn_of.iter().enumerate() {
+        if !has_repeat[n as usize] || is_call.get(i) != Some(true) {
             continue;
         }
-        calls.push(Call {
+        let name = tool.get(i).unwrap_or("");
+        if !repeated.contains(&(n, name)) {
+            continue;
+        }
+        let turn_id = ids
+            .entry(n)
+            .or_insert_with(|| turns::turn_id(anchors[i], trace, span))
+            .clone();
+        let t = trace.get(i).unwrap_or("");
+        if !out.turns.contains_key(&turn_id) {
+            let st = stats[n as usize];
+            let anchor_trace = trace.get(st.row).unwrap_or(t);
+            out.turns.insert(
+                turn_id.clone(),
+                Turn {
+                    trace_id: anchor_trace.to_string(),
+                    start_ns: st.start_ns,
+                    end_ns: st.end_ns,
+                    spans: st.spans,
+                    last_end_ns: trace_end.get(anchor_trace).copied().unwrap_or(st.end_ns),
+                },
+            );
+        }
+        out.calls.push(Call {
             turn: turn_id,
             trace_id: t.to_string(),
             span_id: span.get(i).unwrap_or("").to_string(),
             parent_span_id: parent.get(i).map(str::to_string),
-            tool: tool.get(i).unwrap_or("").to_string(),
+            tool: name.to_string(),
             service: service.get(i).unwrap_or("").to_string(),
-            start_ns: s,
-            end_ns: e,
+            start_ns: start.get(i).unwrap_or(0),
+            end_ns: end.get(i).unwrap_or(0),
             class: class
                 .get(i)
                 .and_then(ErrorClass::parse)
@@ -151,6 +276,19 @@ pub fn collect(df: &DataFrame) -> PolarsResult<(Vec<Call>, BTreeMap<String, Turn
             session_id: session.get(i).map(str::to_string),
         });
     }
-    calls.sort_by(|a, b| (&a.turn, &a.tool, a.start_ns).cmp(&(&b.turn, &b.tool, b.start_ns)));
-    Ok((calls, turns))
+    out.calls
+        .sort_by(|a, b| (&a.turn, &a.tool, a.start_ns).cmp(&(&b.turn, &b.tool, b.start_ns)));
+    out.healthy = healthy
+        .into_iter()
+        .map(|(tool, (d, s))| {
+            (
+                tool.to_string(),
+                Healthy {
+                    duration_s: super::median(d),
+                    spans: super::median(s),
+                },
+            )
+        })
+        .collect();
+    Ok(out)
 }

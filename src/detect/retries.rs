@@ -43,20 +43,23 @@ pub struct RetryAfterSuccess {
     pub repeat_span_ids: Vec<String>,
 }
 
-fn same_requests(calls: &[Call]) -> BTreeMap<(&str, &str, &str), Vec<&Call>> {
-    let mut groups: BTreeMap<(&str, &str, &str), Vec<&Call>> = BTreeMap::new();
-    for c in calls {
-        if let Some(args) = c.args_hash.as_deref() {
-            groups
-                .entry((c.turn.as_str(), c.tool.as_str(), args))
-                .or_default()
-                .push(c);
+/// (turn, tool, arguments hash) and the calls of that request.
+type Requests<'a> = Vec<((&'a str, &'a str, &'a str), Vec<&'a Call>)>;
+
+/// Calls grouped by (turn, tool, arguments hash), in that order, each group
+/// in start order; calls without an arguments hash are left out.
+fn same_requests(calls: &[Call]) -> Requests<'_> {
+    let mut out = Vec::new();
+    for ((turn, tool), group) in by_turn_and_tool(calls) {
+        let mut by_args: BTreeMap<&str, Vec<&Call>> = BTreeMap::new();
+        for c in group {
+            if let Some(args) = c.args_hash.as_deref() {
+                by_args.entry(args).or_default().push(c);
+            }
         }
+        out.extend(by_args.into_iter().map(|(args, g)| ((turn, tool, args), g)));
     }
-    for g in groups.values_mut() {
-        g.sort_by_key(|c| c.start_ns);
-    }
-    groups
+    out
 }
 
 /// Requests retried after a deterministic failure, every retry failing the same way.

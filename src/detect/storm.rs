@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::calls::{by_turn_and_tool, Call, Turn};
+use super::calls::{by_turn_and_tool, Call, TurnCalls};
 use super::median;
 use crate::model::{day_of_ns, ErrorClass};
 
@@ -169,14 +169,9 @@ pub fn rhythm(gaps_ms: &[f64], p: &StormParams) -> Rhythm {
 }
 
 /// Every storm among settled turns, worst (most wasted seconds) first.
-pub fn retry_storms(
-    calls: &[Call],
-    turns: &BTreeMap<String, Turn>,
-    now_ns: i64,
-    p: &StormParams,
-) -> Vec<Storm> {
-    let groups = by_turn_and_tool(calls);
-    let healthy = healthy_turns(&groups, turns);
+pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> {
+    let (turns, healthy) = (&tc.turns, &tc.healthy);
+    let groups = by_turn_and_tool(&tc.calls);
     let mut out = Vec::new();
     for ((turn_id, tool), group) in groups {
         let Some(turn) = turns.get(turn_id) else {
@@ -214,7 +209,7 @@ pub fn retry_storms(
         for c in group.iter().filter(|c| c.failed()) {
             *classes.entry(c.class).or_insert(0) += 1;
         }
-        let (h_dur, h_spans) = healthy.get(tool).cloned().unwrap_or((None, None));
+        let h = healthy.get(tool).copied().unwrap_or_default();
         out.push(Storm {
             tool: tool.to_string(),
             service: group[0].service.clone(),
@@ -235,8 +230,8 @@ pub fn retry_storms(
             last_end_ns: rs.last().map_or(rs[0].end, |r| r.end),
             turn_duration_s: turn.duration_ns() as f64 / 1e9,
             turn_spans: turn.spans,
-            healthy_turn_duration_s: h_dur,
-            healthy_turn_spans: h_spans,
+            healthy_turn_duration_s: h.duration_s,
+            healthy_turn_spans: h.spans,
         });
     }
     out.sort_by(|a, b| {
@@ -264,26 +259,4 @@ fn wasted_seconds(rs: &[Round<'_>], outcome: Outcome) -> f64 {
         }
     }
     ns as f64 / 1e9
-}
-
-/// Per tool, the median duration and span count of turns where it never failed.
-fn healthy_turns(
-    groups: &BTreeMap<(&str, &str), Vec<&Call>>,
-    turns: &BTreeMap<String, Turn>,
-) -> BTreeMap<String, (Option<f64>, Option<f64>)> {
-    let mut per_tool: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for ((turn_id, tool), group) in groups {
-        if group.iter().any(|c| c.failed()) {
-            continue;
-        }
-        if let Some(t) = turns.get(*turn_id) {
-            let e = per_tool.entry(tool).or_default();
-            e.0.push(t.duration_ns() as f64 / 1e9);
-            e.1.push(t.spans as f64);
-        }
-    }
-    per_tool
-        .into_iter()
-        .map(|(tool, (d, s))| (tool.to_string(), (median(d), median(s))))
-        .collect()
 }

@@ -250,11 +250,10 @@ proptest! {
 
 // ---- turns, storms and retries, on the seeds' fixtures and small cases ----
 
-use super::calls::{self, Call, Turn};
+use super::calls::{self, TurnCalls};
 use super::storm::{retry_storms, rhythm, Outcome, Rhythm, StormParams};
 use super::{retries_after_success, wasted_retries};
 use polars::prelude::*;
-use std::collections::BTreeMap;
 
 /// A fixture file, through the real decoder and normalizer, as a frame.
 fn fixture_frame(name: &str) -> DataFrame {
@@ -267,7 +266,7 @@ fn fixture_frame(name: &str) -> DataFrame {
     crate::store::frame::rows_to_frame(&refs).unwrap()
 }
 
-fn fixture_calls(name: &str) -> (Vec<Call>, BTreeMap<String, Turn>) {
+fn fixture_calls(name: &str) -> TurnCalls {
     calls::collect(&fixture_frame(name)).unwrap()
 }
 
@@ -275,8 +274,8 @@ const FAR_FUTURE: i64 = i64::MAX / 2;
 
 #[test]
 fn the_four_jul_29_storms_are_no_backoff_and_gave_up() {
-    let (calls, turns) = fixture_calls("storms_jul29.json");
-    let storms = retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default());
+    let tc = fixture_calls("storms_jul29.json");
+    let storms = retry_storms(&tc, FAR_FUTURE, &StormParams::default());
     assert_eq!(storms.len(), 4, "{storms:#?}");
     assert_eq!(storms.iter().map(|s| s.calls).sum::<usize>(), 53);
     for s in &storms {
@@ -317,8 +316,8 @@ fn the_four_jul_29_storms_are_no_backoff_and_gave_up() {
 
 #[test]
 fn storm_evidence_compares_with_the_median_healthy_turn() {
-    let (calls, turns) = fixture_calls("search_flights_history.json");
-    let storms = retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default());
+    let tc = fixture_calls("search_flights_history.json");
+    let storms = retry_storms(&tc, FAR_FUTURE, &StormParams::default());
     // The four of Jul 29, and the recovered bursts of Aug 4 and Aug 5.
     let days: Vec<String> = storms.iter().map(|s| day_to_string(s.day)).collect();
     assert_eq!(
@@ -346,19 +345,19 @@ fn storm_evidence_compares_with_the_median_healthy_turn() {
 
 #[test]
 fn the_fixed_retry_loop_produces_nothing() {
-    let (calls, turns) = fixture_calls("fixed_loop.json");
-    assert!(retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default()).is_empty());
-    assert!(wasted_retries(&calls).is_empty());
-    assert!(retries_after_success(&calls).is_empty());
+    let tc = fixture_calls("fixed_loop.json");
+    assert!(retry_storms(&tc, FAR_FUTURE, &StormParams::default()).is_empty());
+    assert!(wasted_retries(&tc.calls).is_empty());
+    assert!(retries_after_success(&tc.calls).is_empty());
 }
 
 #[test]
 fn the_retry_gate_cases() {
-    let (calls, turns) = fixture_calls("retry_gate.json");
+    let tc = fixture_calls("retry_gate.json");
     // 429 / 503 retries that recover, and retries of 400 / 410 only (wasted
     // retries, §4.3): no storm.
-    assert!(retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default()).is_empty());
-    let wasted = wasted_retries(&calls);
+    assert!(retry_storms(&tc, FAR_FUTURE, &StormParams::default()).is_empty());
+    let wasted = wasted_retries(&tc.calls);
     let mut found: Vec<(String, &str, usize)> = wasted
         .iter()
         .map(|w| (w.tool.clone(), w.class.as_str(), w.attempts))
@@ -373,7 +372,7 @@ fn the_retry_gate_cases() {
     );
     // Backoff of 1 + 2 + 4 + 8 s is wasted on top of the four retries' durations.
     assert!(wasted.iter().all(|w| w.wasted_seconds > 15.0), "{wasted:?}");
-    let doubles = retries_after_success(&calls);
+    let doubles = retries_after_success(&tc.calls);
     assert_eq!(doubles.len(), 1, "{doubles:?}");
     assert_eq!(doubles[0].tool, "book_flight");
     assert_eq!(doubles[0].repeats, 1);
@@ -405,8 +404,8 @@ fn synthetic(spans: &[Syn]) -> DataFrame {
 }
 
 fn storms_of(spans: &[Syn]) -> Vec<super::Storm> {
-    let (calls, turns) = calls::collect(&synthetic(spans)).unwrap();
-    retry_storms(&calls, &turns, FAR_FUTURE, &StormParams::default())
+    let tc = calls::collect(&synthetic(spans)).unwrap();
+    retry_storms(&tc, FAR_FUTURE, &StormParams::default())
 }
 
 #[test]
@@ -523,14 +522,11 @@ fn an_unsettled_trace_is_not_judged_yet() {
             "unavailable",
         ));
     }
-    let (calls, turns) = calls::collect(&synthetic(&spans)).unwrap();
+    let tc = calls::collect(&synthetic(&spans)).unwrap();
     let end_ns = (1_785_000_000_000i64 + 10_000) * 1_000_000;
     let p = StormParams::default();
-    assert!(retry_storms(&calls, &turns, end_ns + 89_000_000_000, &p).is_empty());
-    assert_eq!(
-        retry_storms(&calls, &turns, end_ns + 90_000_000_000, &p).len(),
-        1
-    );
+    assert!(retry_storms(&tc, end_ns + 89_000_000_000, &p).is_empty());
+    assert_eq!(retry_storms(&tc, end_ns + 90_000_000_000, &p).len(), 1);
 }
 
 #[test]
@@ -624,7 +620,7 @@ fn retry_loops_inside_retry_loops_are_reported_with_their_layers() {
             "unavailable",
         ));
     }
-    let (calls, _) = calls::collect(&synthetic(&spans)).unwrap();
+    let calls = calls::collect(&synthetic(&spans)).unwrap().calls;
     let stacked = super::stacked_retries(&calls);
     assert_eq!(stacked.len(), 1, "{stacked:?}");
     assert_eq!(
@@ -643,7 +639,7 @@ fn retry_loops_inside_retry_loops_are_reported_with_their_layers() {
             }
         })
         .collect();
-    let (calls, _) = calls::collect(&synthetic(&flat)).unwrap();
+    let calls = calls::collect(&synthetic(&flat)).unwrap().calls;
     assert!(super::stacked_retries(&calls).is_empty());
 }
 
@@ -673,11 +669,12 @@ fn an_mcp_span_of_the_same_call_is_not_a_retry() {
         }
         .unwrap()
     };
-    let (calls, _) = calls::collect(&frame("mcp")).unwrap();
-    assert_eq!(calls.len(), 1);
+    // One call is not a repeated call: nothing for the per-turn rules.
+    let calls = calls::collect(&frame("mcp")).unwrap().calls;
+    assert!(calls.is_empty());
     assert!(wasted_retries(&calls).is_empty());
     // Two GenAI calls of the same request are a retry.
-    let (calls, _) = calls::collect(&frame("gen_ai")).unwrap();
+    let calls = calls::collect(&frame("gen_ai")).unwrap().calls;
     assert_eq!(wasted_retries(&calls).len(), 1);
 }
 

@@ -16,27 +16,66 @@ pub const COLUMNS: [&str; 5] = [
     "agent_call_id",
 ];
 
+/// Where a row's turn is anchored: the agent span or trace root (a row of
+/// the frame), or a `gen_ai.agent.call.id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Anchor<'a> {
+    Row(usize),
+    AgentCall(&'a str),
+}
+
 /// One turn id per row of `df` (which holds at least [`COLUMNS`]):
 /// `<trace>/<span>` of the agent span or root, or `agent:<call id>`.
 pub fn resolve(df: &DataFrame) -> PolarsResult<Vec<String>> {
-    let trace = df.column("trace_id")?.str()?;
     let span = df.column("span_id")?.str()?;
-    let parent = df.column("parent_span_id")?.str()?;
-    let is_agent = df.column("is_agent")?.bool()?;
+    let trace = df.column("trace_id")?.str()?;
+    Ok(anchors(df)?
+        .into_iter()
+        .map(|a| turn_id(a, trace, span))
+        .collect())
+}
+
+/// The turn id of an anchor (see [`resolve`]).
+pub fn turn_id(anchor: Anchor<'_>, trace: &StringChunked, span: &StringChunked) -> String {
+    match anchor {
+        Anchor::Row(r) => format!(
+            "{}/{}",
+            trace.get(r).unwrap_or(""),
+            span.get(r).unwrap_or("")
+        ),
+        Anchor::AgentCall(c) => format!("agent:{c}"),
+    }
+}
+
+/// The turn anchor of every row of `df`, without building strings.
+pub fn anchors(df: &DataFrame) -> PolarsResult<Vec<Anchor<'_>>> {
+    let strs = |name: &str| -> PolarsResult<Vec<Option<&str>>> {
+        Ok(df.column(name)?.str()?.iter().collect())
+    };
+    let (trace, span, parent) = (strs("trace_id")?, strs("span_id")?, strs("parent_span_id")?);
     let call_id = df.column("agent_call_id")?.str()?;
+    let is_agent: Vec<bool> = df
+        .column("is_agent")?
+        .bool()?
+        .iter()
+        .map(|b| b == Some(true))
+        .collect();
     // (trace, span) → row
-    let mut index: HashMap<(&str, &str), usize> = HashMap::with_capacity(df.height());
-    for i in 0..df.height() {
-        if let (Some(t), Some(s)) = (trace.get(i), span.get(i)) {
+    let mut index: HashMap<(&str, &str), usize, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(df.height(), Default::default());
+    for (i, (t, s)) in trace.iter().zip(&span).enumerate() {
+        if let (Some(t), Some(s)) = (t, s) {
             index.insert((t, s), i);
         }
     }
+    let parent_row =
+        |i: usize| -> Option<usize> { index.get(&(trace[i].unwrap_or(""), parent[i]?)).copied() };
+    // The nearest agent at or above each row, memoized along each walk.
     let mut agent_of: Vec<Option<Option<usize>>> = vec![None; df.height()];
+    let mut path = Vec::new();
     let mut out = Vec::with_capacity(df.height());
     for i in 0..df.height() {
-        let t = trace.get(i).unwrap_or("");
-        // Walk up to the nearest agent span, remembering the path to memoize it.
-        let mut path = Vec::new();
+        path.clear();
         let mut cur = i;
         let mut top = i;
         let found = loop {
@@ -44,48 +83,35 @@ pub fn resolve(df: &DataFrame) -> PolarsResult<Vec<String>> {
                 break known;
             }
             path.push(cur);
-            if is_agent.get(cur) == Some(true) {
+            if is_agent[cur] {
                 break Some(cur);
             }
             top = cur;
-            match parent.get(cur).and_then(|p| index.get(&(t, p))) {
+            match parent_row(cur) {
                 // A cycle in bad data must not loop forever.
-                Some(&p) if path.len() <= df.height() && !path.contains(&p) => cur = p,
+                Some(p) if path.len() <= df.height() && !path.contains(&p) => cur = p,
                 _ => break None,
             }
         };
-        for p in path {
+        for &p in &path {
             agent_of[p] = Some(found);
         }
-        let turn = match found {
-            Some(a) => format!("{t}/{}", span.get(a).unwrap_or("")),
+        out.push(match found {
+            Some(a) => Anchor::Row(a),
             None => match call_id.get(i) {
-                Some(c) if !c.is_empty() => format!("agent:{c}"),
-                _ => format!(
-                    "{t}/{}",
-                    span.get(root(top, t, &index, parent)).unwrap_or("")
-                ),
+                Some(c) if !c.is_empty() => Anchor::AgentCall(c),
+                _ => {
+                    // The topmost ancestor that is stored.
+                    let mut r = top;
+                    let mut steps = 0;
+                    while let Some(p) = parent_row(r).filter(|_| steps <= df.height()) {
+                        steps += 1;
+                        r = p;
+                    }
+                    Anchor::Row(r)
+                }
             },
-        };
-        out.push(turn);
+        });
     }
     Ok(out)
-}
-
-/// The topmost ancestor of row `i` that is stored.
-fn root(
-    mut i: usize,
-    trace: &str,
-    index: &HashMap<(&str, &str), usize>,
-    parent: &StringChunked,
-) -> usize {
-    let mut steps = 0;
-    while let Some(&p) = parent.get(i).and_then(|p| index.get(&(trace, p))) {
-        steps += 1;
-        if steps > index.len() {
-            break;
-        }
-        i = p;
-    }
-    i
 }

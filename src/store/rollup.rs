@@ -75,24 +75,35 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
 /// (or other convention's) tool span: its parent or its child, same tool.
 /// Such a call is counted once, as the non-MCP span.
 pub fn mcp_duplicates(df: &DataFrame) -> PolarsResult<BooleanChunked> {
+    let conv = df.column("tool_convention")?.str()?;
+    let is_mcp = |i: usize| conv.get(i) == Some("mcp");
+    if !(0..df.height()).any(is_mcp) {
+        return Ok(BooleanChunked::full(
+            "mcp_duplicate".into(),
+            false,
+            df.height(),
+        ));
+    }
     let trace = df.column("trace_id")?.str()?;
     let span = df.column("span_id")?.str()?;
     let parent = df.column("parent_span_id")?.str()?;
     let tool = df.column("tool_name")?.str()?;
-    let conv = df.column("tool_convention")?.str()?;
-    let mut by_id = HashSet::new();
-    let mut by_parent = HashSet::new();
+    type Set<'a> =
+        HashSet<(Option<&'a str>, Option<&'a str>, &'a str), foldhash::fast::RandomState>;
+    let (mut by_id, mut by_parent) = (Set::default(), Set::default());
     for i in 0..df.height() {
-        if conv.get(i) != Some("mcp") {
-            by_id.insert((trace.get(i), span.get(i), tool.get(i)));
-            by_parent.insert((trace.get(i), parent.get(i), tool.get(i)));
+        if let (false, Some(t)) = (is_mcp(i), tool.get(i)) {
+            by_id.insert((trace.get(i), span.get(i), t));
+            by_parent.insert((trace.get(i), parent.get(i), t));
         }
     }
     Ok((0..df.height())
         .map(|i| {
-            conv.get(i) == Some("mcp")
-                && (by_id.contains(&(trace.get(i), parent.get(i), tool.get(i)))
-                    || by_parent.contains(&(trace.get(i), span.get(i), tool.get(i))))
+            let Some(t) = tool.get(i).filter(|_| is_mcp(i)) else {
+                return false;
+            };
+            by_id.contains(&(trace.get(i), parent.get(i), t))
+                || by_parent.contains(&(trace.get(i), span.get(i), t))
         })
         .collect())
 }
