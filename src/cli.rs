@@ -77,6 +77,9 @@ pub struct SweepArgs {
     /// Exit 1 when signals are open, for CI
     #[arg(long)]
     pub fail_on: Option<FailOn>,
+    /// Read every day again instead of reusing the stored results of days whose data has not changed
+    #[arg(long)]
+    pub rescan: bool,
 }
 
 #[derive(Debug, Args)]

@@ -169,6 +169,7 @@ fn sweep(
             .context("--since")?,
         evidence_limit: config.signals.evidence_limit,
         resolve_after: config.signals.resolve_after,
+        reuse: !args.rescan,
     };
     let reader = stormwatch::store::Reader::open(data_dir)?;
     let mut state = stormwatch::signal::StateDb::open(&reader.layout().state_db())?;

@@ -6,7 +6,10 @@ use std::fmt;
 use std::sync::Arc;
 
 /// What a failure was, whatever name the span gave it (detection.md §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     Ok,
     RateLimited,

@@ -22,6 +22,9 @@ pub struct SweepOptions {
     pub since_days: i32,
     pub evidence_limit: usize,
     pub resolve_after: i64,
+    /// Reuse the stored per-day results of days whose data is unchanged
+    /// (`sweep --rescan` turns it off).
+    pub reuse: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +65,9 @@ pub struct SweepReport {
     /// The newest span end the sweep saw.
     pub horizon_ns: i64,
     pub spans_scanned: usize,
+    /// Days the per-turn rules read, and days whose stored result was reused.
+    pub days_scanned: usize,
+    pub days_reused: usize,
     pub signals: Vec<Signal>,
     pub changes: Vec<Change>,
 }
@@ -101,39 +107,41 @@ pub fn run(
     // Per-turn rules, one day at a time so memory holds a day of spans, not
     // the window: each day is read with an hour on either side so a turn
     // across midnight is whole, and its findings belong to the day it began.
+    // A day whose parts have not changed since a sweep that saw it final is
+    // not read again.
     let now = opts.now_ns;
     let mut horizon_ns = 0;
-    let mut spans_scanned = 0;
+    let (mut spans_scanned, mut days_scanned, mut days_reused) = (0, 0, 0);
+    if let Some(first) = days.first() {
+        state.forget_days_before(first - 1)?;
+    }
     for day in days.iter().copied().filter(|d| (since..=today).contains(d)) {
-        let from = i64::from(day) * NANOS_PER_DAY;
-        let (lo, hi) = (
-            from - MARGIN_NS,
-            (from + NANOS_PER_DAY + MARGIN_NS).min(now),
-        );
+        let fingerprint = day_fingerprint(reader, day, cfg)?;
+        if opts.reuse {
+            if let Some(kept) = state.day_result(day, &fingerprint)? {
+                horizon_ns = horizon_ns.max(kept.horizon_ns);
+                findings.extend(kept.findings);
+                days_reused += 1;
+                continue;
+            }
+        }
         let t0 = std::time::Instant::now();
-        let spans = reader.collect_spans(day - 1..=day + 1, |lf| {
-            lf.filter(
-                col("start_ns")
-                    .gt_eq(lit(lo))
-                    .and(col("start_ns").lt(lit(hi))),
-            )
-            .select(calls::COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>())
-        })?;
-        spans_scanned += spans.height();
-        let day_max = spans
-            .column("end_ns")
-            .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
-            .map_err(data("reading span ends"))?;
-        horizon_ns = horizon_ns.max(day_max.min(now));
-        let t1 = std::time::Instant::now();
-        findings.extend(turn_findings(&spans, day, now, cfg)?);
+        let result = turn_day(reader, day, now, cfg)?;
         tracing::debug!(
             day = %day_to_string(day),
-            spans = spans.height(),
-            read_ms = (t1 - t0).as_millis() as u64,
-            detect_ms = t1.elapsed().as_millis() as u64,
+            spans = result.spans,
+            ms = t0.elapsed().as_millis() as u64,
             "per-turn rules"
         );
+        spans_scanned += result.spans;
+        days_scanned += 1;
+        horizon_ns = horizon_ns.max(result.horizon_ns);
+        // Final: every turn that began on the day has settled by `now`.
+        let settle_ns = cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000;
+        if now >= i64::from(day + 1) * NANOS_PER_DAY + MARGIN_NS + settle_ns {
+            state.put_day_result(day, &fingerprint, &result)?;
+        }
+        findings.extend(result.findings);
     }
 
     let drafts = signal::group(&findings, opts.evidence_limit);
@@ -155,6 +163,8 @@ pub fn run(
         since_day: day_to_string(since),
         horizon_ns,
         spans_scanned,
+        days_scanned,
+        days_reused,
         signals,
         changes: outcome
             .changes
@@ -166,6 +176,65 @@ pub fn run(
 
 /// How far into the neighbouring days a day's turns are read.
 const MARGIN_NS: i64 = 3_600 * 1_000_000_000;
+
+/// Bumped whenever a per-turn rule changes what it finds, so stored day
+/// results from an older version are recomputed.
+const RULES_VERSION: u32 = 1;
+
+/// What a day's per-turn result depends on: the rules, their parameters,
+/// and the Parquet parts (name, size, modification time) of the day and its
+/// neighbours.
+fn day_fingerprint(reader: &Reader, day: i32, cfg: &DetectConfig) -> Result<String, SweepError> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(format!("v{RULES_VERSION} {:?}", cfg.retry_storm).as_bytes());
+    for d in day - 1..=day + 1 {
+        for part in reader.layout().parts(d)? {
+            let meta = std::fs::metadata(&part).map_err(|e| {
+                SweepError::Store(StoreError::io(format!("reading {}", part.display()), e))
+            })?;
+            let mtime = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            h.update(reader.layout().relative(&part).as_bytes());
+            h.update(&meta.len().to_le_bytes());
+            h.update(&mtime.to_le_bytes());
+        }
+    }
+    Ok(format!("{:032x}", h.digest128()))
+}
+
+/// Read one day (with an hour of each neighbour) and run the per-turn rules.
+fn turn_day(
+    reader: &Reader,
+    day: i32,
+    now: i64,
+    cfg: &DetectConfig,
+) -> Result<signal::DayResult, SweepError> {
+    let from = i64::from(day) * NANOS_PER_DAY;
+    let (lo, hi) = (
+        from - MARGIN_NS,
+        (from + NANOS_PER_DAY + MARGIN_NS).min(now),
+    );
+    let spans = reader.collect_spans(day - 1..=day + 1, |lf| {
+        lf.filter(
+            col("start_ns")
+                .gt_eq(lit(lo))
+                .and(col("start_ns").lt(lit(hi))),
+        )
+        .select(calls::COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>())
+    })?;
+    let day_max = spans
+        .column("end_ns")
+        .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
+        .map_err(data("reading span ends"))?;
+    Ok(signal::DayResult {
+        findings: turn_findings(&spans, day, now, cfg)?,
+        horizon_ns: day_max.min(now),
+        spans: spans.height(),
+    })
+}
 
 /// Findings of the per-turn rules over `spans`, kept for turns that began on `day`.
 fn turn_findings(
@@ -232,6 +301,8 @@ pub fn to_json(report: &SweepReport) -> serde_json::Value {
         "since": report.since_day,
         "horizon": rfc3339(report.horizon_ns),
         "spans_scanned": report.spans_scanned,
+        "days_scanned": report.days_scanned,
+        "days_reused": report.days_reused,
         "signals": report.signals.iter().map(signal_json).collect::<Vec<_>>(),
         "changes": report.changes,
     })
@@ -260,9 +331,11 @@ pub fn signal_json(s: &Signal) -> serde_json::Value {
 /// The short human report.
 pub fn to_text(report: &SweepReport) -> String {
     let mut out = format!(
-        "stormwatch sweep at {} over {} .. now: {} signal(s), {} change(s)\n",
+        "stormwatch sweep at {} over {} .. now ({} day(s) read, {} unchanged): {} signal(s), {} change(s)\n",
         rfc3339(report.now_ns),
         report.since_day,
+        report.days_scanned,
+        report.days_reused,
         report.signals.len(),
         report.changes.len()
     );

@@ -83,18 +83,39 @@ def split_statements(sql):
     return out
 
 
+# --details: the findings themselves. Turns and tools are keyed by hashes in
+# the script; their names are looked up again here (outside the timing).
+NAMES_SQL = """
+CREATE OR REPLACE TEMP TABLE finding_turns AS
+SELECT DISTINCT t1, t2 FROM (
+    SELECT t1, t2 FROM storms UNION ALL SELECT t1, t2 FROM wasted_retries
+    UNION ALL SELECT t1, t2 FROM retries_after_success UNION ALL SELECT t1, t2 FROM stacked_retries);
+CREATE OR REPLACE TEMP TABLE turn_names AS
+SELECT DISTINCT f.t1, f.t2, s.trace_id || '/' || s.span_id AS turn_id
+FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true) s
+JOIN finding_turns f ON f.t2 <> 0 AND hash(s.trace_id) = f.t1 AND hash(s.span_id) = f.t2
+WHERE s.date BETWEEN getvariable('since_day') - 1 AND getvariable('today') + 1
+UNION ALL
+SELECT DISTINCT f.t1, f.t2, 'agent:' || s.agent_call_id
+FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true) s
+JOIN finding_turns f ON f.t2 = 0 AND hash(s.agent_call_id) = f.t1
+WHERE s.date BETWEEN getvariable('since_day') - 1 AND getvariable('today') + 1 AND s.agent_call_id <> ''
+"""
+TURN = "coalesce(tn.turn_id, x.t1::VARCHAR || '/' || x.t2::VARCHAR) AS turn_id, n.tool_name"
+JOIN = ("LEFT JOIN turn_names tn ON tn.t1 = x.t1 AND tn.t2 = x.t2 "
+        "LEFT JOIN tool_names n ON n.tool_h = x.tool_h")
 DETAILS = {
     "error_rate_spike": "SELECT tool_name, service_name, day, calls, errors, basis, round(baseline, 4) AS baseline, "
     "round(lower_bound, 4) AS lower_bound FROM verdicts "
-    "WHERE day >= getvariable('since_day') AND is_spike ORDER BY tool_name, day",
+    "WHERE day >= getvariable('since_day') AND is_spike ORDER BY tool_name, service_name, day",
     "latency_spike": "SELECT tool_name, service_name, day, calls FROM verdicts "
-    "WHERE day >= getvariable('since_day') AND NOT is_spike AND is_latency ORDER BY tool_name, day",
-    "retry_storm": "SELECT turn_id, tool_name, calls, rounds, failures, rhythm, outcome, "
-    "round(median_gap_ms, 3) AS median_gap_ms, round(wasted_seconds, 3) AS wasted_seconds "
-    "FROM storms ORDER BY wasted_seconds DESC, turn_id",
-    "wasted_retries": "SELECT * FROM wasted_retries ORDER BY turn_id, tool_name",
-    "retry_after_success": "SELECT * FROM retries_after_success ORDER BY turn_id, tool_name",
-    "stacked_retries": "SELECT * FROM stacked_retries ORDER BY turn_id, tool_name",
+    "WHERE day >= getvariable('since_day') AND NOT is_spike AND is_latency ORDER BY tool_name, service_name, day",
+    "retry_storm": f"SELECT {TURN}, calls, rounds, failures, rhythm, outcome, round(median_gap_ms, 3), "
+    f"round(wasted_seconds, 3) FROM storms x {JOIN} ORDER BY wasted_seconds DESC, turn_id",
+    "wasted_retries": f"SELECT {TURN}, x.args_h, class, attempts FROM wasted_retries x {JOIN} ORDER BY turn_id, tool_name",
+    "retry_after_success": f"SELECT {TURN}, x.args_h, repeats FROM retries_after_success x {JOIN} "
+    "ORDER BY turn_id, tool_name",
+    "stacked_retries": f"SELECT {TURN}, layers FROM stacked_retries x {JOIN} ORDER BY turn_id, tool_name",
 }
 
 
@@ -140,6 +161,8 @@ def main():
 
     values = dict(zip(names, row))
     if args.details:
+        for stmt in split_statements(NAMES_SQL + ";"):
+            con.execute(stmt)
         for kind in KINDS:
             rel = con.sql(DETAILS[kind])
             print(f"== {kind}: {values[kind]}", file=sys.stderr)

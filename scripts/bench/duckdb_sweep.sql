@@ -11,9 +11,13 @@
 -- Output: the last statement returns one row, the number of findings of
 -- each kind and the sorted tools that had a retry storm.
 --
--- Knowing departures from the Rust rules are marked "DIFF:" below. None of
--- them changes a finding on the project's fixtures or on well-formed traces
--- that are shorter than an hour.
+-- Known departures from the Rust rules are marked "DIFF:" below. None of
+-- them changed a finding on the project's fixtures, nor on the synthetic
+-- stores the script was checked against (a line-by-line Python port of the
+-- Rust rules gave the same findings). They show with traces that run on
+-- for more than an hour past the day their turn began, `agent:<id>` turns
+-- spread over several traces, cycles in parent links, spans that end before
+-- they start or calls that start at the same nanosecond.
 --
 -- Statements are separated by semicolons at the end of a line. Comments
 -- never contain one.
@@ -94,20 +98,21 @@ FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true)
 WHERE is_tool_call AND tool_convention = 'mcp';
 
 -- An MCP span that describes the same call as a non-MCP tool span of the
--- same day: that span is its parent or its child, with the same tool.
+-- same day: that span is its parent or its child, with the same tool name
+-- (a span without one pairs with nothing).
 CREATE OR REPLACE TEMP TABLE mcp_history_dup AS
 SELECT m.day, m.trace_id, m.span_id
 FROM mcp_history m
 JOIN read_parquet(getvariable('spans_glob'), hive_partitioning = true) n
   ON n.date = m.day AND n.trace_id = m.trace_id AND n.span_id = m.parent_span_id
- AND n.tool_name IS NOT DISTINCT FROM m.tool_name
+ AND n.tool_name = m.tool_name
 WHERE n.is_tool_call AND n.tool_convention IS DISTINCT FROM 'mcp'
 UNION
 SELECT m.day, m.trace_id, m.span_id
 FROM mcp_history m
 JOIN read_parquet(getvariable('spans_glob'), hive_partitioning = true) n
   ON n.date = m.day AND n.trace_id = m.trace_id AND n.parent_span_id = m.span_id
- AND n.tool_name IS NOT DISTINCT FROM m.tool_name
+ AND n.tool_name = m.tool_name
 WHERE n.is_tool_call AND n.tool_convention IS DISTINCT FROM 'mcp';
 
 CREATE OR REPLACE TEMP TABLE tool_daily AS
@@ -303,8 +308,7 @@ GROUP BY agent_h;
 -- MCP duplicates within the frame (calls.rs collect / rollup.rs
 -- mcp_duplicates): an MCP span whose parent or child is a non-MCP span of
 -- the same tool describes that call again; it is a span of the turn, not a
--- second call. (The Rust also pairs two spans that both lack a tool name;
--- tool calls always have one.)
+-- second call. A span without a tool name pairs with nothing.
 -- The MCP spans are few or none: they are collected first so the joins
 -- build on them.
 CREATE OR REPLACE TEMP TABLE mcp_spans AS
@@ -347,6 +351,13 @@ LEFT JOIN (SELECT th, sh, is_agent, start_ns FROM frame WHERE NOT is_tool) p
 WHERE c.is_tool
   AND NOT EXISTS (SELECT 1 FROM mcp_dup d WHERE d.th = c.th AND d.sh = c.sh);
 
+-- The spans the walk can step on: those of the traces it walks in (none
+-- when every call has no parent or a stored agent span as its parent).
+CREATE OR REPLACE TEMP TABLE walk_links AS
+SELECT f.th, f.sh, f.ph, f.is_agent, f.start_ns
+FROM frame f
+SEMI JOIN (SELECT DISTINCT th FROM calls WHERE t2 IS NULL) w ON w.th = f.th;
+
 -- turns.rs resolve, the rest of the way up: a recursive walk over
 -- parent_span_id within the trace, from the calls that still have no turn
 -- (it starts again from the call, so its first step finds the parent
@@ -355,13 +366,6 @@ WHERE c.is_tool
 -- at an agent span or there. Only those last rows are kept.
 -- DIFF: a cycle in parent links stops after 64 steps, not at the first
 -- repeated span, so its "root" can be another span of the cycle.
--- The spans the walk can step on: those of the traces it walks in (none
--- when every call's parent is an agent span or is missing).
-CREATE OR REPLACE TEMP TABLE walk_links AS
-SELECT f.th, f.sh, f.ph, f.is_agent, f.start_ns
-FROM frame f
-SEMI JOIN (SELECT DISTINCT th FROM calls WHERE t2 IS NULL) w ON w.th = f.th;
-
 CREATE OR REPLACE TEMP TABLE walked AS
 WITH RECURSIVE walk(th, sh, cur, cur_parent, cur_agent, cur_start, depth, done) AS (
     SELECT th, sh, sh, ph, false, start_ns, 0, false
@@ -479,8 +483,8 @@ WITH g AS (
     SELECT s.* FROM storm_groups s SEMI JOIN judged_turns j ON j.t1 = s.t1 AND j.t2 = s.t2
 ), c0 AS (
     -- the group's calls in start order
-    -- DIFF: ties on start time are broken by span id; the Rust keeps the
-    -- order the spans were stored in.
+    -- DIFF: ties on start time are broken by the hash of the span id (here
+    -- and in §4.3/4.4 below); the Rust keeps the order the spans were stored in.
     SELECT c.t1, c.t2, c.tool_h, c.start_ns, c.end_ns, c.cls,
            row_number() OVER (PARTITION BY c.t1, c.t2, c.tool_h ORDER BY c.start_ns, c.sh) AS ord
     FROM calls c SEMI JOIN g ON g.t1 = c.t1 AND g.t2 = c.t2 AND g.tool_h = c.tool_h

@@ -73,7 +73,7 @@ impl Evidence {
 }
 
 /// One finding of any rule, reduced to what grouping needs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub kind: Kind,
     pub tool: String,

@@ -1,12 +1,15 @@
 //! Signals: findings grouped into named problems (alerting.md, Signals) —
 //! the grouping key, a stable short id, a title built by rule, evidence
-//! worst first — and their lifecycle, kept in `state.sqlite`. Sends nothing.
+//! worst first — and their lifecycle, kept in `state.sqlite` with the
+//! per-day results of the per-turn rules that later sweeps reuse. Sends nothing.
 
+pub mod days;
 pub mod group;
 pub mod state;
 
 #[cfg(test)]
 mod tests;
 
+pub use days::DayResult;
 pub use group::{group, Evidence, Finding, Kind, SignalDraft};
 pub use state::{Lifecycle, Signal, StateDb, StateError, SweepOutcome};

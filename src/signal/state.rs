@@ -90,8 +90,8 @@ pub enum StateError {
 
 /// The state database.
 pub struct StateDb {
-    conn: Connection,
-    path: PathBuf,
+    pub(super) conn: Connection,
+    pub(super) path: PathBuf,
 }
 
 const SCHEMA: &str = "
@@ -115,6 +115,13 @@ CREATE TABLE IF NOT EXISTS signal_history (
     from_state TEXT,
     to_state TEXT NOT NULL,
     reason TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turn_days (
+    day INTEGER PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    findings TEXT NOT NULL,
+    horizon_ns INTEGER NOT NULL,
+    spans INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS sweeps (
     at_ns INTEGER NOT NULL,
@@ -149,7 +156,7 @@ impl StateDb {
         })
     }
 
-    fn db<T>(&self, r: rusqlite::Result<T>) -> Result<T, StateError> {
+    pub(super) fn db<T>(&self, r: rusqlite::Result<T>) -> Result<T, StateError> {
         r.map_err(|source| StateError::Db {
             path: self.path.clone(),
             source,

@@ -308,3 +308,64 @@ fn a_storm_across_midnight_is_one_finding_of_the_day_it_began() {
     assert_eq!(storms[0]["days"], serde_json::json!(["2026-07-29"]));
     assert_eq!(storms[0]["evidence"][0]["calls"], 8);
 }
+
+/// The parts of a signal that must not depend on how a sweep got there.
+fn picture(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    let mut v: Vec<serde_json::Value> = report["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "key": s["key"], "findings": s["findings"], "days": s["days"],
+                "evidence": s["evidence"], "title": s["title"],
+            })
+        })
+        .collect();
+    v.sort_by_key(|s| s["key"].as_str().unwrap().to_string());
+    v
+}
+
+#[test]
+fn an_incremental_sweep_reads_only_changed_days_and_finds_what_a_full_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    import(&data, &["search_flights_history.json", "fixed_loop.json"]);
+    let first = sweep_json(&data, "2026-08-13");
+    let read = first["days_scanned"].as_u64().unwrap();
+    assert!(read > 20, "{}", first["days_scanned"]);
+    assert_eq!(first["days_reused"], 0);
+
+    // Nothing changed: nothing is read, the answer is the same.
+    let again = sweep_json(&data, "2026-08-13");
+    assert_eq!(again["days_scanned"], 0);
+    assert_eq!(again["days_reused"].as_u64().unwrap(), read);
+    assert_eq!(picture(&again), picture(&first));
+
+    // New spans on a few days: those days and their neighbours are read
+    // again, and the answer is what a sweep from scratch gives.
+    import(&data, &["retry_gate.json"]);
+    let incremental = sweep_json(&data, "2026-08-13");
+    let reread = incremental["days_scanned"].as_u64().unwrap();
+    assert!((1..=6).contains(&reread), "{reread} days read again");
+    let fresh_dir = data.parent().unwrap().join("fresh");
+    import(
+        &fresh_dir,
+        &[
+            "search_flights_history.json",
+            "fixed_loop.json",
+            "retry_gate.json",
+        ],
+    );
+    let full = sweep_json(&fresh_dir, "2026-08-13");
+    assert_eq!(full["days_reused"], 0);
+    assert_eq!(picture(&incremental), picture(&full));
+    assert!(!by_kind(&incremental, "wasted_retries").is_empty());
+
+    // A day whose turns may still be running is never kept.
+    let open_dir = data.parent().unwrap().join("open");
+    import(&open_dir, &["search_flights_history.json"]);
+    sweep_json(&open_dir, "2026-08-05T12:00:00Z");
+    let later = sweep_json(&open_dir, "2026-08-05T12:00:00Z");
+    assert!(later["days_scanned"].as_u64().unwrap() >= 1);
+}
