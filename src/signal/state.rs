@@ -164,54 +164,7 @@ impl StateDb {
     }
 
     fn rows(&self, filter: &str, arg: &str) -> Result<Vec<Row>, StateError> {
-        let sql = format!(
-            "SELECT id, state, draft, clean_sweeps, resolved_at_ns, muted_until_ns, mute_until_escalates, mute_escalate_at \
-             FROM signals {filter} ORDER BY id"
-        );
-        let mut stmt = self.db(self.conn.prepare(&sql))?;
-        let map = |r: &rusqlite::Row<'_>| {
-            let state: String = r.get(1)?;
-            let draft: String = r.get(2)?;
-            Ok((
-                r.get::<_, String>(0)?,
-                state,
-                draft,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get::<_, i64>(6)?,
-                r.get(7)?,
-            ))
-        };
-        let raw: Vec<_> = if filter.is_empty() {
-            self.db(stmt
-                .query_map([], map)
-                .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
-        } else {
-            self.db(stmt
-                .query_map([arg], map)
-                .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
-        };
-        raw.into_iter()
-            .map(|(id, state, draft, clean, resolved, muted, esc, esc_at)| {
-                let corrupt = |message: String| StateError::Corrupt {
-                    path: self.path.clone(),
-                    id: id.clone(),
-                    message,
-                };
-                Ok(Row {
-                    state: Lifecycle::parse(&state)
-                        .ok_or_else(|| corrupt(format!("unknown state {state:?}")))?,
-                    draft: serde_json::from_str(&draft).map_err(|e| corrupt(e.to_string()))?,
-                    id,
-                    clean_sweeps: clean,
-                    resolved_at_ns: resolved,
-                    muted_until_ns: muted,
-                    mute_until_escalates: esc != 0,
-                    mute_escalate_at: esc_at,
-                })
-            })
-            .collect()
+        load_rows(&self.conn, &self.path, filter, arg)
     }
 
     /// Every signal, by id.
@@ -235,6 +188,20 @@ impl StateDb {
         now_ns: i64,
         horizon_ns: i64,
         resolve_after: i64,
+    ) -> Result<SweepOutcome, StateError> {
+        self.apply_then(drafts, now_ns, horizon_ns, resolve_after, |_, _| Ok(()))
+    }
+
+    /// [`apply`](Self::apply), then `after` in the same transaction (the
+    /// alerter queues its messages there, so a state change and its
+    /// notification commit together or not at all).
+    pub fn apply_then(
+        &mut self,
+        drafts: &[SignalDraft],
+        now_ns: i64,
+        horizon_ns: i64,
+        resolve_after: i64,
+        after: impl FnOnce(&Connection, &SweepOutcome) -> rusqlite::Result<()>,
     ) -> Result<SweepOutcome, StateError> {
         let path = self.path.clone();
         let err = move |source| StateError::Db {
@@ -408,6 +375,7 @@ impl StateDb {
             )
             .map_err(err.clone())?;
         }
+        after(&tx, &out).map_err(err.clone())?;
         tx.commit().map_err(err)?;
         Ok(out)
     }
@@ -501,4 +469,61 @@ fn to_signal(r: Row) -> Signal {
         muted_until_ns: r.muted_until_ns,
         mute_until_escalates: r.mute_until_escalates,
     }
+}
+
+fn load_rows(conn: &Connection, path: &Path, filter: &str, arg: &str) -> Result<Vec<Row>, StateError> {
+let db = |r| r.map_err(|source| StateError::Db { path: path.to_path_buf(), source });
+    let sql = format!(
+        "SELECT id, state, draft, clean_sweeps, resolved_at_ns, muted_until_ns, mute_until_escalates, mute_escalate_at \
+         FROM signals {filter} ORDER BY id"
+    );
+    let mut stmt = db(conn.prepare(&sql))?;
+    let map = |r: &rusqlite::Row<'_>| {
+        let state: String = r.get(1)?;
+        let draft: String = r.get(2)?;
+        Ok((
+            r.get::<_, String>(0)?,
+            state,
+            draft,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get::<_, i64>(6)?,
+            r.get(7)?,
+        ))
+    };
+    let raw: Vec<_> = if filter.is_empty() {
+        db(stmt
+            .query_map([], map)
+            .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
+    } else {
+        db(stmt
+            .query_map([arg], map)
+            .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
+    };
+    raw.into_iter()
+        .map(|(id, state, draft, clean, resolved, muted, esc, esc_at)| {
+            let corrupt = |message: String| StateError::Corrupt {
+                path: path.to_path_buf(),
+                id: id.clone(),
+                message,
+            };
+            Ok(Row {
+                state: Lifecycle::parse(&state)
+                    .ok_or_else(|| corrupt(format!("unknown state {state:?}")))?,
+                draft: serde_json::from_str(&draft).map_err(|e| corrupt(e.to_string()))?,
+                id,
+                clean_sweeps: clean,
+                resolved_at_ns: resolved,
+                muted_until_ns: muted,
+                mute_until_escalates: esc != 0,
+                mute_escalate_at: esc_at,
+            })
+        })
+        .collect()
+}
+
+/// Every signal as the connection `c` sees it (inside a transaction too).
+pub fn signals_in(c: &Connection, path: &Path) -> Result<Vec<Signal>, StateError> {
+    Ok(load_rows(c, path, "", "")?.into_iter().map(to_signal).collect())
 }

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The sweep benchmark: stormwatch's sweep and the same detection as SQL on
+DuckDB, over the same Parquet parts, side by side in one run.
+
+    cargo build --release && cargo bench --bench sweep_data --no-run
+    python3 -m venv /tmp/duckvenv
+    /tmp/duckvenv/bin/pip install -r scripts/bench/requirements.txt
+    /tmp/duckvenv/bin/python scripts/bench/sweep_bench.py --data /tmp/swb [--runs 3]
+
+Without a data directory at --data it first writes one with the
+`sweep_data` bench (30 days x 1 M tool spans: about 2 GB, 80 s). Each run
+measures, alternating the order so drift hits both alike:
+
+- stormwatch cold: a fresh state.sqlite, every day read (`sweep --rescan`);
+- DuckDB: scripts/bench/duckdb_sweep.py with --threads 2;
+- stormwatch unchanged: the same sweep again, state kept;
+- stormwatch after one more day: a hard-linked copy of the store with one
+  more day appended, swept with the state of the cold run.
+
+Wall time and peak RSS come from wait4() on each child process. Medians are
+printed, with the ratio stormwatch / DuckDB per run and its median.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def target_dir():
+    return os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
+
+
+def measure(cmd, env=None):
+    """Run cmd; (wall seconds, peak RSS MiB, stdout)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"{' '.join(cmd)} exited {code}:\n{err.decode(errors='replace')}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+def generator():
+    """The sweep_data bench binary (built by `cargo bench --no-run`)."""
+    out = subprocess.run(
+        ["cargo", "bench", "--bench", "sweep_data", "--no-run", "--message-format", "json"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout
+    for line in out.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg["target"]["name"] == "sweep_data":
+            if msg.get("executable"):
+                return msg["executable"]
+    sys.exit("could not find the sweep_data bench executable")
+
+
+def clear_state(data):
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.remove(os.path.join(data, "state.sqlite" + suffix))
+        except FileNotFoundError:
+            pass
+
+
+def counts(sweep_json):
+    report = json.loads(sweep_json)
+    out = {}
+    for s in report["signals"]:
+        out[s["kind"]] = out.get(s["kind"], 0) + s["findings"]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--days", type=int, default=30)
+    ap.add_argument("--per-day", type=int, default=1_000_000)
+    ap.add_argument("--now", default="2026-08-06")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+
+    stormwatch = os.path.join(target_dir(), "release", "stormwatch")
+    gen = generator()
+    if not os.path.isdir(os.path.join(args.data, "spans")):
+        subprocess.run([gen, "--out", args.data, "--days", str(args.days),
+                        "--per-day", str(args.per_day)], check=True)
+    # The store with one more day: parts hard-linked (they are never
+    # modified in place), the new day written beside them.
+    plus = args.data.rstrip("/") + "-plus1"
+    if not os.path.isdir(plus):
+        os.makedirs(plus)
+        shutil.copytree(os.path.join(args.data, "spans"), os.path.join(plus, "spans"),
+                        copy_function=os.link)
+        shutil.copytree(os.path.join(args.data, "rollups"), os.path.join(plus, "rollups"))
+        subprocess.run([gen, "--out", plus, "--days", "1", "--per-day", str(args.per_day),
+                        "--append"], check=True, stderr=subprocess.DEVNULL)
+    # The appended day is final an hour and a half after the next midnight.
+    next_day = datetime.date.fromisoformat(args.now) + datetime.timedelta(days=1)
+    next_now = f"{next_day.isoformat()}T02:00:00Z"
+    days_since = f"{args.days}d"
+    sweep = [stormwatch, "sweep", "--now", args.now, "--since", days_since, "--format", "json"]
+    duck = [sys.executable, os.path.join(HERE, "duckdb_sweep.py"), "--data-dir", args.data,
+            "--now", args.now, "--since-days", str(args.days), "--threads", "2"]
+    env = dict(os.environ, RUST_LOG="warn")
+
+    rows = {"cold": [], "duckdb": [], "unchanged": [], "plus1": []}
+    found = {}
+    for run in range(args.runs):
+        order = ["cold", "duckdb"] if run % 2 == 0 else ["duckdb", "cold"]
+        for what in order:
+            if what == "cold":
+                clear_state(args.data)
+                wall, rss, out = measure(sweep[:1] + ["--data-dir", args.data] + sweep[1:] + ["--rescan"], env)
+                found["stormwatch"] = counts(out)
+            else:
+                wall, rss, out = measure(duck)
+                found["duckdb"] = json.loads(out)["findings"]
+            rows[what].append((wall, rss))
+        wall, rss, _ = measure(sweep[:1] + ["--data-dir", args.data] + sweep[1:], env)
+        rows["unchanged"].append((wall, rss))
+        clear_state(plus)
+        shutil.copy2(os.path.join(args.data, "state.sqlite"), os.path.join(plus, "state.sqlite"))
+        plus_cmd = [stormwatch, "sweep", "--data-dir", plus, "--now", next_now,
+                    "--since", days_since, "--format", "json"]
+        wall, rss, out = measure(plus_cmd, env)
+        rows["plus1"].append((wall, rss))
+        report = json.loads(out)
+        print(f"run {run + 1}: " + ", ".join(
+            f"{k} {v[-1][0]:.2f} s / {v[-1][1]:.0f} MiB" for k, v in rows.items())
+            + f" (plus1 read {report['days_scanned']} day(s), reused {report['days_reused']})",
+            flush=True)
+
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v))
+           for k, v in rows.items()}
+    ratios = [c[0] / d[0] for c, d in zip(rows["cold"], rows["duckdb"])]
+    print()
+    print(f"{args.days} days x {args.per_day} tool spans/day, {args.runs} runs, medians:")
+    for k, label in [("cold", "stormwatch sweep, every day read"),
+                     ("duckdb", "DuckDB, same detection in SQL"),
+                     ("unchanged", "stormwatch sweep, nothing changed"),
+                     ("plus1", "stormwatch sweep after one more day")]:
+        print(f"  {label:40} {med[k][0]:8.2f} s  peak RSS {med[k][1]:7.0f} MiB")
+    print(f"  cold / DuckDB time: median {statistics.median(ratios):.2f} "
+          f"(runs {', '.join(f'{r:.2f}' for r in ratios)})")
+    print(f"  findings, stormwatch: {json.dumps(found.get('stormwatch'), sort_keys=True)}")
+    print(f"  findings, DuckDB:     {json.dumps(found.get('duckdb'), sort_keys=True)}")
+
+
+if __name__ == "__main__":
+    main()

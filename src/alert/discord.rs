@@ -1,0 +1,122 @@
+//! Discord webhooks: `content` ≤ 2000 characters, ≤ 10 `embeds` (title 256,
+//! description 4096, ≤ 25 fields of name 256 / value 1024, all embeds
+//! together ≤ 6000 characters). Span text is markdown-escaped and `@` gets a
+//! zero-width joiner; `allowed_mentions` is empty, so nothing pings anyone.
+//! Success is 204 (200 with `?wait=true`); 404 means the webhook is gone.
+
+use serde_json::{json, Value};
+
+use super::message::{cut, evidence, evidence_line, numbers, short_trace, Message};
+use super::notify::Event;
+
+pub const MAX_CONTENT: usize = 2000;
+pub const MAX_EMBEDS: usize = 10;
+pub const MAX_TITLE: usize = 256;
+pub const MAX_DESCRIPTION: usize = 4096;
+pub const MAX_TOTAL: usize = 6000;
+
+/// Markdown characters escaped with a backslash; `@` made inert.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '<' | '#' | '-' | '[' | ']' | '(' | ')'
+            | ':' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '@' => out.push_str("@\u{200D}"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn colour(e: Event) -> u32 {
+    match e {
+        Event::New | Event::Regressed | Event::Escalated => 0xD6_2728,
+        Event::Resolved => 0x2C_A02C,
+        Event::Reminder => 0xFF_7F0E,
+    }
+}
+
+pub fn render(m: &Message<'_>) -> Value {
+    let mut embeds = Vec::new();
+    // Share the 6000 characters among the embeds, with room for titles.
+    let shown_signals = m.notices.len().min(MAX_EMBEDS);
+    let budget = (MAX_TOTAL - 200) / shown_signals.max(1);
+    for n in m.notices.iter().take(MAX_EMBEDS) {
+        let d = &n.signal.draft;
+        let title = cut(&format!("{} · {}: {}", n.event.label(), d.id, d.title), MAX_TITLE);
+        let mut desc = format!("{}\n", escape(&numbers(n)));
+        let (shown, mut more) = evidence(n, m.evidence);
+        let room = budget.saturating_sub(title.chars().count()).min(MAX_DESCRIPTION) - 40;
+        for (i, e) in shown.iter().enumerate() {
+            let trace = short_trace(&e.trace_id);
+            let line = match m.trace_url(&e.trace_id) {
+                Some(url) => format!("[trace {trace}]({url}): {}\n", escape(&evidence_line(e))),
+                None => format!("trace {trace}: {}\n", escape(&evidence_line(e))),
+            };
+            if desc.chars().count() + line.chars().count() > room {
+                more += shown.len() - i;
+                break;
+            }
+            desc.push_str(&line);
+        }
+        if more > 0 {
+            desc.push_str(&format!("+{more} more traces"));
+        }
+        let mut embed = json!({
+            "title": escape(&title),
+            "description": cut(&desc, MAX_DESCRIPTION),
+            "color": colour(n.event),
+        });
+        if let Some(url) = m.signal_url(&d.id) {
+            embed["url"] = json!(url);
+        }
+        embeds.push(embed);
+    }
+    let mut content = escape(&m.headline());
+    if m.notices.len() > MAX_EMBEDS {
+        content.push_str(&format!(" (+{} more signals)", m.notices.len() - MAX_EMBEDS));
+    }
+    json!({
+        "content": cut(&content, MAX_CONTENT),
+        "embeds": embeds,
+        "allowed_mentions": {"parse": []},
+    })
+}
+
+/// Discord's documented limits, checked on a rendered payload.
+pub fn check(v: &Value) -> Result<(), String> {
+    let len = |x: &Value| x.as_str().map_or(0, |s| s.chars().count());
+    if len(&v["content"]) > MAX_CONTENT {
+        return Err("content too long".into());
+    }
+    let embeds = v["embeds"].as_array().ok_or("no embeds")?;
+    if embeds.len() > MAX_EMBEDS {
+        return Err(format!("{} embeds", embeds.len()));
+    }
+    let mut total = 0;
+    for e in embeds {
+        if len(&e["title"]) > MAX_TITLE || len(&e["description"]) > MAX_DESCRIPTION {
+            return Err("embed title or description too long".into());
+        }
+        let fields = e["fields"].as_array().map_or(0, Vec::len);
+        if fields > 25 {
+            return Err("too many fields".into());
+        }
+        total += len(&e["title"]) + len(&e["description"]);
+    }
+    if total > MAX_TOTAL {
+        return Err(format!("embeds total {total} chars > {MAX_TOTAL}"));
+    }
+    if v["allowed_mentions"]["parse"] != json!([]) {
+        return Err("allowed_mentions must be empty".into());
+    }
+    Ok(())
+}
+
+pub fn accepted(status: u16) -> bool {
+    status == 204 || status == 200
+}

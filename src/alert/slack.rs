@@ -1,0 +1,106 @@
+//! Slack incoming webhooks: `text` (the notification line, formatting off)
+//! and Block Kit `blocks`. Limits: at most 50 blocks, a section's text at
+//! most 3000 characters, a header's 150, a context block's elements 10.
+//! Span text goes only into `plain_text` objects, escaped (`&`, `<`, `>`),
+//! so `<!channel>` or `*bold*` in a tool name arrives as text.
+//! Success is 200 with the body `ok`; anything else is a failure.
+
+use serde_json::{json, Value};
+
+use super::message::{cut, evidence, evidence_line, numbers, short_trace, Message};
+
+pub const MAX_BLOCKS: usize = 50;
+pub const MAX_SECTION: usize = 3000;
+pub const MAX_HEADER: usize = 150;
+
+/// Slack's escaping of the three control characters.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+fn plain(s: &str, max: usize) -> Value {
+    json!({"type": "plain_text", "text": cut(&escape(s), max), "emoji": false})
+}
+
+pub fn render(m: &Message<'_>) -> Value {
+    let mut blocks = vec![json!({"type": "header", "text": plain(&m.headline(), MAX_HEADER)})];
+    // Each signal takes a section, a context of evidence and a divider;
+    // keep room for the "+N more" block.
+    let per_signal = 3;
+    let room = (MAX_BLOCKS - 2) / per_signal;
+    for n in m.notices.iter().take(room) {
+        let d = &n.signal.draft;
+        let text = format!("{} · {}\n{}\n{}", n.event.label(), d.id, d.title, numbers(n));
+        blocks.push(json!({"type": "section", "text": plain(&text, MAX_SECTION)}));
+        let (shown, more) = evidence(n, m.evidence);
+        let mut elements: Vec<Value> = shown
+            .iter()
+            .take(9)
+            .map(|e| {
+                // Only hex ids and numbers go into mrkdwn.
+                let trace = short_trace(&e.trace_id);
+                let link = match m.trace_url(&e.trace_id) {
+                    Some(url) => format!("<{url}|trace {trace}>"),
+                    None => format!("trace {trace}"),
+                };
+                json!({"type": "mrkdwn", "text": format!("{link}: {}", mrkdwn_safe(&evidence_line(e)))})
+            })
+            .collect();
+        let more = more + shown.len().saturating_sub(9);
+        if more > 0 {
+            elements.push(json!({"type": "plain_text", "text": format!("+{more} more traces")}));
+        }
+        if !elements.is_empty() {
+            blocks.push(json!({"type": "context", "elements": elements}));
+        }
+        blocks.push(json!({"type": "divider"}));
+    }
+    if m.notices.len() > room {
+        let rest = m.notices.len() - room;
+        blocks.push(json!({"type": "section", "text": plain(&format!("+{rest} more signals"), MAX_SECTION)}));
+    }
+    json!({
+        "text": cut(&escape(&m.headline()), MAX_SECTION),
+        "mrkdwn": false,
+        "blocks": blocks,
+    })
+}
+
+/// An evidence line is built from hex ids, numbers and rhythm names only;
+/// this keeps it so even if that changes.
+fn mrkdwn_safe(s: &str) -> String {
+    escape(s)
+        .chars()
+        .map(|c| if c == '_' { ' ' } else { c })
+        .filter(|c| !matches!(c, '*' | '~' | '`' | '!' | '@' | '|'))
+        .collect()
+}
+
+/// Slack's documented limits, checked on a rendered payload.
+pub fn check(v: &Value) -> Result<(), String> {
+    let blocks = v["blocks"].as_array().ok_or("no blocks")?;
+    if blocks.len() > MAX_BLOCKS {
+        return Err(format!("{} blocks > {MAX_BLOCKS}", blocks.len()));
+    }
+    for b in blocks {
+        let t = b["text"]["text"].as_str().unwrap_or("");
+        let max = if b["type"] == "header" { MAX_HEADER } else { MAX_SECTION };
+        if t.chars().count() > max {
+            return Err(format!("{} text of {} chars", b["type"], t.chars().count()));
+        }
+        if let Some(els) = b["elements"].as_array() {
+            if els.len() > 10 {
+                return Err(format!("context with {} elements", els.len()));
+            }
+        }
+    }
+    if v["text"].as_str().unwrap_or("").chars().count() > MAX_SECTION {
+        return Err("text too long".into());
+    }
+    Ok(())
+}
+
+/// Slack answers 200 `ok`; 200 with anything else is a failure.
+pub fn accepted(status: u16, body: &str) -> bool {
+    status == 200 && body.trim() == "ok"
+}

@@ -1,0 +1,112 @@
+//! Microsoft Teams (Workflows webhook): a message carrying one Adaptive Card
+//! 1.4. Span text is markdown-escaped (TextBlocks render a markdown subset;
+//! HTML is never rendered). Teams refuses messages over about 28 KB; the
+//! card is kept under 24 KB. Success is 202 (any 2xx is taken).
+
+use serde_json::{json, Value};
+
+use super::message::{cut, evidence, evidence_line, numbers, short_trace, Message};
+
+pub const MAX_BYTES: usize = 24 * 1024;
+
+/// Markdown characters escaped with a backslash.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if matches!(
+            c,
+            '\\' | '*' | '_' | '~' | '`' | '#' | '[' | ']' | '(' | ')' | '<' | '>' | '-' | '+' | '!'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn text(s: String, extra: Value) -> Value {
+    let mut v = json!({"type": "TextBlock", "text": s, "wrap": true});
+    if let (Some(o), Some(x)) = (v.as_object_mut(), extra.as_object()) {
+        o.extend(x.clone());
+    }
+    v
+}
+
+fn card(body: Vec<Value>) -> Value {
+    json!({
+        "type": "message",
+        "attachments": [{
+            "contentType": "application/vnd.microsoft.card.adaptive",
+            "contentUrl": null,
+            "content": {
+                "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+                "type": "AdaptiveCard",
+                "version": "1.4",
+                "body": body,
+            }
+        }]
+    })
+}
+
+pub fn render(m: &Message<'_>) -> Value {
+    let mut body = vec![text(
+        escape(&m.headline()),
+        json!({"size": "Large", "weight": "Bolder"}),
+    )];
+    let mut left = m.notices.len();
+    for n in m.notices {
+        let d = &n.signal.draft;
+        let mut items = vec![
+            text(
+                escape(&cut(&format!("{} · {}: {}", n.event.label(), d.id, d.title), 400)),
+                json!({"weight": "Bolder", "color": if n.event == super::notify::Event::Resolved { "Good" } else { "Attention" }}),
+            ),
+            text(escape(&numbers(n)), json!({"isSubtle": true})),
+        ];
+        let (shown, more) = evidence(n, m.evidence);
+        for e in shown {
+            let trace = short_trace(&e.trace_id);
+            let line = match m.trace_url(&e.trace_id) {
+                Some(url) => format!("[trace {trace}]({url}): {}", escape(&evidence_line(e))),
+                None => format!("trace {trace}: {}", escape(&evidence_line(e))),
+            };
+            items.push(text(line, json!({"spacing": "None"})));
+        }
+        if more > 0 {
+            items.push(text(format!("+{more} more traces"), json!({"isSubtle": true})));
+        }
+        let container = json!({"type": "Container", "separator": true, "items": items});
+        body.push(container);
+        left -= 1;
+        if serde_json::to_vec(&card(body.clone())).map_or(0, |b| b.len()) > MAX_BYTES - 2048 {
+            body.pop();
+            left += 1;
+            break;
+        }
+    }
+    if left > 0 {
+        body.push(text(format!("+{left} more signals"), json!({"isSubtle": true})));
+    }
+    card(body)
+}
+
+/// The Adaptive Card shape and the size limit, checked on a rendered payload.
+pub fn check(v: &Value) -> Result<(), String> {
+    let bytes = serde_json::to_vec(v).map_err(|e| e.to_string())?.len();
+    if bytes > MAX_BYTES {
+        return Err(format!("{bytes} bytes > {MAX_BYTES}"));
+    }
+    let content = &v["attachments"][0]["content"];
+    if v["type"] != "message"
+        || v["attachments"][0]["contentType"] != "application/vnd.microsoft.card.adaptive"
+        || content["type"] != "AdaptiveCard"
+        || content["version"] != "1.4"
+    {
+        return Err("not a message with an Adaptive Card 1.4".into());
+    }
+    Ok(())
+}
+
+pub fn accepted(status: u16) -> bool {
+    (200..300).contains(&status)
+}
