@@ -29,6 +29,9 @@ pub struct Cli {
         default_value = "pretty"
     )]
     pub log_format: LogFormat,
+    /// The dashboard's address as people reach it, for links in alerts [default: alert.public_url]
+    #[arg(long, global = true, env = "STORMWATCH_PUBLIC_URL")]
+    pub public_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -47,6 +50,37 @@ pub enum Command {
     Sweep(SweepArgs),
     /// List, show, mute, unmute or resolve signals
     Signals(SignalsArgs),
+    /// The alert outbox: list, flush (deliver now), retry, test a target, enable a target
+    Alerts(AlertsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AlertsArgs {
+    #[command(subcommand)]
+    pub action: AlertsAction,
+    #[arg(long, global = true, default_value = "text")]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AlertsAction {
+    /// The newest outbox rows: target, status, attempts, signals, last error
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Deliver what the outbox holds (for cron: sweep, then flush)
+    Flush {
+        /// Wait at most this long (seconds) for retries; the rest stays queued
+        #[arg(long, default_value_t = 120)]
+        wait: u64,
+    },
+    /// Queue a dead-lettered message again, with a fresh retry budget
+    Retry { id: i64 },
+    /// Send a sample message to a target now, to check the wiring
+    Test { target: String },
+    /// Re-enable a target that was disabled because its endpoint was gone
+    Enable { target: String },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -17,6 +17,7 @@ pub struct Config {
     pub import: ImportConfig,
     pub detect: DetectConfig,
     pub signals: SignalsConfig,
+    pub alert: crate::alert::AlertConfig,
 }
 
 /// `[signals]`: how findings become signals (alerting.md, Signals).
@@ -201,6 +202,12 @@ impl Config {
                 "must be at least 1",
             );
         }
+        if let Err(message) = self.alert.validate() {
+            return Err(ConfigError::Invalid {
+                path: origin.to_path_buf(),
+                message,
+            });
+        }
         let storm = &self.detect.retry_storm;
         if storm.storm_min_calls < 2 || storm.min_failures < 1 {
             return bad(
@@ -274,7 +281,11 @@ mod tests {
         assert_eq!(parsed, Config::default());
         // Every key is spelled out, so a new key cannot hide from the README.
         let keys = body.lines().filter(|l| l.contains(" = ")).count();
-        assert_eq!(keys, 2 + 7 + 1 + 10 + 6 + 2, "README lists {keys} keys");
+        assert_eq!(
+            keys,
+            2 + 7 + 1 + 10 + 6 + 2 + 10,
+            "README lists {keys} keys"
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Built-in fault injection, for the tests that watch the retry and recovery
 //! paths run: `STORMWATCH_FAULTS="wal_fsync=fail_once,parquet_write=fail:2"`.
 //! Each point fails its next N calls (`fail_once` = `fail:1`, `fail` = always)
-//! with an IO error. Unset, `check` is one relaxed atomic load.
+//! with an IO error. A point passed to [`kill_point`] armed with `kill`
+//! SIGKILLs the process there, for crash tests
+//! (`alert_kill_before_send=kill`). Unset, both are one relaxed atomic load.
 
 use std::collections::HashMap;
 use std::io;
@@ -19,13 +21,13 @@ pub fn parse(spec: &str) -> Result<HashMap<String, Option<u32>>, String> {
             format!("fault {entry:?}: expected point=action, e.g. wal_fsync=fail_once")
         })?;
         let times = match action {
-            "fail_once" => Some(1),
+            "fail_once" | "kill" => Some(1),
             "fail" => None,
             a => match a.strip_prefix("fail:").map(str::parse::<u32>) {
                 Some(Ok(n)) => Some(n),
                 _ => {
                     return Err(format!(
-                        "fault {entry:?}: expected fail_once, fail or fail:N, got {a:?}"
+                        "fault {entry:?}: expected fail_once, fail, fail:N or kill, got {a:?}"
                     ))
                 }
             },
@@ -68,4 +70,16 @@ pub fn check(point: &str) -> io::Result<()> {
             Err(io::Error::other(format!("injected fault at {point}")))
         }
     }
+}
+
+/// Die here, as `kill -9` would, if a fault is armed for `point`.
+pub fn kill_point(point: &str) {
+    if check(point).is_ok() {
+        return;
+    }
+    tracing::warn!(point, "injected fault: killing the process");
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &std::process::id().to_string()])
+        .status();
+    std::process::abort();
 }

@@ -6,19 +6,23 @@
 //!   (tool-call detection, sessions, error classes).
 //! - [`store`]: write-ahead log, Parquet partitions, compaction, retention,
 //!   daily rollups, readers returning polars `LazyFrame`s.
-//! - [`detect`]: pure functions from frames to findings (so far the daily
-//!   error-rate spike).
+//! - [`detect`]: pure functions from frames to findings: error-rate and
+//!   latency spikes, retry storms, wasted retries, retries after success,
+//!   stacked retry layers.
 //! - [`signal`]: findings grouped into named signals with a lifecycle in
 //!   `state.sqlite`.
 //! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health now,
 //!   the dashboard later).
 //! - [`sweep`]: one detection pass: rules, signals, lifecycle, reports.
+//! - [`alert`]: which changes are news, one message per target, the outbox
+//!   and its sender.
 //! - [`import`]: the `import` command: files and followed directories into the store.
 //!
 //! Shared pieces: [`model`] (the span row and error classes), [`config`]
 //! (the TOML file), [`cli`], [`telemetry`] (logs), [`retry`] (backoff),
 //! [`faults`] (fault injection for tests), [`demo`] (the bundled incident).
 
+pub mod alert;
 pub mod cli;
 pub mod config;
 pub mod demo;

@@ -83,6 +83,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 max_body_bytes: config.ingest.max_body_bytes,
                 max_inflight_bytes: config.ingest.max_inflight_bytes,
                 shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
+                alerting: stormwatch::alert::commands::alerting(
+                    &config.alert,
+                    cli.public_url.as_deref(),
+                )?,
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -142,8 +146,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sweep(args) => sweep(&data_dir, &config, args),
+        Command::Sweep(args) => sweep(&data_dir, &config, cli.public_url.as_deref(), args),
         Command::Signals(args) => signals(&data_dir, args),
+        Command::Alerts(args) => {
+            let layout = stormwatch::store::Layout::new(&data_dir);
+            stormwatch::alert::commands::run(
+                &layout.state_db(),
+                &config.alert,
+                cli.public_url.as_deref(),
+                args,
+            )
+        }
     }
 }
 
@@ -154,6 +167,7 @@ fn now_ns() -> i64 {
 fn sweep(
     data_dir: &std::path::Path,
     config: &Config,
+    public_url: Option<&str>,
     args: &SweepArgs,
 ) -> anyhow::Result<ExitCode> {
     use stormwatch::sweep;
@@ -170,6 +184,7 @@ fn sweep(
         evidence_limit: config.signals.evidence_limit,
         resolve_after: config.signals.resolve_after,
         reuse: !args.rescan,
+        alerting: stormwatch::alert::commands::alerting(&config.alert, public_url)?,
     };
     let reader = stormwatch::store::Reader::open(data_dir)?;
     let mut state = stormwatch::signal::StateDb::open(&reader.layout().state_db())?;

@@ -25,6 +25,8 @@ pub struct SweepOptions {
     /// Reuse the stored per-day results of days whose data is unchanged
     /// (`sweep --rescan` turns it off).
     pub reuse: bool,
+    /// Queue notifications of this sweep's changes (when targets are set).
+    pub alerting: Option<crate::alert::Alerting>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +72,8 @@ pub struct SweepReport {
     pub days_reused: usize,
     pub signals: Vec<Signal>,
     pub changes: Vec<Change>,
+    /// Messages this sweep queued for delivery.
+    pub queued: Vec<crate::alert::Queued>,
 }
 
 /// Run one sweep over `reader`'s store, updating `state`.
@@ -145,7 +149,23 @@ pub fn run(
     }
 
     let drafts = signal::group(&findings, opts.evidence_limit);
-    let outcome = state.apply(&drafts, now, horizon_ns, opts.resolve_after)?;
+    let mut queued = Vec::new();
+    let state_path = reader.layout().state_db();
+    let outcome = state.apply_then(&drafts, now, horizon_ns, opts.resolve_after, |c, out| {
+        let Some(alerting) = &opts.alerting else {
+            return Ok(());
+        };
+        let db = |source| StateError::Db {
+            path: state_path.clone(),
+            source,
+        };
+        let signals = crate::signal::state::signals_in(c, &state_path)?;
+        let wall = crate::alert::Clock::start().now_ns();
+        queued = alerting
+            .enqueue(c, &signals, &out.changes, now, wall)
+            .map_err(db)?;
+        Ok(())
+    })?;
     let keys: BTreeSet<&str> = drafts.iter().map(|d| d.key.as_str()).collect();
     let mut signals: Vec<Signal> = state
         .list()?
@@ -171,6 +191,7 @@ pub fn run(
             .into_iter()
             .map(|(id, from, to)| Change { id, from, to })
             .collect(),
+        queued,
     })
 }
 
@@ -305,6 +326,7 @@ pub fn to_json(report: &SweepReport) -> serde_json::Value {
         "days_reused": report.days_reused,
         "signals": report.signals.iter().map(signal_json).collect::<Vec<_>>(),
         "changes": report.changes,
+        "alerts_queued": report.queued,
     })
 }
 

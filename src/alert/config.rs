@@ -85,9 +85,7 @@ impl Severity {
     pub fn of(kind: Kind) -> Severity {
         match kind {
             Kind::RetryStorm | Kind::RetryAfterSuccess => Severity::Critical,
-            Kind::ErrorRateSpike | Kind::WastedRetries | Kind::StackedRetries => {
-                Severity::Warning
-            }
+            Kind::ErrorRateSpike | Kind::WastedRetries | Kind::StackedRetries => Severity::Warning,
             Kind::LatencySpike => Severity::Info,
         }
     }
@@ -168,15 +166,14 @@ impl TargetConfig {
     /// errors name the target and the key, never the value.
     pub fn resolve(&self, env: impl Fn(&str) -> Option<String>) -> Result<Target, String> {
         let who = format!("alert target {:?}", self.name);
-        let pick = |value: &Option<String>, var: &Option<String>, key: &str| {
-            match (value, var) {
-                (Some(_), Some(_)) => Err(format!("{who}: set {key} or {key}_env, not both")),
-                (Some(v), None) => Ok(Some(v.clone())),
-                (None, Some(name)) => env(name).filter(|v| !v.is_empty()).map(Some).ok_or_else(|| {
-                    format!("{who}: {key}_env names {name}, which is not set")
-                }),
-                (None, None) => Ok(None),
-            }
+        let pick = |value: &Option<String>, var: &Option<String>, key: &str| match (value, var) {
+            (Some(_), Some(_)) => Err(format!("{who}: set {key} or {key}_env, not both")),
+            (Some(v), None) => Ok(Some(v.clone())),
+            (None, Some(name)) => env(name)
+                .filter(|v| !v.is_empty())
+                .map(Some)
+                .ok_or_else(|| format!("{who}: {key}_env names {name}, which is not set")),
+            (None, None) => Ok(None),
         };
         let url = pick(&self.url, &self.url_env, "url")?
             .ok_or_else(|| format!("{who}: needs url or url_env"))?;
@@ -232,9 +229,8 @@ impl AlertConfig {
         if self.request_timeout_secs == 0 {
             return Err("alert.request_timeout_secs: must be at least 1".into());
         }
-        if !self.public_url.is_empty()
-            && !(self.public_url.starts_with("https://") || self.public_url.starts_with("http://"))
-        {
+        let url = &self.public_url;
+        if !(url.is_empty() || url.starts_with("https://") || url.starts_with("http://")) {
             return Err("alert.public_url: must start with https:// or http://".into());
         }
         // Targets whose URL comes from the environment are checked when used;

@@ -20,8 +20,7 @@ pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
-            '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '<' | '#' | '-' | '[' | ']' | '(' | ')'
-            | ':' => {
+            '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '<' | '#' | '[' | ']' | '(' | ')' => {
                 out.push('\\');
                 out.push(c);
             }
@@ -47,10 +46,16 @@ pub fn render(m: &Message<'_>) -> Value {
     let budget = (MAX_TOTAL - 200) / shown_signals.max(1);
     for n in m.notices.iter().take(MAX_EMBEDS) {
         let d = &n.signal.draft;
-        let title = cut(&format!("{} · {}: {}", n.event.label(), d.id, d.title), MAX_TITLE);
+        let title = cut(
+            &format!("{} · {}: {}", n.event.label(), d.id, d.title),
+            MAX_TITLE,
+        );
         let mut desc = format!("{}\n", escape(&numbers(n)));
         let (shown, mut more) = evidence(n, m.evidence);
-        let room = budget.saturating_sub(title.chars().count()).min(MAX_DESCRIPTION) - 40;
+        let room = budget
+            .saturating_sub(title.chars().count())
+            .min(MAX_DESCRIPTION)
+            - 40;
         for (i, e) in shown.iter().enumerate() {
             let trace = short_trace(&e.trace_id);
             let line = match m.trace_url(&e.trace_id) {
@@ -78,7 +83,10 @@ pub fn render(m: &Message<'_>) -> Value {
     }
     let mut content = escape(&m.headline());
     if m.notices.len() > MAX_EMBEDS {
-        content.push_str(&format!(" (+{} more signals)", m.notices.len() - MAX_EMBEDS));
+        content.push_str(&format!(
+            " (+{} more signals)",
+            m.notices.len() - MAX_EMBEDS
+        ));
     }
     json!({
         "content": cut(&content, MAX_CONTENT),

@@ -37,8 +37,12 @@ impl Message<'_> {
     /// the id is a trace id (hex), never untrusted text in a URL.
     pub fn trace_url(&self, trace_id: &str) -> Option<String> {
         let hex = !trace_id.is_empty() && trace_id.bytes().all(|b| b.is_ascii_hexdigit());
-        (!self.public_url.is_empty() && hex)
-            .then(|| format!("{}/traces/{trace_id}", self.public_url.trim_end_matches('/')))
+        (!self.public_url.is_empty() && hex).then(|| {
+            format!(
+                "{}/traces/{trace_id}",
+                self.public_url.trim_end_matches('/')
+            )
+        })
     }
 
     /// A link to the signal's page.
@@ -60,7 +64,11 @@ pub fn numbers(n: &Notice) -> String {
     format!(
         "{} {}{days}; last {}; state {}",
         d.findings,
-        if d.findings == 1 { "finding" } else { "findings" },
+        if d.findings == 1 {
+            "finding"
+        } else {
+            "findings"
+        },
         rfc3339(d.last_seen_ns),
         n.signal.state.as_str()
     )
@@ -90,10 +98,13 @@ pub fn short_trace(trace_id: &str) -> String {
 
 /// Evidence shown for a notice, and how many more there are (kept beyond
 /// the limit plus those the signal only counted).
-pub fn evidence<'a>(n: &'a Notice, limit: usize) -> (&'a [Evidence], usize) {
+pub fn evidence(n: &Notice, limit: usize) -> (&[Evidence], usize) {
     let all = &n.signal.draft.evidence;
     let shown = &all[..all.len().min(limit)];
-    (shown, all.len() - shown.len() + n.signal.draft.evidence_more)
+    (
+        shown,
+        all.len() - shown.len() + n.signal.draft.evidence_more,
+    )
 }
 
 /// `s` cut to at most `max` characters, ending in "…" when cut.

@@ -173,14 +173,13 @@ pub fn requeue(c: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<bool> {
 
 /// Why `target` is disabled, if it is.
 pub fn disabled(c: &Connection, target: &str) -> rusqlite::Result<Option<String>> {
-    Ok(c
-        .query_row(
-            "SELECT disabled_reason FROM alert_targets WHERE name = ?1",
-            params![target],
-            |r| r.get::<_, Option<String>>(0),
-        )
-        .optional()?
-        .flatten())
+    Ok(c.query_row(
+        "SELECT disabled_reason FROM alert_targets WHERE name = ?1",
+        params![target],
+        |r| r.get::<_, Option<String>>(0),
+    )
+    .optional()?
+    .flatten())
 }
 
 pub fn disable(c: &Connection, target: &str, reason: &str, now_ns: i64) -> rusqlite::Result<()> {

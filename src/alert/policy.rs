@@ -19,9 +19,13 @@ pub enum Verdict {
         throttled: bool,
     },
     /// Will not get better by retrying: dead-letter it.
-    Dead { reason: String },
+    Dead {
+        reason: String,
+    },
     /// The endpoint is gone: stop sending to this target.
-    Disable { reason: String },
+    Disable {
+        reason: String,
+    },
 }
 
 /// Classify an HTTP answer of a target of `kind`.
@@ -81,7 +85,8 @@ pub fn classify(
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let v = value.trim();
     if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)));
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(86_400.0)));
     }
     let at = httpdate::parse_http_date(v).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))

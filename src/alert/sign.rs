@@ -28,7 +28,10 @@ pub fn signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> Result<
     mac.update(timestamp.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
-    Ok(format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes())))
+    Ok(format!(
+        "v1,{}",
+        STANDARD.encode(mac.finalize().into_bytes())
+    ))
 }
 
 /// Whether `header` (space-separated `v1,…` signatures) holds a valid one;
@@ -58,8 +61,20 @@ mod tests {
         let body = br#"{"email":"test@example.com","username":"test_user"}"#;
         let sig = signature(secret, "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk", 1649367553, body).unwrap();
         assert_eq!(sig, "v1,tZ1I4/hDygAJgO5TYxiSd6Sd0kDW6hPenDe+bTa3Kkw=");
-        assert!(verify(secret, "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk", 1649367553, body, &sig));
-        assert!(!verify(secret, "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk", 1649367554, body, &sig));
+        assert!(verify(
+            secret,
+            "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk",
+            1649367553,
+            body,
+            &sig
+        ));
+        assert!(!verify(
+            secret,
+            "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk",
+            1649367554,
+            body,
+            &sig
+        ));
     }
 
     #[test]

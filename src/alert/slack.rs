@@ -15,7 +15,9 @@ pub const MAX_HEADER: usize = 150;
 
 /// Slack's escaping of the three control characters.
 pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn plain(s: &str, max: usize) -> Value {
@@ -30,7 +32,13 @@ pub fn render(m: &Message<'_>) -> Value {
     let room = (MAX_BLOCKS - 2) / per_signal;
     for n in m.notices.iter().take(room) {
         let d = &n.signal.draft;
-        let text = format!("{} · {}\n{}\n{}", n.event.label(), d.id, d.title, numbers(n));
+        let text = format!(
+            "{} · {}\n{}\n{}",
+            n.event.label(),
+            d.id,
+            d.title,
+            numbers(n)
+        );
         blocks.push(json!({"type": "section", "text": plain(&text, MAX_SECTION)}));
         let (shown, more) = evidence(n, m.evidence);
         let mut elements: Vec<Value> = shown
@@ -84,7 +92,11 @@ pub fn check(v: &Value) -> Result<(), String> {
     }
     for b in blocks {
         let t = b["text"]["text"].as_str().unwrap_or("");
-        let max = if b["type"] == "header" { MAX_HEADER } else { MAX_SECTION };
+        let max = if b["type"] == "header" {
+            MAX_HEADER
+        } else {
+            MAX_SECTION
+        };
         if t.chars().count() > max {
             return Err(format!("{} text of {} chars", b["type"], t.chars().count()));
         }

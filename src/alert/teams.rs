@@ -15,7 +15,20 @@ pub fn escape(s: &str) -> String {
     for c in s.chars() {
         if matches!(
             c,
-            '\\' | '*' | '_' | '~' | '`' | '#' | '[' | ']' | '(' | ')' | '<' | '>' | '-' | '+' | '!'
+            '\\' | '*'
+                | '_'
+                | '~'
+                | '`'
+                | '#'
+                | '['
+                | ']'
+                | '('
+                | ')'
+                | '<'
+                | '>'
+                | '-'
+                | '+'
+                | '!'
         ) {
             out.push('\\');
         }
@@ -58,7 +71,10 @@ pub fn render(m: &Message<'_>) -> Value {
         let d = &n.signal.draft;
         let mut items = vec![
             text(
-                escape(&cut(&format!("{} · {}: {}", n.event.label(), d.id, d.title), 400)),
+                escape(&cut(
+                    &format!("{} · {}: {}", n.event.label(), d.id, d.title),
+                    400,
+                )),
                 json!({"weight": "Bolder", "color": if n.event == super::notify::Event::Resolved { "Good" } else { "Attention" }}),
             ),
             text(escape(&numbers(n)), json!({"isSubtle": true})),
@@ -73,7 +89,10 @@ pub fn render(m: &Message<'_>) -> Value {
             items.push(text(line, json!({"spacing": "None"})));
         }
         if more > 0 {
-            items.push(text(format!("+{more} more traces"), json!({"isSubtle": true})));
+            items.push(text(
+                format!("+{more} more traces"),
+                json!({"isSubtle": true}),
+            ));
         }
         let container = json!({"type": "Container", "separator": true, "items": items});
         body.push(container);
@@ -85,7 +104,10 @@ pub fn render(m: &Message<'_>) -> Value {
         }
     }
     if left > 0 {
-        body.push(text(format!("+{left} more signals"), json!({"isSubtle": true})));
+        body.push(text(
+            format!("+{left} more signals"),
+            json!({"isSubtle": true}),
+        ));
     }
     card(body)
 }

@@ -25,11 +25,32 @@ pub struct ServeOptions {
     pub max_body_bytes: usize,
     pub max_inflight_bytes: usize,
     pub shutdown_timeout: Duration,
+    /// Deliver queued alerts while serving.
+    pub alerting: Option<crate::alert::Alerting>,
 }
 
 /// The HTTP server's routes.
 pub fn http_router(store: Arc<Store>) -> Router {
     health::router(store)
+}
+
+/// `GET /metrics`: Prometheus text (alert deliveries so far).
+fn metrics_router(stats: Arc<crate::alert::stats::Stats>) -> Router {
+    Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let stats = Arc::clone(&stats);
+            async move {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4",
+                    )],
+                    stats.prometheus(),
+                )
+            }
+        }),
+    )
 }
 
 /// Serve until `shutdown` resolves, then stop accepting, let in-flight
@@ -45,7 +66,8 @@ pub async fn run(
         opts.max_inflight_bytes,
     ));
     let otlp_app = otlp::router(otlp_state);
-    let http_app = http_router(Arc::clone(&store));
+    let alert_stats = Arc::new(crate::alert::stats::Stats::default());
+    let http_app = http_router(Arc::clone(&store)).merge(metrics_router(Arc::clone(&alert_stats)));
     let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
         .await
         .with_context(|| format!("cannot listen for OTLP on {}", opts.otlp_addr))?;
@@ -77,7 +99,36 @@ pub async fn run(
             .with_graceful_shutdown(wait(stop_rx.clone()))
             .into_future(),
     );
+    let mut senders = tokio::task::JoinSet::new();
+    if let Some(a) = &opts.alerting {
+        let db = crate::alert::commands::open(&store.layout().state_db())
+            .context("opening the alert outbox")?;
+        let sender = crate::alert::Sender {
+            stats: alert_stats,
+            ..crate::alert::commands::sender(db, &a.cfg)
+        };
+        for t in a.targets.clone() {
+            let s = sender.clone();
+            senders.spawn(async move {
+                let name = t.name.clone();
+                if let Err(e) = s
+                    .run(
+                        t,
+                        crate::alert::Mode::Forever {
+                            poll: Duration::from_secs(5),
+                        },
+                    )
+                    .await
+                {
+                    tracing::error!(target = %name, error = %e, "alert sender stopped");
+                }
+            });
+        }
+        tracing::info!(targets = a.targets.len(), "alert sender running");
+    }
     wait(stop_rx).await;
+    // Undelivered alerts stay in the outbox for the next start.
+    senders.abort_all();
     tracing::info!("shutting down: finishing in-flight requests and flushing");
     let drained = tokio::time::timeout(opts.shutdown_timeout, async {
         let _ = otlp.await;

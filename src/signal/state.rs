@@ -201,7 +201,7 @@ impl StateDb {
         now_ns: i64,
         horizon_ns: i64,
         resolve_after: i64,
-        after: impl FnOnce(&Connection, &SweepOutcome) -> rusqlite::Result<()>,
+        after: impl FnOnce(&Connection, &SweepOutcome) -> Result<(), StateError>,
     ) -> Result<SweepOutcome, StateError> {
         let path = self.path.clone();
         let err = move |source| StateError::Db {
@@ -375,7 +375,7 @@ impl StateDb {
             )
             .map_err(err.clone())?;
         }
-        after(&tx, &out).map_err(err.clone())?;
+        after(&tx, &out)?;
         tx.commit().map_err(err)?;
         Ok(out)
     }
@@ -471,13 +471,21 @@ fn to_signal(r: Row) -> Signal {
     }
 }
 
-fn load_rows(conn: &Connection, path: &Path, filter: &str, arg: &str) -> Result<Vec<Row>, StateError> {
-let db = |r| r.map_err(|source| StateError::Db { path: path.to_path_buf(), source });
+fn load_rows(
+    conn: &Connection,
+    path: &Path,
+    filter: &str,
+    arg: &str,
+) -> Result<Vec<Row>, StateError> {
+    let err = |source| StateError::Db {
+        path: path.to_path_buf(),
+        source,
+    };
     let sql = format!(
         "SELECT id, state, draft, clean_sweeps, resolved_at_ns, muted_until_ns, mute_until_escalates, mute_escalate_at \
          FROM signals {filter} ORDER BY id"
     );
-    let mut stmt = db(conn.prepare(&sql))?;
+    let mut stmt = conn.prepare(&sql).map_err(err)?;
     let map = |r: &rusqlite::Row<'_>| {
         let state: String = r.get(1)?;
         let draft: String = r.get(2)?;
@@ -493,13 +501,13 @@ let db = |r| r.map_err(|source| StateError::Db { path: path.to_path_buf(), sourc
         ))
     };
     let raw: Vec<_> = if filter.is_empty() {
-        db(stmt
-            .query_map([], map)
-            .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
+        stmt.query_map([], map)
+            .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(err)?
     } else {
-        db(stmt
-            .query_map([arg], map)
-            .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?
+        stmt.query_map([arg], map)
+            .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(err)?
     };
     raw.into_iter()
         .map(|(id, state, draft, clean, resolved, muted, esc, esc_at)| {
@@ -525,5 +533,8 @@ let db = |r| r.map_err(|source| StateError::Db { path: path.to_path_buf(), sourc
 
 /// Every signal as the connection `c` sees it (inside a transaction too).
 pub fn signals_in(c: &Connection, path: &Path) -> Result<Vec<Signal>, StateError> {
-    Ok(load_rows(c, path, "", "")?.into_iter().map(to_signal).collect())
+    Ok(load_rows(c, path, "", "")?
+        .into_iter()
+        .map(to_signal)
+        .collect())
 }

@@ -69,7 +69,7 @@ impl Server {
 
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        let client = reqwest::blocking::Client::new();
+        let client = reqwest_blocking::blocking::Client::new();
         while Instant::now() < deadline {
             let ok = client
                 .get(format!("http://{}/healthz", self.http))

@@ -58,7 +58,7 @@ fn batch(id: u64) -> Vec<u8> {
     .encode_to_vec()
 }
 
-fn post(client: &reqwest::blocking::Client, url: &str, id: u64) -> bool {
+fn post(client: &reqwest_blocking::blocking::Client, url: &str, id: u64) -> bool {
     client
         .post(url)
         .header("content-type", "application/x-protobuf")
@@ -94,7 +94,7 @@ fn kill_9_mid_stream_loses_no_acknowledged_span_and_doubles_none() {
                 Arc::clone(&stop),
             );
             std::thread::spawn(move || {
-                let client = reqwest::blocking::Client::new();
+                let client = reqwest_blocking::blocking::Client::new();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let id = t * 1_000_000 + n;
@@ -136,7 +136,7 @@ fn kill_9_mid_stream_loses_no_acknowledged_span_and_doubles_none() {
         log.contains("recovered the write-ahead log") || log.contains("listening"),
         "{log}"
     );
-    let client = reqwest::blocking::Client::new();
+    let client = reqwest_blocking::blocking::Client::new();
     let resend: BTreeSet<u64> = unacked
         .iter()
         .copied()
@@ -172,7 +172,7 @@ fn an_fsync_failure_refuses_that_request_and_loses_nothing_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let server = Server::start(&data, &[], &[("STORMWATCH_FAULTS", "wal_fsync=fail_once")]);
-    let client = reqwest::blocking::Client::new();
+    let client = reqwest_blocking::blocking::Client::new();
     let send = |id: u64| {
         client
             .post(server.traces_url())
@@ -209,7 +209,7 @@ fn a_parquet_write_failure_keeps_the_wal_and_the_next_flush_succeeds() {
         &["--config", config.to_str().unwrap()],
         &[("STORMWATCH_FAULTS", "parquet_write=fail:2")],
     );
-    let client = reqwest::blocking::Client::new();
+    let client = reqwest_blocking::blocking::Client::new();
     for id in 0..3 {
         let r = client
             .post(server.traces_url())

@@ -1,0 +1,242 @@
+//! `stormwatch alerts …`: what the commands do, apart from parsing flags.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::config::Target;
+use super::notify::{Event, Notice};
+use super::sender::{self, Clock, Mode, Sender};
+use super::{outbox, AlertConfig};
+use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
+use crate::sweep::rfc3339;
+
+/// Open `state.sqlite` with the outbox tables.
+pub fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let c = Connection::open(path)?;
+    c.busy_timeout(Duration::from_secs(10))?;
+    c.execute_batch(outbox::SCHEMA)?;
+    Ok(c)
+}
+
+/// `alerts list`, as text.
+pub fn list_text(rows: &[outbox::Row]) -> String {
+    if rows.is_empty() {
+        return "the outbox is empty\n".into();
+    }
+    let mut out = String::new();
+    for r in rows {
+        out.push_str(&format!(
+            "{:>5}  {:<10} {:<16} attempts {:<2} created {}  signals {}{}\n",
+            r.id,
+            r.status,
+            r.target,
+            r.attempts,
+            rfc3339(r.created_ns),
+            r.signals,
+            r.last_error
+                .as_deref()
+                .map(|e| format!("\n       last error: {e}"))
+                .unwrap_or_default()
+        ));
+    }
+    out
+}
+
+/// A sender over `db` for `cfg`.
+pub fn sender(db: Connection, cfg: &AlertConfig) -> Sender {
+    Sender {
+        db: Arc::new(Mutex::new(db)),
+        cfg: cfg.clone(),
+        client: sender::client(cfg),
+        clock: Clock::start(),
+        stats: Arc::default(),
+    }
+}
+
+/// `alerts flush`: work every target's queue, waiting for retries at most
+/// `wait`; the sender's counters after.
+pub async fn flush(s: &Sender, targets: &[Target], wait: Duration) -> rusqlite::Result<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in targets {
+        let (s, t) = (s.clone(), t.clone());
+        tasks.spawn(async move { s.run(t, Mode::Drain { wait }).await });
+    }
+    while let Some(r) = tasks.join_next().await {
+        if let Ok(Err(e)) = r {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The sample signal `alerts test` sends: the seeds' dead airline feed.
+pub fn sample() -> Vec<Notice> {
+    let day = "2026-07-29".to_string();
+    let evidence = Evidence {
+        rhythm: Some("no_backoff".into()),
+        outcome: Some("gave_up".into()),
+        wasted_seconds: 82.5,
+        turn_duration_s: Some(98.0),
+        turn_spans: Some(33),
+        healthy_turn_duration_s: Some(8.1),
+        healthy_turn_spans: Some(3.0),
+        ..Evidence::turn("baacbed78f2b62522a113193688fafe8", "sample", 20_663, 15, 15)
+    };
+    vec![Notice {
+        event: Event::New,
+        signal: Signal {
+            draft: SignalDraft {
+                id: "SW-TEST".into(),
+                key: "v1:retry_storm:search_flights:unavailable".into(),
+                kind: Kind::RetryStorm,
+                tool: "search_flights".into(),
+                error_class: "unavailable".into(),
+                title: "Test from stormwatch: Retry storm: search_flights ×15 in one turn (unavailable, no backoff)".into(),
+                first_seen_ns: 1_785_283_200_000_000_000,
+                last_seen_ns: 1_785_283_200_000_000_000,
+                days: vec![day],
+                findings: 1,
+                evidence: vec![evidence],
+                evidence_more: 0,
+            },
+            state: Lifecycle::New,
+            muted_until_ns: None,
+            mute_until_escalates: false,
+        },
+    }]
+}
+
+/// Alerting for a sweep: `None` when no target is configured.
+pub fn alerting(
+    cfg: &AlertConfig,
+    public_url: Option<&str>,
+) -> anyhow::Result<Option<super::Alerting>> {
+    if cfg.targets.is_empty() {
+        return Ok(None);
+    }
+    let targets = cfg
+        .targets(|k| std::env::var(k).ok())
+        .map_err(anyhow::Error::msg)?;
+    Ok(Some(super::Alerting {
+        cfg: cfg.clone(),
+        targets,
+        public_url: public_url.unwrap_or(&cfg.public_url).to_string(),
+    }))
+}
+
+/// `stormwatch alerts …`.
+pub fn run(
+    state_db: &Path,
+    cfg: &AlertConfig,
+    public_url: Option<&str>,
+    args: &crate::cli::AlertsArgs,
+) -> anyhow::Result<std::process::ExitCode> {
+    use crate::cli::{AlertsAction, OutputFormat};
+    use anyhow::Context;
+    use std::process::ExitCode;
+    let db = open(state_db).with_context(|| format!("opening {}", state_db.display()))?;
+    let targets = || -> anyhow::Result<Vec<Target>> {
+        cfg.targets(|k| std::env::var(k).ok())
+            .map_err(anyhow::Error::msg)
+    };
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime")
+    };
+    match &args.action {
+        AlertsAction::List { limit } => {
+            let rows = outbox::list(&db, *limit)?;
+            if args.format == OutputFormat::Json {
+                println!("{:#}", serde_json::to_value(&rows)?);
+            } else {
+                print!("{}", list_text(&rows));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AlertsAction::Flush { wait } => {
+            let targets = targets()?;
+            if targets.is_empty() {
+                println!("no alert targets configured ([[alert.targets]] in the config file)");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let s = sender(db, cfg);
+            runtime()?.block_on(flush(&s, &targets, Duration::from_secs(*wait)))?;
+            let counts = s.stats.snapshot();
+            let dead = counts
+                .iter()
+                .any(|(_, o, _)| matches!(*o, "dead" | "gave_up"));
+            for (t, o, n) in counts {
+                println!("{t}: {n} {o}");
+            }
+            let db = s.db.lock().unwrap_or_else(|e| e.into_inner());
+            let pending: i64 = db.query_row(
+                "SELECT count(*) FROM outbox WHERE status = 'pending'",
+                [],
+                |r| r.get(0),
+            )?;
+            if pending > 0 {
+                println!(
+                    "{pending} message(s) still queued (retries not yet due, or a disabled target)"
+                );
+            }
+            Ok(if dead {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        AlertsAction::Retry { id } => {
+            let now = Clock::start().now_ns();
+            if outbox::requeue(&db, *id, now)? {
+                println!("message {id} queued again");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                anyhow::bail!("no undelivered outbox message {id} (see `stormwatch alerts list`)")
+            }
+        }
+        AlertsAction::Enable { target } => {
+            if outbox::enable(&db, target)? {
+                println!("{target} enabled; its queued messages go out on the next flush");
+            } else {
+                println!("{target} was not disabled");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AlertsAction::Test { target } => {
+            let all = targets()?;
+            let Some(t) = all.iter().find(|t| t.name == *target) else {
+                let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
+                anyhow::bail!(
+                    "no alert target {target:?}; configured: {}",
+                    names.join(", ")
+                );
+            };
+            let s = sender(db, cfg);
+            let body = super::render(
+                t.kind,
+                &sample(),
+                public_url.unwrap_or(&cfg.public_url),
+                cfg.evidence_per_signal,
+                s.clock.now_ns(),
+            )
+            .to_string();
+            let id = format!("msg_test_{:016x}", s.clock.now_ns());
+            let answer = runtime()?.block_on(s.attempt(t, &id, &body));
+            match answer.verdict {
+                super::policy::Verdict::Delivered => {
+                    println!("{target}: delivered (HTTP {})", answer.status.unwrap_or(0));
+                    Ok(ExitCode::SUCCESS)
+                }
+                other => {
+                    println!("{target}: not delivered: {other:?}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The sender: works the outbox, one task per target so a slow or throttled
+//! target never holds up the others. Messages of a target go out in order,
+//! at most one per `pace`; an attempt's answer is classified first
+//! ([`policy::classify`]), then retried with full-jitter backoff, never
+//! sooner than `Retry-After`, within a budget of attempts and age, or
+//! dead-lettered, or the target disabled. Every give-up is one log line
+//! with what was waited.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use rusqlite::Connection;
+use tokio::time::Instant;
+
+use super::config::{AlertConfig, Target, TargetKind};
+use super::outbox::{self, Row};
+use super::policy::{self, Budget, Verdict};
+use super::stats::Stats;
+
+/// Wall-clock time that follows tokio's clock: real in production, virtual
+/// under a paused test clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    wall: SystemTime,
+    at: Instant,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock {
+            wall: SystemTime::now(),
+            at: Instant::now(),
+        }
+    }
+
+    pub fn now(&self) -> SystemTime {
+        self.wall + self.at.elapsed()
+    }
+
+    pub fn now_ns(&self) -> i64 {
+        self.now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64)
+    }
+}
+
+/// How long a sender keeps going.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// Until the outbox of the target is empty or only holds messages not
+    /// due within `wait` (`alerts flush`).
+    Drain { wait: Duration },
+    /// For as long as the process runs (`serve`), looking for new rows every
+    /// `poll`.
+    Forever { poll: Duration },
+}
+
+/// What a sender needs; cheap to clone into each target's task.
+#[derive(Clone)]
+pub struct Sender {
+    pub db: Arc<Mutex<Connection>>,
+    pub cfg: AlertConfig,
+    pub client: reqwest::Client,
+    pub clock: Clock,
+    pub stats: Arc<Stats>,
+}
+
+/// The HTTP client the sender uses: no redirects, a per-request timeout.
+pub fn client(cfg: &AlertConfig) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("stormwatch/", env!("CARGO_PKG_VERSION")))
+        .timeout(Duration::from_secs(cfg.request_timeout_secs))
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// One attempt's result, before the policy decides.
+pub struct Answer {
+    pub verdict: Verdict,
+    pub status: Option<u16>,
+}
+
+impl Sender {
+    fn budget(&self) -> Budget {
+        Budget {
+            max_attempts: self.cfg.max_attempts,
+            max_age: Duration::from_secs(self.cfg.max_age_secs),
+            base: Duration::from_millis(self.cfg.backoff_base_ms),
+            cap: Duration::from_secs(self.cfg.backoff_cap_secs),
+        }
+    }
+
+    fn with_db<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        let c = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        f(&c)
+    }
+
+    /// POST one message body to a target once.
+    pub async fn attempt(&self, target: &Target, webhook_id: &str, body: &str) -> Answer {
+        let mut req = self
+            .client
+            .post(&target.url)
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if target.kind == TargetKind::Webhook {
+            let ts = self.clock.now_ns() / 1_000_000_000;
+            req = req
+                .header("webhook-id", webhook_id)
+                .header("webhook-timestamp", ts.to_string());
+            if let Some(secret) = &target.secret {
+                match super::sign::signature(secret, webhook_id, ts, body.as_bytes()) {
+                    Ok(sig) => req = req.header("webhook-signature", sig),
+                    Err(e) => {
+                        return Answer {
+                            verdict: Verdict::Dead {
+                                reason: format!("cannot sign: {e}"),
+                            },
+                            status: None,
+                        }
+                    }
+                }
+            }
+        }
+        match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let retry_after = resp
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                let body = resp.text().await.unwrap_or_default();
+                Answer {
+                    verdict: policy::classify(
+                        target.kind,
+                        status,
+                        retry_after.as_deref(),
+                        &body,
+                        self.clock.now(),
+                    ),
+                    status: Some(status),
+                }
+            }
+            Err(e) => Answer {
+                verdict: transport(&e),
+                status: None,
+            },
+        }
+    }
+
+    /// Work `target`'s queue in `mode`.
+    pub async fn run(&self, target: Target, mode: Mode) -> rusqlite::Result<()> {
+        let pace = Duration::from_millis(self.cfg.pace_ms);
+        let started = Instant::now();
+        let mut last_send: Option<Instant> = None;
+        loop {
+            if let Some(reason) = self.with_db(|c| outbox::disabled(c, &target.name))? {
+                tracing::debug!(target = %target.name, %reason, "alert target disabled");
+                match mode {
+                    Mode::Drain { .. } => return Ok(()),
+                    Mode::Forever { poll } => {
+                        tokio::time::sleep(poll).await;
+                        continue;
+                    }
+                }
+            }
+            let Some(row) = self.with_db(|c| outbox::next_pending(c, &target.name))? else {
+                match mode {
+                    Mode::Drain { .. } => return Ok(()),
+                    Mode::Forever { poll } => {
+                        tokio::time::sleep(poll).await;
+                        continue;
+                    }
+                }
+            };
+            // Not before the row is due, nor sooner than the pace allows.
+            let due_in = Duration::from_nanos((row.next_at_ns - self.clock.now_ns()).max(0) as u64);
+            let paced_in = last_send.map_or(Duration::ZERO, |l| {
+                (l + pace).saturating_duration_since(Instant::now())
+            });
+            let wait = due_in.max(paced_in);
+            if let Mode::Drain { wait: limit } = mode {
+                if started.elapsed() + wait > limit {
+                    tracing::info!(target = %target.name, webhook_id = %row.webhook_id, in_s = wait.as_secs(), "alert left in the outbox for a later flush");
+                    return Ok(());
+                }
+            }
+            if !wait.is_zero() {
+                let poll = match mode {
+                    Mode::Forever { poll } => wait.min(poll),
+                    Mode::Drain { .. } => wait,
+                };
+                tokio::time::sleep(poll).await;
+                if poll < wait {
+                    continue;
+                }
+            }
+            crate::faults::kill_point("alert_kill_before_send");
+            last_send = Some(Instant::now());
+            let answer = self.attempt(&target, &row.webhook_id, &row.body).await;
+            crate::faults::kill_point("alert_kill_after_send");
+            self.settle(&target, &row, answer)?;
+        }
+    }
+
+    /// Record one attempt's outcome.
+    fn settle(&self, target: &Target, row: &Row, answer: Answer) -> rusqlite::Result<()> {
+        let attempts = row.attempts + 1;
+        let now_ns = self.clock.now_ns();
+        let age = Duration::from_nanos((now_ns - row.created_ns).max(0) as u64);
+        let name = target.name.as_str();
+        match answer.verdict {
+            Verdict::Delivered => {
+                self.stats.count(name, "delivered");
+                self.with_db(|c| outbox::finish(c, row.id, attempts, "delivered", None, now_ns))?;
+                tracing::info!(target = name, webhook_id = %row.webhook_id, attempts, "alert delivered");
+            }
+            Verdict::Retry {
+                after,
+                reason,
+                throttled,
+            } => {
+                let jitter =
+                    crate::retry::full_jitter(self.budget().base, self.budget().cap, attempts);
+                match policy::next_wait(&self.budget(), attempts, age, jitter, after) {
+                    Some(wait) => {
+                        self.stats
+                            .count(name, if throttled { "throttled" } else { "retried" });
+                        let next = now_ns + wait.as_nanos() as i64;
+                        self.with_db(|c| outbox::retry_later(c, row.id, attempts, next, &reason))?;
+                        tracing::info!(target = name, webhook_id = %row.webhook_id, attempts, wait_ms = wait.as_millis() as u64, %reason, "alert will be retried");
+                    }
+                    None => {
+                        self.stats.count(name, "gave_up");
+                        let why = format!("gave up: {reason}");
+                        self.with_db(|c| {
+                            outbox::finish(c, row.id, attempts, "dead", Some(&why), now_ns)
+                        })?;
+                        tracing::warn!("alert target={name} webhook_id={} waited={}s attempts={attempts} gave_up reason={reason:?}", row.webhook_id, age.as_secs());
+                    }
+                }
+            }
+            Verdict::Dead { reason } => {
+                self.stats.count(name, "dead");
+                self.with_db(|c| {
+                    outbox::finish(c, row.id, attempts, "dead", Some(&reason), now_ns)
+                })?;
+                tracing::warn!("alert target={name} webhook_id={} waited={}s attempts={attempts} gave_up reason={reason:?} (not retryable)", row.webhook_id, age.as_secs());
+            }
+            Verdict::Disable { reason } => {
+                self.stats.count(name, "disabled");
+                self.with_db(|c| {
+                    outbox::retry_later(c, row.id, attempts, row.next_at_ns, &reason)?;
+                    outbox::disable(c, name, &reason, now_ns)
+                })?;
+                tracing::error!("alert target={name} disabled: {reason}; its messages wait in the outbox until `stormwatch alerts enable {name}`");
+            }
+        }
+        let _ = answer.status;
+        Ok(())
+    }
+}
+
+/// A request that got no answer: connect, reset and timeout are worth
+/// another try; a request that could not be built is not.
+fn transport(e: &reqwest::Error) -> Verdict {
+    if e.is_builder() || e.is_redirect() {
+        Verdict::Dead {
+            reason: format!("request failed: {e}"),
+        }
+    } else {
+        Verdict::Retry {
+            after: None,
+            reason: format!("no answer: {}", error_chain(e)),
+            throttled: false,
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
