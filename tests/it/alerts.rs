@@ -680,3 +680,134 @@ async fn grouping_resolution_and_regression_reach_real_receivers_once_each() {
     assert!(hits[2].body.contains("1 regressed"), "{}", hits[2].body);
     assert_eq!(discord.hits().len(), 3);
 }
+
+/// `serve` works the outbox that a cron `sweep` fills, and counts the
+/// delivery on `/metrics`; `alerts test` checks the wiring with a signed
+/// sample; `alerts retry` puts a dead letter back in the queue.
+#[test]
+fn serve_delivers_what_a_sweep_queued_and_the_alerts_commands_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (hook, hook_addr, rt) = background((204, ""));
+    let cfg = config(dir.path(), None, hook_addr);
+    import_history(&data);
+    let base = [
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
+    ];
+
+    // `alerts test`: a signed sample, straight away.
+    let mut a = vec!["alerts", "test", "signed"];
+    a.extend(base);
+    let out = cli(&a);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("delivered"));
+    let h = hook.hits();
+    assert_eq!(h.len(), 1);
+    let id = h[0].headers["webhook-id"].to_str().unwrap();
+    let ts: i64 = h[0].headers["webhook-timestamp"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let sig = h[0].headers["webhook-signature"].to_str().unwrap();
+    assert!(stormwatch::alert::sign::verify(
+        SECRET,
+        id,
+        ts,
+        h[0].body.as_bytes(),
+        sig
+    ));
+    let mut a = vec!["alerts", "test", "nope"];
+    a.extend(base);
+    let out = run(&a, &[("SW_IT_WEBHOOK_SECRET", SECRET)]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("signed"));
+
+    // serve's sender delivers a sweep's message.
+    let server = crate::common::Server::start(
+        &data,
+        &["--config", cfg.to_str().unwrap()],
+        &[("SW_IT_WEBHOOK_SECRET", SECRET)],
+    );
+    let mut a = vec!["sweep", "--now", "2026-08-06"];
+    a.extend(base);
+    cli(&a);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while hook.hits().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(hook.hits().len(), 2, "log:\n{}", server.log_text());
+    let metrics = reqwest_blocking::blocking::get(format!("http://{}/metrics", server.http))
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains(
+            r#"stormwatch_alert_deliveries_total{target="signed",outcome="delivered"} 1"#
+        ),
+        "{metrics}"
+    );
+    let log = server.stop();
+    assert!(
+        !log.contains(SECRET) && !log.contains("whsec_"),
+        "the secret leaked into the log"
+    );
+
+    // A 400 dead-letters; `alerts retry` queues it again and the next flush delivers.
+    drop(rt);
+    let dir2 = tempfile::tempdir().unwrap();
+    let data2 = dir2.path().join("data");
+    let (bad, bad_addr, _rt2) = background((204, ""));
+    let cfg2 = config(dir2.path(), None, bad_addr);
+    import_history(&data2);
+    let base2 = [
+        "--data-dir",
+        data2.to_str().unwrap(),
+        "--config",
+        cfg2.to_str().unwrap(),
+    ];
+    bad.script_push(400, "invalid_payload");
+    let mut a = vec!["sweep", "--now", "2026-08-06"];
+    a.extend(base2);
+    cli(&a);
+    let mut a = vec!["alerts", "flush"];
+    a.extend(base2);
+    let out = run(&a, &[("SW_IT_WEBHOOK_SECRET", SECRET)]);
+    assert!(!out.status.success(), "a dead letter makes flush exit 1");
+    let mut l = vec!["alerts", "list", "--format", "json"];
+    l.extend(base2);
+    let list: serde_json::Value = serde_json::from_slice(&cli(&l).stdout).unwrap();
+    let dead = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["status"] == "dead")
+        .expect("a dead letter");
+    assert!(dead["last_error"]
+        .as_str()
+        .unwrap()
+        .contains("invalid_payload"));
+    let id = dead["id"].to_string();
+    let mut r = vec!["alerts", "retry", &id];
+    r.extend(base2);
+    cli(&r);
+    cli(&a);
+    assert_eq!(bad.hits().len(), 2);
+    let list: serde_json::Value = serde_json::from_slice(&cli(&l).stdout).unwrap();
+    assert!(list
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["status"] == "delivered"));
+}
+
+impl Receiver {
+    fn script_push(&self, status: u16, body: &str) {
+        self.script
+            .lock()
+            .unwrap()
+            .push_back((status, Vec::new(), body.to_string()));
+    }
+}
