@@ -86,6 +86,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 alerting: stormwatch::alert::commands::alerting(
                     &config.alert,
                     cli.public_url.as_deref(),
+                    true,
                 )?,
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -184,7 +185,7 @@ fn sweep(
         evidence_limit: config.signals.evidence_limit,
         resolve_after: config.signals.resolve_after,
         reuse: !args.rescan,
-        alerting: stormwatch::alert::commands::alerting(&config.alert, public_url)?,
+        alerting: stormwatch::alert::commands::alerting(&config.alert, public_url, false)?,
     };
     let reader = stormwatch::store::Reader::open(data_dir)?;
     let mut state = stormwatch::signal::StateDb::open(&reader.layout().state_db())?;

@@ -160,7 +160,7 @@ pub fn run(
             source,
         };
         let signals = crate::signal::state::signals_in(c, &state_path)?;
-        let wall = crate::alert::Clock::start().now_ns();
+        let wall = crate::alert::Clock::System.now_ns();
         queued = alerting
             .enqueue(c, &signals, &out.changes, now, wall)
             .map_err(db)?;

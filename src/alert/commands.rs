@@ -17,7 +17,8 @@ use crate::sweep::rfc3339;
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     let c = Connection::open(path)?;
     c.busy_timeout(Duration::from_secs(10))?;
-    c.execute_batch(outbox::SCHEMA)?;
+    c.execute_batch("PRAGMA journal_mode=WAL;")?;
+    outbox::ensure(&c)?;
     Ok(c)
 }
 
@@ -51,7 +52,7 @@ pub fn sender(db: Connection, cfg: &AlertConfig) -> Sender {
         db: Arc::new(Mutex::new(db)),
         cfg: cfg.clone(),
         client: sender::client(cfg),
-        clock: Clock::start(),
+        clock: Clock::System,
         stats: Arc::default(),
     }
 }
@@ -109,17 +110,23 @@ pub fn sample() -> Vec<Notice> {
     }]
 }
 
-/// Alerting for a sweep: `None` when no target is configured.
+/// Alerting for a sweep (`send` false: only routing is needed, secrets may
+/// be absent) or for a sender (`send` true: every URL and secret resolved);
+/// `None` when no target is configured.
 pub fn alerting(
     cfg: &AlertConfig,
     public_url: Option<&str>,
+    send: bool,
 ) -> anyhow::Result<Option<super::Alerting>> {
     if cfg.targets.is_empty() {
         return Ok(None);
     }
-    let targets = cfg
-        .targets(|k| std::env::var(k).ok())
-        .map_err(anyhow::Error::msg)?;
+    let targets = if send {
+        cfg.targets(|k| std::env::var(k).ok())
+    } else {
+        cfg.routing()
+    }
+    .map_err(anyhow::Error::msg)?;
     Ok(Some(super::Alerting {
         cfg: cfg.clone(),
         targets,
@@ -191,7 +198,7 @@ pub fn run(
             })
         }
         AlertsAction::Retry { id } => {
-            let now = Clock::start().now_ns();
+            let now = Clock::System.now_ns();
             if outbox::requeue(&db, *id, now)? {
                 println!("message {id} queued again");
                 Ok(ExitCode::SUCCESS)
@@ -200,7 +207,7 @@ pub fn run(
             }
         }
         AlertsAction::Enable { target } => {
-            if outbox::enable(&db, target)? {
+            if outbox::enable(&db, target, Clock::System.now_ns())? {
                 println!("{target} enabled; its queued messages go out on the next flush");
             } else {
                 println!("{target} was not disabled");

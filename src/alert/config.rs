@@ -99,8 +99,8 @@ impl Severity {
     }
 }
 
-/// One `[[alert.targets]]` entry.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// One `[[alert.targets]]` entry. Its `Debug` hides the URL and secret.
+#[derive(Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TargetConfig {
     /// How the target is named in logs, `alerts` commands and metrics.
@@ -126,6 +126,19 @@ pub struct TargetConfig {
     /// Only signals at least this severe.
     #[serde(default)]
     pub min_severity: Option<Severity>,
+}
+
+impl std::fmt::Debug for TargetConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TargetConfig")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("url", &self.url.as_ref().map(|_| "<redacted>"))
+            .field("url_env", &self.url_env)
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("secret_env", &self.secret_env)
+            .finish()
+    }
 }
 
 /// A target ready to send to: URL and secret resolved. Its `Debug` shows
@@ -205,6 +218,28 @@ impl TargetConfig {
 }
 
 impl AlertConfig {
+    /// The targets as a sweep needs them: names, kinds and filters. A URL or
+    /// secret whose environment variable is not set here (a cron job
+    /// without the sender's secrets) is left empty; the sender resolves it.
+    pub fn routing(&self) -> Result<Vec<Target>, String> {
+        let mut out: Vec<Target> = Vec::new();
+        for t in &self.targets {
+            if out.iter().any(|o| o.name == t.name) {
+                return Err(format!("alert target {:?} is named twice", t.name));
+            }
+            out.push(Target {
+                name: t.name.clone(),
+                kind: t.kind,
+                url: String::new(),
+                secret: None,
+                kinds: t.kinds.clone(),
+                tools: t.tools.clone(),
+                min_severity: t.min_severity,
+            });
+        }
+        Ok(out)
+    }
+
     /// Every target resolved, or the first problem; names must be unique.
     pub fn targets(&self, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Target>, String> {
         let mut out: Vec<Target> = Vec::new();

@@ -39,6 +39,21 @@ fn colour(e: Event) -> u32 {
     }
 }
 
+/// An escaped text cut to `max` characters without leaving a lone
+/// backslash (which would escape the "…").
+fn cut_escaped(s: &str, max: usize) -> String {
+    let mut out = cut(s, max);
+    if out.ends_with('…') {
+        out.pop();
+        let trailing = out.chars().rev().take_while(|c| *c == '\\').count();
+        if trailing % 2 == 1 {
+            out.pop();
+        }
+        out.push('…');
+    }
+    out
+}
+
 pub fn render(m: &Message<'_>) -> Value {
     let mut embeds = Vec::new();
     // Share the 6000 characters among the embeds, with room for titles.
@@ -46,8 +61,8 @@ pub fn render(m: &Message<'_>) -> Value {
     let budget = (MAX_TOTAL - 200) / shown_signals.max(1);
     for n in m.notices.iter().take(MAX_EMBEDS) {
         let d = &n.signal.draft;
-        let title = cut(
-            &format!("{} · {}: {}", n.event.label(), d.id, d.title),
+        let title = cut_escaped(
+            &escape(&format!("{} · {}: {}", n.event.label(), d.id, d.title)),
             MAX_TITLE,
         );
         let mut desc = format!("{}\n", escape(&numbers(n)));
@@ -72,7 +87,7 @@ pub fn render(m: &Message<'_>) -> Value {
             desc.push_str(&format!("+{more} more traces"));
         }
         let mut embed = json!({
-            "title": escape(&title),
+            "title": title,
             "description": cut(&desc, MAX_DESCRIPTION),
             "color": colour(n.event),
         });

@@ -91,7 +91,7 @@ impl Alerting {
         sweep_now_ns: i64,
         wall_ns: i64,
     ) -> rusqlite::Result<Vec<Queued>> {
-        c.execute_batch(outbox::SCHEMA)?;
+        outbox::ensure(c)?;
         let changed: BTreeMap<String, Lifecycle> = changes
             .iter()
             .map(|(id, _, to)| (id.clone(), *to))

@@ -108,6 +108,11 @@ pub fn decide(
             Some(Lifecycle::Muted) => None,
             // Ongoing: a new finding, or out of a mute.
             _ if !s.state.is_open() => None,
+            // A regression the cooldown held back, still open once it ends.
+            _ if quiet && !cooling => {
+                quiet = false;
+                Some(Event::Regressed)
+            }
             _ if escalated => Some(Event::Escalated),
             _ => match before {
                 None => Some(Event::Reminder),

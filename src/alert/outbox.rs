@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     next_at_ns INTEGER NOT NULL,
     status TEXT NOT NULL,
     last_error TEXT,
-    done_ns INTEGER
+    done_ns INTEGER,
+    lease_until_ns INTEGER
 );
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (target, status, id);
 CREATE TABLE IF NOT EXISTS alert_told (
@@ -37,6 +38,28 @@ CREATE TABLE IF NOT EXISTS alert_targets (
     disabled_ns INTEGER
 );
 ";
+
+/// Create the tables (and add columns a file from an older version lacks).
+pub fn ensure(c: &Connection) -> rusqlite::Result<()> {
+    c.execute_batch(SCHEMA)?;
+    let has_lease: bool = c
+        .prepare("SELECT 1 FROM pragma_table_info('outbox') WHERE name = 'lease_until_ns'")?
+        .exists([])?;
+    if !has_lease {
+        c.execute_batch("ALTER TABLE outbox ADD COLUMN lease_until_ns INTEGER")?;
+    }
+    Ok(())
+}
+
+/// Take the row for one attempt until `until_ns`, unless another sender
+/// holds it; true when taken.
+pub fn claim(c: &Connection, id: i64, now_ns: i64, until_ns: i64) -> rusqlite::Result<bool> {
+    Ok(c.execute(
+        "UPDATE outbox SET lease_until_ns = ?3 WHERE id = ?1 AND status = 'pending' \
+         AND (lease_until_ns IS NULL OR lease_until_ns <= ?2)",
+        params![id, now_ns, until_ns],
+    )? == 1)
+}
 
 /// One outbox row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,7 +161,7 @@ pub fn retry_later(
     error: &str,
 ) -> rusqlite::Result<()> {
     c.execute(
-        "UPDATE outbox SET attempts = ?2, next_at_ns = ?3, last_error = ?4 WHERE id = ?1",
+        "UPDATE outbox SET attempts = ?2, next_at_ns = ?3, last_error = ?4, lease_until_ns = NULL WHERE id = ?1",
         params![id, attempts, next_at_ns, error],
     )?;
     Ok(())
@@ -154,7 +177,7 @@ pub fn finish(
     now_ns: i64,
 ) -> rusqlite::Result<()> {
     c.execute(
-        "UPDATE outbox SET attempts = ?2, status = ?3, last_error = coalesce(?4, last_error), done_ns = ?5 WHERE id = ?1",
+        "UPDATE outbox SET attempts = ?2, status = ?3, last_error = coalesce(?4, last_error), done_ns = ?5, lease_until_ns = NULL WHERE id = ?1",
         params![id, attempts, status, error, now_ns],
     )?;
     Ok(())
@@ -164,7 +187,7 @@ pub fn finish(
 /// fresh budget. False when there is no such row or it was delivered.
 pub fn requeue(c: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<bool> {
     let n = c.execute(
-        "UPDATE outbox SET status = 'pending', attempts = 0, created_ns = ?2, next_at_ns = ?2, done_ns = NULL \
+        "UPDATE outbox SET status = 'pending', attempts = 0, created_ns = ?2, next_at_ns = ?2, done_ns = NULL, lease_until_ns = NULL \
          WHERE id = ?1 AND status <> 'delivered'",
         params![id, now_ns],
     )?;
@@ -191,12 +214,20 @@ pub fn disable(c: &Connection, target: &str, reason: &str, now_ns: i64) -> rusql
     Ok(())
 }
 
-/// `alerts enable TARGET`; false when it was not disabled.
-pub fn enable(c: &Connection, target: &str) -> rusqlite::Result<bool> {
-    Ok(c.execute(
+/// `alerts enable TARGET`; false when it was not disabled. Its queued
+/// messages get a fresh age budget: the time spent disabled is not theirs.
+pub fn enable(c: &Connection, target: &str, now_ns: i64) -> rusqlite::Result<bool> {
+    let enabled = c.execute(
         "UPDATE alert_targets SET disabled_reason = NULL, disabled_ns = NULL WHERE name = ?1 AND disabled_reason IS NOT NULL",
         params![target],
-    )? == 1)
+    )? == 1;
+    if enabled {
+        c.execute(
+            "UPDATE outbox SET created_ns = ?2, next_at_ns = ?2 WHERE target = ?1 AND status = 'pending'",
+            params![target, now_ns],
+        )?;
+    }
+    Ok(enabled)
 }
 
 /// What was last told about each signal.

@@ -17,24 +17,28 @@ use super::outbox::{self, Row};
 use super::policy::{self, Budget, Verdict};
 use super::stats::Stats;
 
-/// Wall-clock time that follows tokio's clock: real in production, virtual
-/// under a paused test clock.
+/// The sender's wall clock: the system clock, or (for tests on a paused
+/// tokio clock) a start time plus tokio's virtual elapsed time.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    wall: SystemTime,
-    at: Instant,
+pub enum Clock {
+    System,
+    Virtual { wall: SystemTime, at: Instant },
 }
 
 impl Clock {
-    pub fn start() -> Clock {
-        Clock {
+    /// A clock that follows tokio's (paused) time.
+    pub fn virtual_start() -> Clock {
+        Clock::Virtual {
             wall: SystemTime::now(),
             at: Instant::now(),
         }
     }
 
     pub fn now(&self) -> SystemTime {
-        self.wall + self.at.elapsed()
+        match self {
+            Clock::System => SystemTime::now(),
+            Clock::Virtual { wall, at } => *wall + at.elapsed(),
+        }
     }
 
     pub fn now_ns(&self) -> i64 {
@@ -146,14 +150,36 @@ impl Sender {
                 }
             }
             Err(e) => Answer {
-                verdict: transport(&e),
+                verdict: transport(e),
                 status: None,
             },
         }
     }
 
-    /// Work `target`'s queue in `mode`.
+    /// Work `target`'s queue in `mode`. In `Forever` mode a state-file
+    /// error (a lock held too long, a full disk) is logged and retried with
+    /// backoff; the sender never stops for it.
     pub async fn run(&self, target: Target, mode: Mode) -> rusqlite::Result<()> {
+        let mut failures = 0u32;
+        loop {
+            match self.work(&target, mode).await {
+                Ok(()) => return Ok(()),
+                Err(e) => match mode {
+                    Mode::Drain { .. } => return Err(e),
+                    Mode::Forever { poll } => {
+                        failures += 1;
+                        let wait =
+                            crate::retry::full_jitter(poll, Duration::from_secs(300), failures)
+                                .max(poll);
+                        tracing::warn!(target = %target.name, error = %e, attempt = failures, wait_s = wait.as_secs(), "alert sender: state file error; retrying");
+                        tokio::time::sleep(wait).await;
+                    }
+                },
+            }
+        }
+    }
+
+    async fn work(&self, target: &Target, mode: Mode) -> rusqlite::Result<()> {
         let pace = Duration::from_millis(self.cfg.pace_ms);
         let started = Instant::now();
         let mut last_send: Option<Instant> = None;
@@ -199,11 +225,26 @@ impl Sender {
                     continue;
                 }
             }
+            // Claim the row, so a `serve` and an `alerts flush` on the same
+            // state never send it at once; a claim lapses if its holder dies.
+            let lease = Duration::from_secs(self.cfg.request_timeout_secs + 5);
+            let now_ns = self.clock.now_ns();
+            if !self
+                .with_db(|c| outbox::claim(c, row.id, now_ns, now_ns + lease.as_nanos() as i64))?
+            {
+                tokio::time::sleep(Duration::from_millis(200).min(lease)).await;
+                if let Mode::Drain { .. } = mode {
+                    if started.elapsed() > Duration::from_secs(1) + lease {
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
             crate::faults::kill_point("alert_kill_before_send");
             last_send = Some(Instant::now());
-            let answer = self.attempt(&target, &row.webhook_id, &row.body).await;
+            let answer = self.attempt(target, &row.webhook_id, &row.body).await;
             crate::faults::kill_point("alert_kill_after_send");
-            self.settle(&target, &row, answer)?;
+            self.settle(target, &row, answer)?;
         }
     }
 
@@ -267,7 +308,9 @@ impl Sender {
 
 /// A request that got no answer: connect, reset and timeout are worth
 /// another try; a request that could not be built is not.
-fn transport(e: &reqwest::Error) -> Verdict {
+fn transport(e: reqwest::Error) -> Verdict {
+    // The URL is a secret for Slack, Discord and Teams: never in a reason.
+    let e = e.without_url();
     if e.is_builder() || e.is_redirect() {
         Verdict::Dead {
             reason: format!("request failed: {e}"),
@@ -275,7 +318,7 @@ fn transport(e: &reqwest::Error) -> Verdict {
     } else {
         Verdict::Retry {
             after: None,
-            reason: format!("no answer: {}", error_chain(e)),
+            reason: format!("no answer: {}", error_chain(&e)),
             throttled: false,
         }
     }

@@ -455,3 +455,38 @@ fn golden_payloads_match_and_fit_their_targets() {
         check_limits(kind, &parsed).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
+
+#[test]
+fn a_long_title_full_of_markdown_stays_within_discord_limits() {
+    let mut n = notices(1, 3, &"a_b*c_".repeat(80));
+    n[0].signal.draft.title = format!("Retry storm: {} ×15", "a_b*c_".repeat(80));
+    let body = render(TargetKind::Discord, &n, "", 5, 0);
+    super::discord::check(&body).unwrap();
+    let title = body["embeds"][0]["title"].as_str().unwrap();
+    assert!(title.ends_with('…') && !title.ends_with("\\…"), "{title}");
+}
+
+#[test]
+fn a_regression_held_by_the_cooldown_is_told_once_the_cooldown_ends() {
+    let s = |state| vec![signal("SW-A", "x", 4, state, 1)];
+    let mut told = BTreeMap::from([(
+        "SW-A".to_string(),
+        Told {
+            last_ns: 2 * HOUR,
+            last_fire_ns: 0,
+            findings: 4,
+            quiet: false,
+        },
+    )]);
+    // `decide` returns what changed; the outbox keeps the rest.
+    let mut step = |change: Option<Lifecycle>, at: i64| {
+        let ch = change.map(|c| changes(&[("SW-A", c)])).unwrap_or_default();
+        let (n, remember) = decide(&s(Lifecycle::Regressed), &ch, &told, at, timing());
+        told.extend(remember);
+        n.iter().map(|n| n.event).collect::<Vec<_>>()
+    };
+    assert!(step(Some(Lifecycle::Regressed), 3 * HOUR).is_empty());
+    assert!(step(None, 5 * HOUR).is_empty(), "still cooling");
+    assert_eq!(step(None, 7 * HOUR), vec![Event::Regressed]);
+    assert!(step(None, 8 * HOUR).is_empty());
+}

@@ -149,6 +149,8 @@ impl StateDb {
             source,
         };
         let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         Ok(StateDb {
             conn,
@@ -208,8 +210,15 @@ impl StateDb {
             path: path.clone(),
             source,
         };
-        let existing = self.rows("", "")?;
-        let tx = self.conn.transaction().map_err(err.clone())?;
+        // IMMEDIATE: take the write lock before reading, so a concurrent
+        // writer (serve's alert sender, another sweep) waits for us or we
+        // for it, and what we read is what we update.
+        let state_path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err.clone())?;
+        let existing = load_rows(&tx, &state_path, "", "")?;
         let last_horizon: Option<i64> = tx
             .query_row("SELECT max(horizon_ns) FROM sweeps", [], |r| r.get(0))
             .map_err(err.clone())?;

@@ -90,17 +90,27 @@ fn target(kind: TargetKind, addr: SocketAddr, secret: Option<&str>) -> Target {
     }
 }
 
+/// No pacing, and a request timeout no paused-clock jump can reach.
 fn policy() -> AlertConfig {
     AlertConfig {
         pace_ms: 0,
+        request_timeout_secs: 30 * 86_400,
         ..AlertConfig::default()
+    }
+}
+
+/// A sender on the paused test clock.
+fn virtual_sender(db: rusqlite::Connection, cfg: &AlertConfig) -> Sender {
+    Sender {
+        clock: stormwatch::alert::Clock::virtual_start(),
+        ..commands::sender(db, cfg)
     }
 }
 
 /// A sender on a fresh state file, with `bodies` queued for `t`.
 fn sender_with(dir: &Path, cfg: &AlertConfig, t: &Target, bodies: &[&str]) -> Sender {
     let db = commands::open(&dir.join("state.sqlite")).unwrap();
-    let s = commands::sender(db, cfg);
+    let s = virtual_sender(db, cfg);
     for b in bodies {
         let c = s.db.lock().unwrap();
         outbox::enqueue(&c, &t.name, &["SW-TEST".into()], b, s.clock.now_ns()).unwrap();
@@ -280,7 +290,7 @@ async fn a_gone_endpoint_disables_its_target_only() {
         // Re-enabled by hand: both go out, in order.
         {
             let c = s.db.lock().unwrap();
-            assert!(outbox::enable(&c, &t.name).unwrap());
+            assert!(outbox::enable(&c, &t.name, s.clock.now_ns()).unwrap());
         }
         s.run(t, DRAIN).await.unwrap();
         assert_eq!(r.hits().len(), 3);
@@ -326,7 +336,11 @@ async fn one_message_per_second_per_target() {
     let dir = tempfile::tempdir().unwrap();
     let (r, addr) = receiver(vec![], (200, "ok")).await;
     let t = target(TargetKind::Slack, addr, None);
-    let s = sender_with(dir.path(), &AlertConfig::default(), &t, &["{}", "{}", "{}"]);
+    let cfg = AlertConfig {
+        pace_ms: 1000,
+        ..policy()
+    };
+    let s = sender_with(dir.path(), &cfg, &t, &["{}", "{}", "{}"]);
     s.run(t, DRAIN).await.unwrap();
     let hits = r.hits();
     assert_eq!(hits.len(), 3);
@@ -364,6 +378,7 @@ fn config(dir: &Path, slack: Option<SocketAddr>, hook: SocketAddr) -> std::path:
         format!(
             r#"[alert]
 public_url = "http://dash.example:8080"
+request_timeout_secs = 2
 
 {slack}[[alert.targets]]
 name = "signed"
@@ -608,7 +623,7 @@ async fn grouping_resolution_and_regression_reach_real_receivers_once_each() {
         sweep_state(&mut state, &path, &alerting, &drafts, DAY + 1, DAY + 1),
         2
     );
-    let s = commands::sender(commands::open(&path).unwrap(), &policy());
+    let s = virtual_sender(commands::open(&path).unwrap(), &policy());
     commands::flush(&s, &targets, Duration::from_secs(60))
         .await
         .unwrap();
@@ -810,4 +825,66 @@ impl Receiver {
             .unwrap()
             .push_back((status, Vec::new(), body.to_string()));
     }
+}
+
+/// A 429 pauses its own target for the Retry-After; another target is
+/// served at once.
+#[tokio::test(start_paused = true)]
+async fn a_throttled_target_pauses_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (slow, slow_addr) = receiver(
+        vec![(
+            429,
+            vec![("retry-after", "30".into())],
+            "rate_limited".into(),
+        )],
+        (200, "ok"),
+    )
+    .await;
+    let (ok, ok_addr) = receiver(vec![], (204, "")).await;
+    let t1 = target(TargetKind::Slack, slow_addr, None);
+    let t2 = target(TargetKind::Discord, ok_addr, None);
+    let s = sender_with(dir.path(), &policy(), &t1, &["{}", "{}"]);
+    {
+        let c = s.db.lock().unwrap();
+        outbox::enqueue(&c, &t2.name, &["SW-TEST".into()], "{}", s.clock.now_ns()).unwrap();
+    }
+    let started = Instant::now();
+    commands::flush(&s, &[t1, t2], Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!(ok.hits().len(), 1);
+    assert!(ok.hits()[0].at - started < Duration::from_millis(100));
+    // Both of the throttled target's messages waited out the pause, in order.
+    let hits = slow.hits();
+    assert_eq!(hits.len(), 3);
+    assert!(hits[1].at - hits[0].at >= Duration::from_secs(30));
+    assert!(rows(&s).iter().all(|r| r.status == "delivered"));
+}
+
+/// A target that cannot be reached: retried, then given up, and its URL
+/// (a secret for Slack, Discord and Teams) appears in no error.
+#[tokio::test(start_paused = true)]
+async fn an_unreachable_target_gives_up_without_leaking_its_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let mut t = target(TargetKind::Slack, closed, None);
+    t.url = format!("http://{closed}/services/T0/B0/SECRETTOKEN123");
+    let cfg = AlertConfig {
+        max_attempts: 3,
+        ..policy()
+    };
+    let s = sender_with(dir.path(), &cfg, &t, &["{}"]);
+    s.run(t, DRAIN).await.unwrap();
+    let row = &rows(&s)[0];
+    assert_eq!((row.status.as_str(), row.attempts), ("dead", 3));
+    let err = row.last_error.as_deref().unwrap();
+    assert!(err.contains("gave up"), "{err}");
+    assert!(
+        !err.contains("SECRETTOKEN") && !err.contains("/services/"),
+        "{err}"
+    );
 }
