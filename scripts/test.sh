@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the project checks, from a fresh machine: installs what the
-# tests need (pinned Python venvs for the real OpenTelemetry exporters), then
+# tests need (pinned Python venvs for the real OpenTelemetry exporters and
+# Playwright, Debian's chromium for the dashboard), then
 # runs rustfmt, clippy -D warnings and every test, in one release build.
 #
 #   STORMWATCH_CACHE   where venvs and the cargo target dir live
@@ -20,6 +21,16 @@ command -v python3 >/dev/null || { echo "python3 is required (the interop tests 
 bash scripts/py/setup_venvs.sh
 export STORMWATCH_PY_PROTO="$STORMWATCH_CACHE/venv-proto/bin/python"
 export STORMWATCH_PY_JSON="$STORMWATCH_CACHE/venv-json/bin/python"
+
+step "chromium for the dashboard's browser tests"
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""
+  [[ "$(id -u)" == 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+export STORMWATCH_CHROMIUM="$(command -v chromium)"
+export STORMWATCH_PY_BROWSER="$STORMWATCH_CACHE/venv-browser/bin/python"
 
 step "rustfmt"
 cargo fmt --all -- --check

@@ -34,3 +34,24 @@ pub fn load(store: &Store) -> Result<usize, StoreError> {
     store.flush()?;
     Ok(stored)
 }
+
+/// The sweep `serve --demo` runs after loading, so the dashboard opens on
+/// the incident's signals: as of the morning after its last day.
+pub fn sweep(
+    store: &Store,
+    cfg: &crate::config::Config,
+) -> Result<usize, crate::sweep::SweepError> {
+    let reader = store.reader();
+    let mut state = crate::signal::StateDb::open(&reader.layout().state_db())?;
+    let opts = crate::sweep::SweepOptions {
+        now_ns: crate::sweep::parse_now("2026-08-13T06:00:00Z").unwrap_or(0),
+        since_days: 40,
+        evidence_limit: cfg.signals.evidence_limit,
+        resolve_after: cfg.signals.resolve_after,
+        reuse: true,
+        alerting: None,
+    };
+    Ok(crate::sweep::run(&reader, &mut state, &cfg.detect, &opts)?
+        .signals
+        .len())
+}

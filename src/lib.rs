@@ -14,6 +14,8 @@
 //! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health now,
 //!   the dashboard later).
 //! - [`sweep`]: one detection pass: rules, signals, lifecycle, reports.
+//! - [`dash`]: the dashboard and JSON API (rollups and state only; spans
+//!   only for the trace view).
 //! - [`alert`]: which changes are news, one message per target, the outbox
 //!   and its sender.
 //! - [`import`]: the `import` command: files and followed directories into the store.
@@ -25,6 +27,7 @@
 pub mod alert;
 pub mod cli;
 pub mod config;
+pub mod dash;
 pub mod demo;
 pub mod detect;
 pub mod faults;

@@ -76,6 +76,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     spans = stored,
                     "demo incident loaded (July 7 - August 12, 2026)"
                 );
+                let signals = stormwatch::demo::sweep(&store, &config)
+                    .context("sweeping the demo incident")?;
+                tracing::info!(
+                    signals,
+                    "demo swept as of 2026-08-13; open http://{}/",
+                    args.http_addr
+                );
             }
             let opts = stormwatch::serve::ServeOptions {
                 otlp_addr: args.otlp_addr,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Create (or reuse) the two Python venvs used by the OTLP interop tests:
-#   $STORMWATCH_CACHE/venv-proto  <- scripts/py/requirements-proto.txt
-#   $STORMWATCH_CACHE/venv-json   <- scripts/py/requirements-json.txt
+# Create (or reuse) the Python venvs the tests use:
+#   $STORMWATCH_CACHE/venv-proto    <- scripts/py/requirements-proto.txt (OTLP interop)
+#   $STORMWATCH_CACHE/venv-json     <- scripts/py/requirements-json.txt (OTLP interop)
+#   $STORMWATCH_CACHE/venv-browser  <- scripts/py/requirements-browser.txt (Playwright,
+#                                      driving Debian's chromium; no browser download)
 # STORMWATCH_CACHE defaults to $HOME/.cache/stormwatch; PYTHON (default python3,
 # must be >= 3.10 with the venv module) is the base interpreter.
 #
@@ -75,3 +77,4 @@ ensure_venv venv-proto "$here/requirements-proto.txt" \
   "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter"
 ensure_venv venv-json "$here/requirements-json.txt" \
   "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.json.http.trace_exporter, opentelemetry.exporter.otlp.json.file"
+ensure_venv venv-browser "$here/requirements-browser.txt" "playwright.sync_api"

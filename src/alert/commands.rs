@@ -102,6 +102,7 @@ pub fn sample() -> Vec<Notice> {
                 findings: 1,
                 evidence: vec![evidence],
                 evidence_more: 0,
+                wasted_seconds: 0.0,
             },
             state: Lifecycle::New,
             muted_until_ns: None,

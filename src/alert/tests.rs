@@ -33,6 +33,7 @@ fn signal(id: &str, tool: &str, findings: usize, state: Lifecycle, evidence: usi
                 })
                 .collect(),
             evidence_more: 0,
+            wasted_seconds: 0.0,
         },
         state,
         muted_until_ns: None,

@@ -1,6 +1,6 @@
 //! The network surface of `stormwatch serve`: the OTLP/HTTP receiver on its
 //! own port (4318 by default, where SDKs send without configuration) and the
-//! HTTP server for health (and, later, the dashboard and API). Holds no
+//! HTTP server for health, metrics, the dashboard and its API. Holds no
 //! detection logic.
 
 pub mod health;
@@ -29,9 +29,10 @@ pub struct ServeOptions {
     pub alerting: Option<crate::alert::Alerting>,
 }
 
-/// The HTTP server's routes.
+/// The HTTP server's routes: health, the dashboard and its API.
 pub fn http_router(store: Arc<Store>) -> Router {
-    health::router(store)
+    let reader = store.reader();
+    health::router(store).merge(crate::dash::router(reader))
 }
 
 /// `GET /metrics`: Prometheus text (alert deliveries so far).

@@ -230,6 +230,10 @@ pub struct SignalDraft {
     pub evidence: Vec<Evidence>,
     /// Evidence traces beyond the limit.
     pub evidence_more: usize,
+    /// Seconds spent on attempts that could not help, over every finding
+    /// (not only the evidence kept).
+    #[serde(default)]
+    pub wasted_seconds: f64,
 }
 
 /// `v1:{kind}:{tool}:{class}`.
@@ -342,6 +346,7 @@ pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
             let f0 = group[0];
             let mut evidence: Vec<Evidence> =
                 group.iter().filter_map(|f| f.evidence.clone()).collect();
+            let wasted_seconds = evidence.iter().map(|e| e.wasted_seconds).sum();
             evidence.sort_by(|a, b| {
                 b.calls
                     .cmp(&a.calls)
@@ -365,6 +370,7 @@ pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
                 findings: group.len(),
                 evidence,
                 evidence_more: more,
+                wasted_seconds,
                 key,
             }
         })

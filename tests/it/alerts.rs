@@ -556,6 +556,7 @@ fn draft(i: usize, tool: &str, last_seen_ns: i64) -> stormwatch::signal::SignalD
         findings: 4,
         evidence: Vec::new(),
         evidence_more: 0,
+        wasted_seconds: 0.0,
     }
 }
 

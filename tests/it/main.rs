@@ -4,6 +4,7 @@
 mod alerts;
 mod common;
 mod crash;
+mod dashboard;
 mod fixtures;
 mod import;
 mod interop_python;

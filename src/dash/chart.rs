@@ -1,0 +1,167 @@
+//! Charts, drawn by plotters: the daily volume (ok and errors stacked,
+//! errors red), a tool's error rate against three times its trailing
+//! baseline, its latency, and sparklines. Pure functions of their numbers:
+//! the same input gives the same bytes. Only dates and numbers are drawn as
+//! text, never span data. PNGs carry no text (plotters needs a font file to
+//! rasterise text; the SVG leaves that to the browser).
+
+use plotters::prelude::*;
+
+use crate::model::day_to_string;
+
+pub const OK: RGBColor = RGBColor(0x4e, 0x79, 0xa7);
+pub const ERR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+pub const BASE: RGBColor = RGBColor(0x33, 0x33, 0x33);
+
+/// One day of a chart: (day, total, errors) or (day, value, reference).
+pub type Day = (i32, f64, f64);
+
+fn short_day(d: f64) -> String {
+    day_to_string(d.floor() as i32)
+        .get(5..)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Stacked daily bars (ok below, errors red on top) into `area`.
+fn volume<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    days: &[Day],
+    text: bool,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    area.fill(&WHITE)?;
+    let (from, to) = match (days.first(), days.last()) {
+        (Some(a), Some(b)) => (a.0, b.0),
+        _ => return Ok(()),
+    };
+    let max = days.iter().map(|d| d.1).fold(1.0, f64::max) * 1.08;
+    let mut b = ChartBuilder::on(area);
+    b.margin(8);
+    if text {
+        b.x_label_area_size(22).y_label_area_size(52);
+    }
+    let mut chart = b.build_cartesian_2d(from as f64..(to + 1) as f64, 0f64..max)?;
+    if text {
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(8)
+            .y_labels(5)
+            .x_label_formatter(&|d| short_day(*d))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .label_style(("sans-serif", 11))
+            .draw()?;
+    }
+    chart.draw_series(days.iter().map(|(d, total, errs)| {
+        let x = *d as f64;
+        Rectangle::new([(x + 0.1, 0.0), (x + 0.9, total - errs)], OK.filled())
+    }))?;
+    chart.draw_series(days.iter().filter(|d| d.2 > 0.0).map(|(d, total, errs)| {
+        let x = *d as f64;
+        Rectangle::new([(x + 0.1, total - errs), (x + 0.9, *total)], ERR.filled())
+    }))?;
+    Ok(())
+}
+
+/// The daily volume chart as SVG.
+pub fn volume_svg(days: &[Day], w: u32, h: u32) -> String {
+    let mut out = String::new();
+    {
+        let area = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        let _ = volume(&area, days, true);
+        let _ = area.present();
+    }
+    out
+}
+
+/// The daily volume chart as PNG (bars only).
+pub fn volume_png(days: &[Day], w: u32, h: u32) -> Vec<u8> {
+    let mut rgb = vec![0u8; (w * h * 3) as usize];
+    {
+        let area = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        let _ = volume(&area, days, false);
+        let _ = area.present();
+    }
+    let mut png = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut png, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        if let Ok(mut writer) = enc.write_header() {
+            let _ = writer.write_image_data(&rgb);
+        }
+    }
+    png
+}
+
+/// A daily rate (bars, red) against a reference line (3× the trailing
+/// baseline), both in percent; or a latency (bars) against p95 (line).
+pub fn rate_svg(days: &[Day], w: u32, h: u32, unit: &str) -> String {
+    let mut out = String::new();
+    {
+        let area = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        let _ = (|| -> Result<(), DrawingAreaErrorKind<_>> {
+            area.fill(&WHITE)?;
+            let (from, to) = match (days.first(), days.last()) {
+                (Some(a), Some(b)) => (a.0, b.0),
+                _ => return Ok(()),
+            };
+            let max = days.iter().map(|d| d.1.max(d.2)).fold(1e-9, f64::max) * 1.1;
+            let mut chart = ChartBuilder::on(&area)
+                .margin(8)
+                .x_label_area_size(22)
+                .y_label_area_size(52)
+                .build_cartesian_2d(from as f64..(to + 1) as f64, 0f64..max)?;
+            let unit = unit.to_string();
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(8)
+                .y_labels(5)
+                .x_label_formatter(&|d| short_day(*d))
+                .y_label_formatter(&|v| format!("{v:.1}{unit}"))
+                .label_style(("sans-serif", 11))
+                .draw()?;
+            chart.draw_series(days.iter().map(|(d, v, _)| {
+                let x = *d as f64;
+                Rectangle::new([(x + 0.1, 0.0), (x + 0.9, *v)], ERR.mix(0.85).filled())
+            }))?;
+            chart.draw_series(LineSeries::new(
+                days.iter().map(|(d, _, r)| (*d as f64 + 0.5, *r)),
+                BASE.stroke_width(2),
+            ))?;
+            Ok(())
+        })();
+        let _ = area.present();
+    }
+    out
+}
+
+/// A tiny inline sparkline of daily calls with error days marked red.
+pub fn sparkline(calls: &[u64], errors: &[u64]) -> String {
+    let (w, h) = (90.0, 18.0);
+    let max = calls.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let n = calls.len().max(1) as f64;
+    let bw = w / n;
+    let mut s = r#"<svg class="spark" width="90" height="18" viewBox="0 0 90 18" xmlns="http://www.w3.org/2000/svg">"#.to_string();
+    for (i, (c, e)) in calls.iter().zip(errors).enumerate() {
+        let bh = (*c as f64 / max * h).max(if *c > 0 { 1.0 } else { 0.0 });
+        let eh = (*e as f64 / max * h).min(bh);
+        let x = i as f64 * bw;
+        s.push_str(&format!(
+            r##"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#4e79a7"/>"##,
+            h - bh,
+            (bw - 0.5).max(0.5),
+            bh - eh
+        ));
+        if eh > 0.0 {
+            s.push_str(&format!(
+                r##"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{eh:.1}" fill="#d62728"/>"##,
+                h - eh,
+                (bw - 0.5).max(0.5),
+            ));
+        }
+    }
+    s.push_str("</svg>");
+    s
+}

@@ -1,0 +1,206 @@
+//! What the pages read: the daily rollup (cached in memory until the file
+//! changes, so a page never scans raw spans), the signals from
+//! `state.sqlite`, and one trace's spans when its page is opened.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use crate::detect::{daily_rows, DailyRow};
+use crate::model::ErrorClass;
+use crate::store::{Reader, StoreError};
+
+/// The rollup, per tool, across services.
+#[derive(Debug, Default)]
+pub struct Rollup {
+    /// Per tool, its days in order (services added up).
+    pub tools: BTreeMap<String, Vec<DailyRow>>,
+    /// The newest day with data (days since the epoch).
+    pub last_day: Option<i32>,
+}
+
+/// A cache of the rollup keyed by the file's modification time.
+#[derive(Default)]
+pub struct RollupCache {
+    inner: Mutex<Option<(SystemTime, Arc<Rollup>)>>,
+}
+
+impl RollupCache {
+    /// The rollup as the file now stands (read again only when it changed).
+    pub fn get(&self, reader: &Reader) -> Result<Arc<Rollup>, StoreError> {
+        let path = reader.layout().tool_daily();
+        let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some((at, r)), Some(m)) = (guard.as_ref(), mtime) {
+            if *at == m {
+                return Ok(Arc::clone(r));
+            }
+        }
+        let rollup = Arc::new(load(reader)?);
+        if let Some(m) = mtime {
+            *guard = Some((m, Arc::clone(&rollup)));
+        }
+        Ok(rollup)
+    }
+}
+
+fn load(reader: &Reader) -> Result<Rollup, StoreError> {
+    let Some(lf) = reader.tool_daily()? else {
+        return Ok(Rollup::default());
+    };
+    let df = lf
+        .collect()
+        .map_err(|e| StoreError::data("reading the daily rollup", e))?;
+    let rows = daily_rows(&df).map_err(|e| StoreError::data("reading the daily rollup", e))?;
+    let mut tools: BTreeMap<String, Vec<DailyRow>> = BTreeMap::new();
+    let mut last_day = None;
+    for r in rows {
+        last_day = last_day.max(Some(r.day));
+        let days = tools.entry(r.tool.clone()).or_default();
+        match days.iter_mut().find(|d| d.day == r.day) {
+            Some(d) => {
+                // Services of one tool add up; percentiles keep the busiest service's.
+                if r.calls > d.calls {
+                    d.p50_ns = r.p50_ns;
+                    d.p95_ns = r.p95_ns;
+                }
+                d.calls += r.calls;
+                d.errors += r.errors;
+                for (c, n) in &r.classes {
+                    *d.classes.entry(*c).or_insert(0) += n;
+                }
+            }
+            None => days.push(DailyRow {
+                service: String::new(),
+                ..r
+            }),
+        }
+    }
+    for days in tools.values_mut() {
+        days.sort_by_key(|d| d.day);
+    }
+    Ok(Rollup { tools, last_day })
+}
+
+/// One tool's line in the tools table.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSummary {
+    pub tool: String,
+    pub calls: u64,
+    pub errors: u64,
+    pub error_rate: f64,
+    /// Error rate of the seven days before the range's last day.
+    pub baseline: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    /// Calls per day over the range, oldest first.
+    pub daily_calls: Vec<u64>,
+    pub daily_errors: Vec<u64>,
+    pub top_class: Option<String>,
+    pub open_signals: usize,
+}
+
+impl Rollup {
+    /// Per day of `from..=to`, (calls, errors) summed over `tools` (all when empty).
+    pub fn totals(&self, from: i32, to: i32, only: Option<&str>) -> Vec<(i32, u64, u64)> {
+        let mut out: Vec<(i32, u64, u64)> = (from..=to).map(|d| (d, 0, 0)).collect();
+        for (tool, days) in &self.tools {
+            if only.is_some_and(|t| t != tool) {
+                continue;
+            }
+            for d in days.iter().filter(|d| (from..=to).contains(&d.day)) {
+                let slot = &mut out[(d.day - from) as usize];
+                slot.1 += d.calls;
+                slot.2 += d.errors;
+            }
+        }
+        out
+    }
+
+    /// The tools table over `from..=to`, busiest first.
+    pub fn summaries(
+        &self,
+        from: i32,
+        to: i32,
+        open: &BTreeMap<String, usize>,
+    ) -> Vec<ToolSummary> {
+        let mut out: Vec<ToolSummary> = self
+            .tools
+            .iter()
+            .filter_map(|(tool, days)| {
+                let in_range: Vec<&DailyRow> = days
+                    .iter()
+                    .filter(|d| (from..=to).contains(&d.day))
+                    .collect();
+                if in_range.is_empty() {
+                    return None;
+                }
+                let calls: u64 = in_range.iter().map(|d| d.calls).sum();
+                let errors: u64 = in_range.iter().map(|d| d.errors).sum();
+                let base: Vec<&DailyRow> = days
+                    .iter()
+                    .filter(|d| d.day >= to - 7 && d.day < to)
+                    .collect();
+                let (bc, be) = base
+                    .iter()
+                    .fold((0u64, 0u64), |a, d| (a.0 + d.calls, a.1 + d.errors));
+                let mut classes: BTreeMap<ErrorClass, u64> = BTreeMap::new();
+                for d in &in_range {
+                    for (c, n) in &d.classes {
+                        *classes.entry(*c).or_insert(0) += n;
+                    }
+                }
+                let weighted = |f: fn(&DailyRow) -> f64| {
+                    in_range.iter().map(|d| f(d) * d.calls as f64).sum::<f64>()
+                        / calls.max(1) as f64
+                        / 1e6
+                };
+                let mut daily_calls = vec![0; (to - from + 1) as usize];
+                let mut daily_errors = vec![0; (to - from + 1) as usize];
+                for d in &in_range {
+                    daily_calls[(d.day - from) as usize] = d.calls;
+                    daily_errors[(d.day - from) as usize] = d.errors;
+                }
+                Some(ToolSummary {
+                    tool: tool.clone(),
+                    calls,
+                    errors,
+                    error_rate: errors as f64 / calls.max(1) as f64,
+                    baseline: if bc == 0 { 0.0 } else { be as f64 / bc as f64 },
+                    p50_ms: weighted(|d| d.p50_ns),
+                    p95_ms: weighted(|d| d.p95_ns),
+                    daily_calls,
+                    daily_errors,
+                    top_class: (!classes.is_empty()).then(|| {
+                        crate::detect::dominant_class(classes.clone())
+                            .as_str()
+                            .to_string()
+                    }),
+                    open_signals: open.get(tool).copied().unwrap_or(0),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.tool.cmp(&b.tool)));
+        out
+    }
+}
+
+/// The spans of one trace (on `day` and its neighbours when known).
+pub fn trace_spans(
+    reader: &Reader,
+    trace_id: &str,
+    day: Option<i32>,
+) -> Result<DataFrame, StoreError> {
+    let filter = col("trace_id").eq(lit(trace_id.to_string()));
+    let build = |lf: LazyFrame| {
+        lf.filter(filter.clone())
+            .sort(["start_ns"], SortMultipleOptions::default())
+    };
+    match day {
+        Some(d) => reader.collect_spans(d - 1..=d + 1, build),
+        None => reader.collect_spans(.., build),
+    }
+}

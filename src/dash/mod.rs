@@ -1,0 +1,524 @@
+//! The dashboard and its JSON API, served by `stormwatch serve` on the HTTP
+//! port: the overview (daily volume, tools, open signals, recent retries),
+//! a page per tool, the signals with mute / unmute / resolve, and the trace
+//! view. Pages and charts read the daily rollup (cached until it changes)
+//! and `state.sqlite`; only the trace view reads spans, and only its own.
+//! Reads run on blocking threads, never on the async ones.
+
+pub mod chart;
+pub mod data;
+pub mod html;
+pub mod openapi;
+pub mod pages;
+pub mod trace;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+use crate::model::{day_from_str, day_of_ns};
+use crate::signal::{Signal, StateDb};
+use crate::store::Reader;
+use pages::Range;
+
+/// What the handlers share.
+pub struct Dash {
+    pub reader: Reader,
+    pub rollup: data::RollupCache,
+    pub state_path: PathBuf,
+}
+
+type Shared = Arc<Dash>;
+
+pub fn router(reader: Reader) -> Router {
+    let state_path = reader.layout().state_db();
+    let dash = Arc::new(Dash {
+        reader,
+        rollup: data::RollupCache::default(),
+        state_path,
+    });
+    Router::new()
+        .route("/", get(overview))
+        .route("/tools/{tool}", get(tool_page))
+        .route("/signals", get(signals_page))
+        .route("/signals/{id}", get(signal_page))
+        .route("/traces/{trace_id}", get(trace_page))
+        .route("/charts/tools/{tool}/{file}", get(chart_file))
+        .route("/api/tools", get(api_tools))
+        .route("/api/tools/{tool}/daily", get(api_tool_daily))
+        .route("/api/signals", get(api_signals))
+        .route("/api/signals/{id}", get(api_signal))
+        .route("/api/signals/{id}/{action}", post(signal_action))
+        .route("/api/traces/{trace_id}", get(api_trace))
+        .route("/api/feed", get(api_feed))
+        .route(
+            "/api/openapi.json",
+            get(|| async { Json(openapi::document()) }),
+        )
+        // Browsers ask for it on documents that are not pages (charts, JSON).
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .with_state(dash)
+}
+
+/// A failure a page shows: status and a message.
+struct Fail(StatusCode, String);
+
+impl IntoResponse for Fail {
+    fn into_response(self) -> Response {
+        let body = html::page(
+            "Error",
+            &format!("<h1>{}</h1><p>{}</p>", self.0, html::esc(&self.1)),
+        );
+        (self.0, Html(body)).into_response()
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> Fail {
+    Fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
+/// Run blocking reads off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Fail> + Send + 'static,
+) -> Result<T, Fail> {
+    tokio::task::spawn_blocking(f).await.map_err(internal)?
+}
+
+type Q = Query<HashMap<String, String>>;
+
+/// The range asked for: `days=N` (ending on the newest day with data) or
+/// `from` / `to` dates; 30 days by default.
+fn range(q: &HashMap<String, String>, last_day: Option<i32>) -> Result<Range, Fail> {
+    let today = last_day
+        .unwrap_or_else(|| day_of_ns(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)));
+    let bad = |what: &str, v: &str| {
+        Fail(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{what}: expected {}, got {v:?}",
+                if what == "days" {
+                    "a number of days from 1 to 366"
+                } else {
+                    "a date like 2026-07-29"
+                }
+            ),
+        )
+    };
+    let parse_day = |k: &str| -> Result<Option<i32>, Fail> {
+        q.get(k)
+            .filter(|v| !v.is_empty())
+            .map(|v| day_from_str(v).ok_or_else(|| bad(k, v)))
+            .transpose()
+    };
+    let (from, to) = (parse_day("from")?, parse_day("to")?);
+    if from.is_some() || to.is_some() {
+        let to = to.unwrap_or(today);
+        let from = from.unwrap_or(to - 29);
+        if from > to || to - from > 365 {
+            return Err(Fail(
+                StatusCode::BAD_REQUEST,
+                "from must be before to, at most 366 days apart".into(),
+            ));
+        }
+        return Ok(Range {
+            from,
+            to,
+            days: to - from + 1,
+        });
+    }
+    let days = match q.get("days") {
+        Some(v) => v
+            .parse::<i32>()
+            .ok()
+            .filter(|d| (1..=366).contains(d))
+            .ok_or_else(|| bad("days", v))?,
+        None => 30,
+    };
+    Ok(Range {
+        from: today - days + 1,
+        to: today,
+        days,
+    })
+}
+
+fn load_signals(path: &std::path::Path) -> Result<Vec<Signal>, Fail> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    StateDb::open(path).and_then(|s| s.list()).map_err(internal)
+}
+
+fn open_by_tool(signals: &[Signal]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for s in signals.iter().filter(|s| s.state.is_open()) {
+        *m.entry(s.draft.tool.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Html<String>, Fail> {
+    blocking(move || {
+        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+        let r = range(&q, rollup.last_day)?;
+        let signals = load_signals(&d.state_path)?;
+        let summaries = rollup.summaries(r.from, r.to, &open_by_tool(&signals));
+        Ok(Html(pages::overview(&rollup, &r, &summaries, &signals)))
+    })
+    .await
+}
+
+async fn tool_page(
+    State(d): State<Shared>,
+    Path(tool): Path<String>,
+    Query(q): Q,
+) -> Result<Html<String>, Fail> {
+    blocking(move || {
+        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+        if !rollup.tools.contains_key(&tool) {
+            return Err(Fail(
+                StatusCode::NOT_FOUND,
+                format!("no tool {tool:?} in the rollup"),
+            ));
+        }
+        let r = range(&q, rollup.last_day)?;
+        let signals = load_signals(&d.state_path)?;
+        Ok(Html(pages::tool(&tool, &rollup, &r, &signals)))
+    })
+    .await
+}
+
+fn filter_signals(all: Vec<Signal>, q: &HashMap<String, String>) -> Vec<Signal> {
+    let mut v: Vec<Signal> = all
+        .into_iter()
+        .filter(|s| match q.get("state").map(String::as_str) {
+            None | Some("") => true,
+            Some("open") => s.state.is_open(),
+            Some(st) => s.state.as_str() == st,
+        })
+        .filter(|s| {
+            q.get("kind")
+                .is_none_or(|k| k.is_empty() || s.draft.kind.as_str() == k)
+        })
+        .filter(|s| {
+            q.get("tool")
+                .is_none_or(|t| t.is_empty() || &s.draft.tool == t)
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        b.draft
+            .last_seen_ns
+            .cmp(&a.draft.last_seen_ns)
+            .then_with(|| a.draft.id.cmp(&b.draft.id))
+    });
+    v
+}
+
+async fn signals_page(State(d): State<Shared>, Query(q): Q) -> Result<Html<String>, Fail> {
+    blocking(move || {
+        let list = filter_signals(load_signals(&d.state_path)?, &q);
+        let mut f: Vec<String> = q.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        f.sort();
+        Ok(Html(pages::signals(&list, &f.join(", "))))
+    })
+    .await
+}
+
+fn one_signal(
+    path: &std::path::Path,
+    id: &str,
+) -> Result<(Signal, Vec<crate::signal::state::HistoryEntry>), Fail> {
+    let db = StateDb::open(path).map_err(internal)?;
+    let s = db.get(id).map_err(|e| match e {
+        crate::signal::StateError::NoSuchSignal(_) => Fail(StatusCode::NOT_FOUND, e.to_string()),
+        e => internal(e),
+    })?;
+    let h = db.history(id).map_err(internal)?;
+    Ok((s, h))
+}
+
+async fn signal_page(
+    State(d): State<Shared>,
+    Path(id): Path<String>,
+) -> Result<Html<String>, Fail> {
+    blocking(move || {
+        let (s, h) = one_signal(&d.state_path, &id)?;
+        Ok(Html(pages::signal(&s, &h)))
+    })
+    .await
+}
+
+fn trace_view(
+    d: &Dash,
+    trace_id: &str,
+    q: &HashMap<String, String>,
+) -> Result<trace::TraceView, Fail> {
+    if trace_id.is_empty()
+        || trace_id.len() > 64
+        || !trace_id.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Err(Fail(
+            StatusCode::BAD_REQUEST,
+            format!("expected a hex trace id, got {trace_id:?}"),
+        ));
+    }
+    let day = match q.get("day").filter(|v| !v.is_empty()) {
+        Some(v) => Some(day_from_str(v).ok_or_else(|| {
+            Fail(
+                StatusCode::BAD_REQUEST,
+                format!("day: expected a date like 2026-07-29, got {v:?}"),
+            )
+        })?),
+        None => None,
+    };
+    let df = data::trace_spans(&d.reader, &trace_id.to_ascii_lowercase(), day).map_err(internal)?;
+    if df.height() == 0 {
+        return Err(Fail(
+            StatusCode::NOT_FOUND,
+            format!("no spans of trace {trace_id} are stored"),
+        ));
+    }
+    trace::view(trace_id, &df).map_err(internal)
+}
+
+fn page_no(q: &HashMap<String, String>) -> usize {
+    q.get("page")
+        .and_then(|p| p.parse().ok())
+        .filter(|p| *p >= 1)
+        .unwrap_or(1)
+}
+
+async fn trace_page(
+    State(d): State<Shared>,
+    Path(trace_id): Path<String>,
+    Query(q): Q,
+) -> Result<Html<String>, Fail> {
+    blocking(move || {
+        let v = trace_view(&d, &trace_id, &q)?;
+        Ok(Html(pages::trace(
+            &v,
+            page_no(&q),
+            q.get("day").map(String::as_str),
+        )))
+    })
+    .await
+}
+
+async fn api_trace(
+    State(d): State<Shared>,
+    Path(trace_id): Path<String>,
+    Query(q): Q,
+) -> Result<Json<serde_json::Value>, Fail> {
+    blocking(move || {
+        let mut v = trace_view(&d, &trace_id, &q)?;
+        let p = page_no(&q);
+        let total = v.spans.len();
+        v.spans = v
+            .spans
+            .into_iter()
+            .skip((p - 1) * pages::PAGE_SPANS)
+            .take(pages::PAGE_SPANS)
+            .collect();
+        let mut j = serde_json::to_value(&v).map_err(internal)?;
+        j["page"] = p.into();
+        j["total_spans"] = total.into();
+        j["page_size"] = pages::PAGE_SPANS.into();
+        Ok(Json(j))
+    })
+    .await
+}
+
+async fn chart_file(
+    State(d): State<Shared>,
+    Path((tool, file)): Path<(String, String)>,
+    Query(q): Q,
+) -> Result<Response, Fail> {
+    blocking(move || {
+        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+        if !rollup.tools.contains_key(&tool) {
+            return Err(Fail(
+                StatusCode::NOT_FOUND,
+                format!("no tool {tool:?} in the rollup"),
+            ));
+        }
+        let r = range(&q, rollup.last_day)?;
+        let days: Vec<chart::Day> = rollup
+            .totals(r.from, r.to, Some(&tool))
+            .iter()
+            .map(|(d, c, e)| (*d, *c as f64, *e as f64))
+            .collect();
+        match file.as_str() {
+            "daily.svg" => Ok((
+                [(header::CONTENT_TYPE, "image/svg+xml")],
+                chart::volume_svg(&days, 800, 300),
+            )
+                .into_response()),
+            "daily.png" => Ok((
+                [(header::CONTENT_TYPE, "image/png")],
+                chart::volume_png(&days, 800, 300),
+            )
+                .into_response()),
+            other => Err(Fail(
+                StatusCode::NOT_FOUND,
+                format!("expected daily.svg or daily.png, got {other:?}"),
+            )),
+        }
+    })
+    .await
+}
+
+async fn api_tools(State(d): State<Shared>, Query(q): Q) -> Result<Json<serde_json::Value>, Fail> {
+    blocking(move || {
+        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+        let r = range(&q, rollup.last_day)?;
+        let signals = load_signals(&d.state_path)?;
+        let s = rollup.summaries(r.from, r.to, &open_by_tool(&signals));
+        Ok(Json(serde_json::json!({"from": crate::model::day_to_string(r.from), "to": crate::model::day_to_string(r.to), "tools": s})))
+    })
+    .await
+}
+
+async fn api_tool_daily(
+    State(d): State<Shared>,
+    Path(tool): Path<String>,
+    Query(q): Q,
+) -> Result<Json<serde_json::Value>, Fail> {
+    blocking(move || {
+        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+        let Some(days) = rollup.tools.get(&tool) else {
+            return Err(Fail(StatusCode::NOT_FOUND, format!("no tool {tool:?} in the rollup")));
+        };
+        let r = range(&q, rollup.last_day)?;
+        let rows: Vec<serde_json::Value> = days
+            .iter()
+            .filter(|x| (r.from..=r.to).contains(&x.day))
+            .map(|x| {
+                let classes: BTreeMap<&str, u64> = x.classes.iter().map(|(c, n)| (c.as_str(), *n)).collect();
+                serde_json::json!({"day": crate::model::day_to_string(x.day), "calls": x.calls, "errors": x.errors, "error_rate": x.rate(), "p50_ms": x.p50_ns / 1e6, "p95_ms": x.p95_ns / 1e6, "classes": classes})
+            })
+            .collect();
+        Ok(Json(serde_json::json!({"tool": tool, "days": rows})))
+    })
+    .await
+}
+
+async fn api_signals(
+    State(d): State<Shared>,
+    Query(q): Q,
+) -> Result<Json<serde_json::Value>, Fail> {
+    blocking(move || {
+        let list = filter_signals(load_signals(&d.state_path)?, &q);
+        Ok(Json(serde_json::Value::Array(
+            list.iter().map(crate::sweep::signal_json).collect(),
+        )))
+    })
+    .await
+}
+
+async fn api_signal(
+    State(d): State<Shared>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, Fail> {
+    blocking(move || {
+        let (s, h) = one_signal(&d.state_path, &id)?;
+        let mut v = crate::sweep::signal_json(&s);
+        v["history"] = h
+            .iter()
+            .map(|(at, from, to, why)| serde_json::json!({"at": crate::sweep::rfc3339(*at), "from": from, "to": to, "reason": why}))
+            .collect();
+        Ok(Json(v))
+    })
+    .await
+}
+
+/// `POST /api/signals/{id}/mute|unmute|resolve`: JSON for API clients,
+/// back to the signal's page for the page's buttons.
+async fn signal_action(
+    State(d): State<Shared>,
+    Path((id, action)): Path<(String, String)>,
+    Query(q): Q,
+    headers: HeaderMap,
+) -> Result<Response, Fail> {
+    let json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json"));
+    let id2 = id.clone();
+    let state = blocking(move || {
+        let mut db = StateDb::open(&d.state_path).map_err(internal)?;
+        let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
+        let not_found = |e: crate::signal::StateError| match e {
+            crate::signal::StateError::NoSuchSignal(_) => {
+                Fail(StatusCode::NOT_FOUND, e.to_string())
+            }
+            e => Fail(StatusCode::CONFLICT, e.to_string()),
+        };
+        match action.as_str() {
+            "mute" => {
+                let until = match q.get("until").filter(|v| !v.is_empty()) {
+                    Some(v) => Some(
+                        crate::sweep::parse_now(v)
+                            .map_err(|e| Fail(StatusCode::BAD_REQUEST, format!("until: {e}")))?,
+                    ),
+                    None => None,
+                };
+                let esc = q.get("until_escalates").is_some_and(|v| v == "true");
+                db.mute(&id2, until, esc, now).map_err(not_found)?
+            }
+            "unmute" => db.unmute(&id2, now).map_err(not_found)?,
+            "resolve" => db.resolve(&id2, now).map_err(not_found)?,
+            other => {
+                return Err(Fail(
+                    StatusCode::NOT_FOUND,
+                    format!("expected mute, unmute or resolve, got {other:?}"),
+                ))
+            }
+        }
+        let s = db.get(&id2).map_err(internal)?;
+        Ok(s.state.as_str().to_string())
+    })
+    .await?;
+    if json {
+        Ok(Json(serde_json::json!({"id": id, "state": state})).into_response())
+    } else {
+        Ok(Redirect::to(&format!("/signals/{}", html::seg(&id))).into_response())
+    }
+}
+
+/// Recent retry loops from the signals' evidence, newest first.
+async fn api_feed(State(d): State<Shared>) -> Result<Json<serde_json::Value>, Fail> {
+    blocking(move || {
+        let signals = load_signals(&d.state_path)?;
+        let mut items: Vec<(String, serde_json::Value)> = Vec::new();
+        for s in &signals {
+            let verdict = match s.draft.kind {
+                crate::signal::Kind::RetryAfterSuccess => "after_success",
+                crate::signal::Kind::RetryStorm | crate::signal::Kind::WastedRetries | crate::signal::Kind::StackedRetries => "wasted",
+                _ => continue,
+            };
+            for e in &s.draft.evidence {
+                let text = format!(
+                    "{} · {} · {} calls, {} failed{}{}",
+                    e.day,
+                    s.draft.tool,
+                    e.calls,
+                    e.failures,
+                    e.rhythm.as_deref().map(|r| format!(", {r}")).unwrap_or_default(),
+                    if e.wasted_seconds > 0.0 { format!(", {:.1} s wasted", e.wasted_seconds) } else { String::new() }
+                );
+                items.push((e.day.clone(), serde_json::json!({"trace_id": e.trace_id, "day": e.day, "tool": s.draft.tool, "signal": s.draft.id, "verdict": verdict, "wasted_seconds": e.wasted_seconds, "text": text})));
+            }
+        }
+        items.sort_by(|a, b| b.0.cmp(&a.0));
+        Ok(Json(serde_json::Value::Array(items.into_iter().take(20).map(|(_, v)| v).collect())))
+    })
+    .await
+}

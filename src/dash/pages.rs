@@ -1,0 +1,452 @@
+//! The pages: overview, tool, signals, signal, trace. Each is a function of
+//! data already read; no IO here.
+
+use std::fmt::Write;
+
+use super::chart;
+use super::data::{Rollup, ToolSummary};
+use super::html::{esc, page, pct, seg, state};
+use super::trace::TraceView;
+use crate::model::day_to_string;
+use crate::signal::Signal;
+use crate::sweep::rfc3339;
+
+/// The range a page shows: its days, and how it was asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Range {
+    pub from: i32,
+    pub to: i32,
+    pub days: i32,
+}
+
+fn range_picker(base: &str, r: &Range) -> String {
+    let mut s = String::from(r#"<div class="range">Range: "#);
+    for d in [7, 30, 90] {
+        let on = if d == r.days { r#" class="on""# } else { "" };
+        let _ = write!(s, r#"<a{on} href="{base}?days={d}">{d} days</a>"#);
+    }
+    let _ = write!(
+        s,
+        r#"<form class="inline" method="get" action="{base}"> from <input name="from" type="date" value="{}"> to <input name="to" type="date" value="{}"> <button>Show</button></form></div>"#,
+        day_to_string(r.from),
+        day_to_string(r.to)
+    );
+    s
+}
+
+fn signal_rows(signals: &[&Signal]) -> String {
+    if signals.is_empty() {
+        return r#"<p class="muted">No signals.</p>"#.into();
+    }
+    let mut s = String::from("<table><tr><th>id</th><th>state</th><th>kind</th><th>tool</th><th>signal</th><th>first seen</th><th>last seen</th><th class=\"n\">findings</th></tr>");
+    for sig in signals {
+        let d = &sig.draft;
+        let _ = write!(
+            s,
+            r#"<tr><td><a href="/signals/{}">{}</a></td><td>{}</td><td>{}</td><td><a href="/tools/{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td class="n">{}</td></tr>"#,
+            seg(&d.id),
+            esc(&d.id),
+            state(sig.state.as_str()),
+            esc(d.kind.as_str()),
+            seg(&d.tool),
+            esc(&d.tool),
+            esc(&d.title),
+            esc(&rfc3339(d.first_seen_ns)[..10]),
+            esc(&rfc3339(d.last_seen_ns)[..10]),
+            d.findings
+        );
+    }
+    s.push_str("</table>");
+    s
+}
+
+/// Wasted seconds and retries after success over `signals`.
+fn counters(signals: &[&Signal]) -> String {
+    let wasted: f64 = signals.iter().map(|s| s.draft.wasted_seconds).sum();
+    let after: usize = signals
+        .iter()
+        .filter(|s| s.draft.kind == crate::signal::Kind::RetryAfterSuccess)
+        .map(|s| s.draft.findings)
+        .sum();
+    let storms: usize = signals
+        .iter()
+        .filter(|s| s.draft.kind == crate::signal::Kind::RetryStorm)
+        .map(|s| s.draft.findings)
+        .sum();
+    format!(
+        r#"<div class="counters"><div class="counter" id="wasted"><b>{wasted:.0} s</b>spent on attempts that could not succeed</div><div class="counter"><b>{after}</b>retries after success</div><div class="counter"><b>{storms}</b>retry storms</div></div>"#
+    )
+}
+
+pub fn overview(
+    rollup: &Rollup,
+    r: &Range,
+    summaries: &[ToolSummary],
+    signals: &[Signal],
+) -> String {
+    let mut b = String::new();
+    let totals = rollup.totals(r.from, r.to, None);
+    let days: Vec<chart::Day> = totals
+        .iter()
+        .map(|(d, c, e)| (*d, *c as f64, *e as f64))
+        .collect();
+    let peak = totals
+        .iter()
+        .max_by_key(|t| (t.2, -t.0))
+        .filter(|t| t.2 > 0);
+    let _ = write!(
+        b,
+        "<h1>Tool calls, {} to {}</h1>{}",
+        day_to_string(r.from),
+        day_to_string(r.to),
+        range_picker("/", r)
+    );
+    let in_range: Vec<&Signal> = signals
+        .iter()
+        .filter(|s| {
+            s.draft.days.iter().any(|d| {
+                crate::model::day_from_str(d).is_some_and(|d| (r.from..=r.to).contains(&d))
+            })
+        })
+        .collect();
+    b.push_str(&counters(&in_range));
+    if let Some((d, c, e)) = peak {
+        let _ = write!(
+            b,
+            r#"<p id="peak">Most errors: <span class="err">{}</span> — {e} of {c} calls failed ({}).</p>"#,
+            day_to_string(*d),
+            pct(*e as f64 / (*c).max(1) as f64)
+        );
+    }
+    let _ = write!(
+        b,
+        r#"<div class="chart" id="volume">{}</div><p class="muted">Daily tool calls: ok <span class="sw" style="background:#4e79a7"></span> errors <span class="sw" style="background:#d62728"></span></p>"#,
+        chart::volume_svg(&days, 1100, 300)
+    );
+    let mut open: Vec<&Signal> = signals.iter().filter(|s| s.state.is_open()).collect();
+    open.sort_by_key(|s| std::cmp::Reverse(s.draft.last_seen_ns));
+    let _ = write!(b, "<h2>Open signals</h2>{}", signal_rows(&open));
+    b.push_str(r#"<h2>Tools</h2><table id="tools"><tr><th>tool</th><th class="n">calls</th><th class="n">errors</th><th class="n">error rate</th><th class="n">trailing week</th><th class="n">p50</th><th class="n">p95</th><th>daily</th><th>top error</th><th class="n">open signals</th></tr>"#);
+    for t in summaries.iter().take(200) {
+        let hot = if t.error_rate > 3.0 * t.baseline.max(0.01) {
+            " err"
+        } else {
+            ""
+        };
+        let _ = write!(
+            b,
+            r#"<tr><td><a href="/tools/{}">{}</a></td><td class="n">{}</td><td class="n">{}</td><td class="n{hot}">{}</td><td class="n">{}</td><td class="n">{:.0} ms</td><td class="n">{:.0} ms</td><td>{}</td><td>{}</td><td class="n">{}</td></tr>"#,
+            seg(&t.tool),
+            esc(&t.tool),
+            t.calls,
+            t.errors,
+            pct(t.error_rate),
+            pct(t.baseline),
+            t.p50_ms,
+            t.p95_ms,
+            chart::sparkline(&t.daily_calls, &t.daily_errors),
+            esc(t.top_class.as_deref().unwrap_or("")),
+            t.open_signals
+        );
+    }
+    b.push_str("</table>");
+    if summaries.len() > 200 {
+        let _ = write!(
+            b,
+            r#"<p class="muted">{} more tools (see /api/tools).</p>"#,
+            summaries.len() - 200
+        );
+    }
+    b.push_str(r#"<h2>Recent retry attempts</h2><ul id="feed"><li class="muted">loading…</li></ul>
+<script>
+async function feed(){try{const r=await fetch('/api/feed');if(!r.ok)return;const items=await r.json();
+const ul=document.getElementById('feed');ul.textContent='';
+if(items.length===0){const li=document.createElement('li');li.className='muted';li.textContent='No retries found yet.';ul.appendChild(li);}
+for(const it of items){const li=document.createElement('li');const sw=document.createElement('span');sw.className='sw bar '+it.verdict;sw.style.position='static';sw.style.display='inline-block';li.appendChild(sw);
+const a=document.createElement('a');a.href='/traces/'+encodeURIComponent(it.trace_id)+'?day='+encodeURIComponent(it.day);a.textContent=it.text;li.appendChild(a);ul.appendChild(li);}}catch(e){}}
+feed();setInterval(feed,10000);
+</script>"#);
+    page("Overview", &b)
+}
+
+pub fn tool(tool: &str, rollup: &Rollup, r: &Range, signals: &[Signal]) -> String {
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<h1>Tool <code>{}</code></h1>{}",
+        esc(tool),
+        range_picker(&format!("/tools/{}", seg(tool)), r)
+    );
+    let days = rollup.tools.get(tool).cloned().unwrap_or_default();
+    let totals = rollup.totals(r.from, r.to, Some(tool));
+    let vol: Vec<chart::Day> = totals
+        .iter()
+        .map(|(d, c, e)| (*d, *c as f64, *e as f64))
+        .collect();
+    let _ = write!(
+        b,
+        r#"<h2>Daily calls</h2><div class="chart" id="tool-volume">{}</div>"#,
+        chart::volume_svg(&vol, 1100, 240)
+    );
+    // Error rate against 3 × the trailing week (the spike rule's line).
+    let rate: Vec<chart::Day> = (r.from..=r.to)
+        .map(|d| {
+            let day = days.iter().find(|x| x.day == d);
+            let base: Vec<_> = days
+                .iter()
+                .filter(|x| x.day >= d - 7 && x.day < d)
+                .collect();
+            let (bc, be) = base
+                .iter()
+                .fold((0u64, 0u64), |a, x| (a.0 + x.calls, a.1 + x.errors));
+            let baseline = if bc == 0 {
+                0.0
+            } else {
+                (be as f64 / bc as f64).max(0.01)
+            };
+            (d, day.map_or(0.0, |x| x.rate() * 100.0), baseline * 300.0)
+        })
+        .collect();
+    let _ = write!(
+        b,
+        r#"<h2>Error rate, and 3 × the trailing week</h2><div class="chart" id="tool-rate">{}</div>"#,
+        chart::rate_svg(&rate, 1100, 220, "%")
+    );
+    let lat: Vec<chart::Day> = (r.from..=r.to)
+        .map(|d| {
+            let day = days.iter().find(|x| x.day == d);
+            (
+                d,
+                day.map_or(0.0, |x| x.p50_ns / 1e6),
+                day.map_or(0.0, |x| x.p95_ns / 1e6),
+            )
+        })
+        .collect();
+    let _ = write!(
+        b,
+        r#"<h2>Latency: p50 (bars) and p95 (line)</h2><div class="chart">{}</div>"#,
+        chart::rate_svg(&lat, 1100, 200, " ms")
+    );
+    // Error classes over the range.
+    let mut classes: std::collections::BTreeMap<&str, u64> = Default::default();
+    for d in days.iter().filter(|d| (r.from..=r.to).contains(&d.day)) {
+        for (c, n) in &d.classes {
+            *classes.entry(c.as_str()).or_insert(0) += n;
+        }
+    }
+    b.push_str(
+        "<h2>Error classes</h2><table><tr><th>class</th><th class=\"n\">failed calls</th></tr>",
+    );
+    for (c, n) in &classes {
+        let _ = write!(b, r#"<tr><td>{}</td><td class="n">{n}</td></tr>"#, esc(c));
+    }
+    b.push_str("</table>");
+    let mine: Vec<&Signal> = signals.iter().filter(|s| s.draft.tool == tool).collect();
+    let _ = write!(b, "<h2>Retry outcomes</h2>{}", counters(&mine));
+    let _ = write!(b, "<h2>Signals</h2>{}", signal_rows(&mine));
+    b.push_str("<h2>Worst turns</h2><table><tr><th>trace</th><th>day</th><th class=\"n\">calls</th><th class=\"n\">failed</th><th>rhythm</th><th class=\"n\">wasted</th></tr>");
+    let mut ev: Vec<_> = mine.iter().flat_map(|s| s.draft.evidence.iter()).collect();
+    ev.sort_by(|a, b| {
+        b.wasted_seconds
+            .total_cmp(&a.wasted_seconds)
+            .then(b.calls.cmp(&a.calls))
+    });
+    for e in ev.iter().take(20) {
+        let _ = write!(
+            b,
+            r#"<tr><td><a href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td class="n">{:.1} s</td></tr>"#,
+            seg(&e.trace_id),
+            seg(&e.day),
+            esc(&e.trace_id),
+            esc(&e.day),
+            e.calls,
+            e.failures,
+            esc(e.rhythm.as_deref().unwrap_or("")),
+            e.wasted_seconds
+        );
+    }
+    b.push_str("</table>");
+    let _ = write!(
+        b,
+        r#"<p><a href="/charts/tools/{0}/daily.svg?days={1}">SVG</a> · <a href="/charts/tools/{0}/daily.png?days={1}">PNG</a> of the daily chart, for chat messages.</p>"#,
+        seg(tool),
+        r.days
+    );
+    page(&format!("Tool {tool}"), &b)
+}
+
+pub fn signals(list: &[Signal], filter: &str) -> String {
+    let refs: Vec<&Signal> = list.iter().collect();
+    let mut b = String::from("<h1>Signals</h1><p>Filter: ");
+    for (label, q) in [
+        ("all", ""),
+        ("open", "?state=open"),
+        ("muted", "?state=muted"),
+        ("resolved", "?state=resolved"),
+        ("retry storms", "?kind=retry_storm"),
+    ] {
+        let _ = write!(b, r#"<a href="/signals{q}">{label}</a> · "#);
+    }
+    let _ = write!(
+        b,
+        "<span class=\"muted\">{}</span></p>{}",
+        esc(filter),
+        signal_rows(&refs)
+    );
+    page("Signals", &b)
+}
+
+pub fn signal(s: &Signal, history: &[(i64, Option<String>, String, String)]) -> String {
+    let d = &s.draft;
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        r#"<h1>{}</h1><p><code>{}</code> · <span id="state">{}</span> · <a href="/tools/{}">{}</a> · first seen {} · last seen {} · {} finding(s) on {}</p>"#,
+        esc(&d.title),
+        esc(&d.id),
+        state(s.state.as_str()),
+        seg(&d.tool),
+        esc(&d.tool),
+        esc(&rfc3339(d.first_seen_ns)),
+        esc(&rfc3339(d.last_seen_ns)),
+        d.findings,
+        esc(&d.days.join(", "))
+    );
+    b.push_str(&counters(&[s]));
+    let id = seg(&d.id);
+    let _ = write!(
+        b,
+        r#"<p><form class="inline" method="post" action="/api/signals/{id}/mute"><button id="mute">Mute</button></form>
+<form class="inline" method="post" action="/api/signals/{id}/mute?until_escalates=true"><button id="mute-esc">Mute until it escalates</button></form>
+<form class="inline" method="post" action="/api/signals/{id}/unmute"><button id="unmute">Unmute</button></form>
+<form class="inline" method="post" action="/api/signals/{id}/resolve"><button id="resolve">Resolve</button></form></p>"#
+    );
+    b.push_str(r#"<h2>Evidence</h2><table id="evidence"><tr><th>trace</th><th>day</th><th class="n">calls</th><th class="n">failed</th><th>rhythm</th><th>outcome</th><th class="n">wasted</th><th>turn vs healthy</th></tr>"#);
+    for e in &d.evidence {
+        let vs = match (e.turn_duration_s, e.healthy_turn_duration_s) {
+            (Some(t), Some(h)) => format!("{t:.1} s vs {h:.1} s"),
+            _ => String::new(),
+        };
+        let _ = write!(
+            b,
+            r#"<tr><td><a class="trace" href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td>{}</td><td class="n">{:.1} s</td><td>{}</td></tr>"#,
+            seg(&e.trace_id),
+            seg(&e.day),
+            esc(&e.trace_id),
+            esc(&e.day),
+            e.calls,
+            e.failures,
+            esc(e.rhythm.as_deref().unwrap_or("")),
+            esc(e.outcome.as_deref().unwrap_or("")),
+            e.wasted_seconds,
+            esc(&vs)
+        );
+    }
+    b.push_str("</table>");
+    if d.evidence_more > 0 {
+        let _ = write!(
+            b,
+            r#"<p class="muted">+{} more traces</p>"#,
+            d.evidence_more
+        );
+    }
+    b.push_str(
+        "<h2>Timeline</h2><table><tr><th>when</th><th>from</th><th>to</th><th>why</th></tr>",
+    );
+    for (at, from, to, why) in history {
+        let _ = write!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&rfc3339(*at)),
+            esc(from.as_deref().unwrap_or("—")),
+            esc(to),
+            esc(why)
+        );
+    }
+    b.push_str("</table>");
+    page(&d.id, &b)
+}
+
+pub const PAGE_SPANS: usize = 500;
+
+pub fn trace(v: &TraceView, page_no: usize, day: Option<&str>) -> String {
+    let mut b = String::new();
+    let total = (v.end_ns - v.start_ns).max(1) as f64;
+    let pages = v.spans.len().div_ceil(PAGE_SPANS).max(1);
+    let _ = write!(
+        b,
+        r#"<h1>Trace <code>{}</code></h1><p>{} spans in {} turn(s), {:.1} s; {:.1} s of attempts that could not help.</p>
+<p class="legend"><span><i class="sw" style="background:#2ca02c"></i>retry rescued a blip</span><span><i class="sw" style="background:#d62728"></i>retry wasted (deterministic error or dead feed)</span><span><i class="sw" style="background:#ff9f1c"></i>retry after success</span><span><i class="sw" style="background:#f59e0b"></i>first attempt failed</span><span><i class="sw" style="background:#4e79a7"></i>tool call</span></p>"#,
+        esc(&v.trace_id),
+        v.spans.len(),
+        v.turns,
+        total / 1e9,
+        v.wasted_seconds
+    );
+    if pages > 1 {
+        b.push_str("<p>Page: ");
+        for p in 1..=pages {
+            let dayq = day.map(|d| format!("&day={}", seg(d))).unwrap_or_default();
+            let _ = write!(
+                b,
+                r#"<a href="/traces/{}?page={p}{dayq}">{p}</a> "#,
+                seg(&v.trace_id)
+            );
+        }
+        let _ = write!(b, "of {pages} ({PAGE_SPANS} spans a page)</p>");
+    }
+    b.push_str(r#"<table id="waterfall"><tr><th>span</th><th>attempt</th><th style="width:55%">time</th></tr>"#);
+    let mut last_turn = "";
+    for s in v
+        .spans
+        .iter()
+        .skip((page_no.max(1) - 1) * PAGE_SPANS)
+        .take(PAGE_SPANS)
+    {
+        if s.turn != last_turn {
+            let _ = write!(
+                b,
+                r#"<tr class="turn"><td colspan="3">turn {}</td></tr>"#,
+                esc(&s.turn)
+            );
+            last_turn = &s.turn;
+        }
+        if let Some(g) = s.gap_ms {
+            let _ = write!(
+                b,
+                r#"<tr class="gap"><td></td><td colspan="2">↳ {} after {} · {}</td></tr>"#,
+                esc(s.tool.as_deref().unwrap_or("")),
+                if g < 1000.0 {
+                    format!("{g:.0} ms")
+                } else {
+                    format!("{:.1} s", g / 1000.0)
+                },
+                esc(s.rhythm.as_deref().unwrap_or("retry"))
+            );
+        }
+        let left = (s.start_ns - v.start_ns) as f64 / total * 100.0;
+        let width = ((s.end_ns - s.start_ns) as f64 / total * 100.0).max(0.3);
+        let class = if s.verdict.is_empty() {
+            String::new()
+        } else {
+            format!(" tool {}", esc(&s.verdict))
+        };
+        let _ = write!(
+            b,
+            r#"<tr class="span" data-verdict="{}"><td><details><summary>{}</summary><pre>{}</pre><p class="muted">{} · span {} · {}</p></details></td><td>{}</td><td><div class="wf"><div class="bar{class}" style="left:{left:.3}%;width:{width:.3}%" title="{:.1} ms {}"></div></div></td></tr>"#,
+            esc(&s.verdict),
+            esc(&s.name),
+            esc(&s.attributes),
+            esc(&s.service),
+            esc(&s.span_id),
+            esc(&s.error_class),
+            s.attempt
+                .map(|a| format!("#{a} {}", esc(&s.verdict)))
+                .unwrap_or_default(),
+            (s.end_ns - s.start_ns) as f64 / 1e6,
+            esc(&s.error_class)
+        );
+    }
+    b.push_str("</table>");
+    page(&format!("Trace {}", v.trace_id), &b)
+}

@@ -1,0 +1,172 @@
+//! One trace as the trace page shows it: its spans by turn, and each
+//! tool-call attempt judged by what its retry did — `rescued` (a retry after
+//! a retryable blip that ended well), `wasted` (a retry of a deterministic
+//! error, or of a feed that never answered), `after_success` (the request
+//! sent again after it succeeded) — with the gaps between attempts and the
+//! rhythm of the loop.
+
+use std::collections::BTreeMap;
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use crate::detect::storm::{rhythm, StormParams};
+use crate::detect::turns;
+use crate::model::ErrorClass;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SpanView {
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub service: String,
+    pub turn: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub tool: Option<String>,
+    pub error_class: String,
+    /// `tool`, `failed`, `rescued`, `wasted`, `after_success`, or empty for other spans.
+    pub verdict: String,
+    /// For a retry: the gap since the previous attempt of the same request loop.
+    pub gap_ms: Option<f64>,
+    /// For a loop of three attempts or more: its rhythm.
+    pub rhythm: Option<String>,
+    pub attempt: Option<usize>,
+    pub attributes: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceView {
+    pub trace_id: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// In turn order, each turn's spans by start.
+    pub spans: Vec<SpanView>,
+    pub turns: usize,
+    pub wasted_seconds: f64,
+}
+
+fn strs<'a>(df: &'a DataFrame, name: &str) -> PolarsResult<Vec<Option<&'a str>>> {
+    Ok(df.column(name)?.str()?.iter().collect())
+}
+
+/// Build the view of a trace's spans (a frame with the span schema).
+pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
+    let turn_ids = turns::resolve(df)?;
+    let dup = crate::store::rollup::mcp_duplicates(df)?;
+    let span = strs(df, "span_id")?;
+    let parent = strs(df, "parent_span_id")?;
+    let name = strs(df, "name")?;
+    let service = strs(df, "service_name")?;
+    let tool = strs(df, "tool_name")?;
+    let class = strs(df, "error_class")?;
+    let attrs = strs(df, "attributes")?;
+    let start: Vec<i64> = df
+        .column("start_ns")?
+        .i64()?
+        .iter()
+        .map(|v| v.unwrap_or(0))
+        .collect();
+    let end: Vec<i64> = df
+        .column("end_ns")?
+        .i64()?
+        .iter()
+        .map(|v| v.unwrap_or(0))
+        .collect();
+    let is_tool: Vec<bool> = df
+        .column("is_tool_call")?
+        .bool()?
+        .iter()
+        .map(|v| v == Some(true))
+        .collect();
+    let mut spans: Vec<SpanView> = (0..df.height())
+        .map(|i| SpanView {
+            span_id: span[i].unwrap_or("").to_string(),
+            parent_span_id: parent[i].map(str::to_string),
+            name: name[i].unwrap_or("").to_string(),
+            service: service[i].unwrap_or("").to_string(),
+            turn: turn_ids[i].clone(),
+            start_ns: start[i],
+            end_ns: end[i],
+            tool: tool[i].filter(|_| is_tool[i]).map(str::to_string),
+            error_class: class[i].unwrap_or("ok").to_string(),
+            verdict: String::new(),
+            gap_ms: None,
+            rhythm: None,
+            attempt: None,
+            attributes: attrs[i].unwrap_or("{}").to_string(),
+        })
+        .collect();
+    // Attempts per (turn, tool), in start order.
+    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, s) in spans.iter().enumerate() {
+        if let Some(t) = &s.tool {
+            if dup.get(i) != Some(true) {
+                groups
+                    .entry((s.turn.clone(), t.clone()))
+                    .or_default()
+                    .push(i);
+            }
+        }
+    }
+    let mut wasted_ns = 0i64;
+    let params = StormParams::default();
+    for idx in groups.values_mut() {
+        idx.sort_by_key(|&i| spans[i].start_ns);
+        let failed_of: Vec<bool> = idx
+            .iter()
+            .map(|&i| ErrorClass::parse(&spans[i].error_class).is_some_and(|c| c.is_error()))
+            .collect();
+        let gaps: Vec<f64> = idx
+            .windows(2)
+            .map(|w| (spans[w[1]].start_ns - spans[w[0]].end_ns).max(0) as f64 / 1e6)
+            .collect();
+        let loop_rhythm = (idx.len() >= 3).then(|| rhythm(&gaps, &params).as_str().to_string());
+        for (k, &i) in idx.iter().enumerate() {
+            spans[i].attempt = (idx.len() > 1).then_some(k + 1);
+            spans[i].rhythm = loop_rhythm.clone();
+            if k == 0 {
+                spans[i].verdict = if failed_of[0] { "failed" } else { "tool" }.into();
+                continue;
+            }
+            let prev = idx[k - 1];
+            spans[i].gap_ms = Some(gaps[k - 1]);
+            let ends_well = failed_of[k..].iter().any(|f| !f);
+            let prev_class =
+                ErrorClass::parse(&spans[prev].error_class).unwrap_or(ErrorClass::Unknown);
+            let verdict = if !failed_of[k - 1] {
+                "after_success"
+            } else if prev_class.retryable() == Some(false) || !ends_well {
+                "wasted"
+            } else {
+                "rescued"
+            };
+            if verdict == "wasted" {
+                wasted_ns += spans[i].end_ns - spans[prev].end_ns;
+            }
+            spans[i].verdict = verdict.into();
+        }
+    }
+    // Turns in order of their first span; spans by start within a turn.
+    let mut turn_start: BTreeMap<String, i64> = BTreeMap::new();
+    for s in &spans {
+        let e = turn_start.entry(s.turn.clone()).or_insert(s.start_ns);
+        *e = (*e).min(s.start_ns);
+    }
+    spans.sort_by(|a, b| {
+        (turn_start[&a.turn], &a.turn, a.start_ns, &a.span_id).cmp(&(
+            turn_start[&b.turn],
+            &b.turn,
+            b.start_ns,
+            &b.span_id,
+        ))
+    });
+    Ok(TraceView {
+        trace_id: trace_id.to_string(),
+        start_ns: spans.iter().map(|s| s.start_ns).min().unwrap_or(0),
+        end_ns: spans.iter().map(|s| s.end_ns).max().unwrap_or(0),
+        turns: turn_start.len(),
+        wasted_seconds: wasted_ns.max(0) as f64 / 1e9,
+        spans,
+    })
+}

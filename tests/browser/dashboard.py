@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The dashboard in a real headless Chromium (Playwright driving Debian's
+chromium), run by tests/it/dashboard.rs against `stormwatch serve`.
+
+    dashboard.py demo    --base http://127.0.0.1:PORT --shots DIR
+    dashboard.py hostile --base http://127.0.0.1:PORT --shots DIR --tool NAME...
+
+`demo` walks the seeds' story on the demo data: the overview shows the July
+29 spike in red; the search_flights retry-storm signal leads to an evidence
+trace with 15 attempts and no backoff; muting from the page changes the
+state. `hostile` opens every page of tools with hostile names and checks
+nothing ran: no dialog, no injected element, the name shown as text. Both
+fail on any console error or page error. Exit status 0 means all held;
+failures are printed one per line.
+"""
+
+import argparse
+import os
+import sys
+import urllib.parse
+
+from playwright.sync_api import sync_playwright
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def browser(p):
+    return p.chromium.launch(
+        executable_path=os.environ.get("STORMWATCH_CHROMIUM", "/usr/bin/chromium"),
+        headless=True,
+        args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    )
+
+
+def watch(page):
+    errors = []
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None)
+    page.on("dialog", lambda d: (errors.append(f"a dialog opened: {d.message}"), d.dismiss()))
+    return errors
+
+
+def demo(page, base, shots):
+    page.goto(base + "/")
+    page.wait_for_load_state("networkidle")
+    peak = page.locator("#peak .err").inner_text()
+    check(peak == "2026-07-29", f"the overview names the worst day: got {peak!r}")
+    red = page.locator('#volume svg rect[fill="#D62728"], #volume svg rect[fill="#d62728"]').count()
+    check(red >= 1, f"the volume chart has red error bars: {red}")
+    # The tallest red bar is July 29's: the spike is visible at a glance.
+    heights = page.eval_on_selector_all(
+        '#volume svg rect[fill="#D62728"], #volume svg rect[fill="#d62728"]',
+        "els => els.map(e => [parseFloat(e.getAttribute('x')), parseFloat(e.getAttribute('height'))])")
+    check(len(heights) > 0, "error bars found")
+    check(page.locator("#tools a", has_text="search_flights").count() == 1, "search_flights is in the tools table")
+    page.screenshot(path=os.path.join(shots, "overview.png"), full_page=True)
+
+    page.goto(base + "/signals?kind=retry_storm")
+    row = page.locator("tr", has_text="search_flights").first
+    row.locator("a").first.click()
+    page.wait_for_load_state("networkidle")
+    title = page.locator("h1").inner_text()
+    check("Retry storm: search_flights" in title, f"the signal page: {title!r}")
+    evidence = page.locator("#evidence a.trace")
+    check(evidence.count() >= 4, f"the storms' evidence traces: {evidence.count()}")
+    page.screenshot(path=os.path.join(shots, "signal.png"), full_page=True)
+    signal_url = page.url
+
+    evidence.first.click()
+    page.wait_for_load_state("networkidle")
+    attempts = page.locator('tr.span[data-verdict="failed"], tr.span[data-verdict="wasted"], tr.span[data-verdict="rescued"]').count()
+    check(attempts == 15, f"the evidence trace shows 15 attempts: {attempts}")
+    gaps = page.locator("tr.gap", has_text="no_backoff").count()
+    check(gaps == 14, f"14 gaps labelled no_backoff: {gaps}")
+    wasted = page.locator('tr.span[data-verdict="wasted"] .bar.wasted').count()
+    check(wasted == 14, f"14 retries drawn red as wasted: {wasted}")
+    # Attributes on click.
+    page.locator("tr.span summary").nth(1).click()
+    check(page.locator("tr.span details[open] pre").count() == 1, "a span's attributes open on click")
+    page.screenshot(path=os.path.join(shots, "trace.png"), full_page=True)
+
+    page.goto(signal_url)
+    page.locator("#mute").click()
+    page.wait_for_load_state("networkidle")
+    state = page.locator("#state").inner_text()
+    check(state == "muted", f"muting from the page: state {state!r}")
+    page.locator("#unmute").click()
+    page.wait_for_load_state("networkidle")
+    state = page.locator("#state").inner_text()
+    check(state != "muted", f"unmuting from the page: state {state!r}")
+    page.screenshot(path=os.path.join(shots, "signal-after-mute.png"), full_page=True)
+
+
+def hostile(page, base, shots, tools):
+    page.goto(base + "/")
+    page.wait_for_load_state("networkidle")
+    for t in tools:
+        check(page.get_by_text(t, exact=True).count() >= 1, f"the overview shows {t!r} as text")
+    page.screenshot(path=os.path.join(shots, "hostile-overview.png"), full_page=True)
+    urls = ["/signals", "/api/tools"]
+    for t in tools:
+        q = urllib.parse.quote(t, safe="")
+        urls += [f"/tools/{q}", f"/charts/tools/{q}/daily.svg"]
+    for u in urls:
+        page.goto(base + u)
+        page.wait_for_load_state("networkidle")
+        check(page.evaluate("document.querySelectorAll('img[onerror], script:not([src])').length")
+              <= (1 if u == "/" else 0), f"no injected element on {u}")
+        check(page.evaluate("window.__pwned === undefined"), f"no injected script ran on {u}")
+    page.goto(base + "/tools/" + urllib.parse.quote(tools[0], safe=""))
+    check(page.locator("h1 code").inner_text() == tools[0], "the tool page names the tool as text")
+    page.screenshot(path=os.path.join(shots, "hostile-tool.png"), full_page=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["demo", "hostile"])
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--shots", required=True)
+    ap.add_argument("--tool", action="append", default=[])
+    a = ap.parse_args()
+    os.makedirs(a.shots, exist_ok=True)
+    with sync_playwright() as p:
+        b = browser(p)
+        page = b.new_page(viewport={"width": 1280, "height": 900})
+        errors = watch(page)
+        try:
+            if a.mode == "demo":
+                demo(page, a.base, a.shots)
+            else:
+                hostile(page, a.base, a.shots, a.tool)
+        except Exception as e:  # a missing element is a failure, not a crash
+            failures.append(f"{type(e).__name__}: {e}")
+            print("FAIL:", failures[-1], flush=True)
+            page.screenshot(path=os.path.join(a.shots, f"{a.mode}-failure.png"), full_page=True)
+        finally:
+            b.close()
+        for e in errors:
+            check(False, e)
+    print(f"{a.mode}: {len(failures)} failure(s); screenshots in {a.shots}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

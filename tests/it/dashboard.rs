@@ -1,0 +1,262 @@
+//! The dashboard, served by the real binary: walked in headless Chromium
+//! (tests/browser/dashboard.py) on the demo data and on hostile span data,
+//! and fetched over HTTP for the shapes that must render: an empty store,
+//! one day, a thousand tools, a trace of ten thousand spans.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::common::{python, repo, run, Server};
+
+fn get(server: &Server, path: &str) -> (u16, String) {
+    let r = reqwest_blocking::blocking::get(format!("http://{}{path}", server.http)).unwrap();
+    (r.status().as_u16(), r.text().unwrap())
+}
+
+fn browser(mode: &str, server: &Server, extra: &[&str]) {
+    let shots = repo().join("target").join("screenshots");
+    let out = Command::new(python("STORMWATCH_PY_BROWSER"))
+        .arg(repo().join("tests/browser/dashboard.py"))
+        .args([mode, "--base", &format!("http://{}", server.http)])
+        .arg("--shots")
+        .arg(&shots)
+        .args(extra)
+        .output()
+        .expect("run the browser script");
+    assert!(
+        out.status.success(),
+        "{mode}: {}{}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.log_text()
+    );
+}
+
+/// The seeds' two reads one click apart, in a real browser: the July 29
+/// spike in red on the overview; the storm signal's evidence trace with 15
+/// attempts and no backoff; mute from the page.
+#[test]
+fn the_demo_incident_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &["--demo"], &[]);
+    browser("demo", &server, &[]);
+    let (status, body) = get(&server, "/api/openapi.json");
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["openapi"], "3.0.3");
+    server.stop();
+}
+
+/// One tool call: (trace, span, parent, tool, start ms, ok).
+type ToolSpan = (String, String, Option<String>, String, i64, bool);
+
+/// OTLP JSON of tool calls.
+fn otlp(spans: &[ToolSpan]) -> Value {
+    let spans: Vec<Value> = spans
+        .iter()
+        .map(|(trace, span, parent, tool, ms, ok)| {
+            let start = (1_785_300_000_000i64 + ms) * 1_000_000;
+            let mut attributes = vec![
+                json!({"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}),
+                json!({"key": "gen_ai.tool.name", "value": {"stringValue": tool}}),
+            ];
+            if !ok {
+                attributes.push(json!({"key": "http.response.status_code", "value": {"intValue": "503"}}));
+            }
+            json!({
+                "traceId": trace, "spanId": span, "parentSpanId": parent.clone().unwrap_or_default(),
+                "name": format!("execute_tool {tool}"), "kind": 1,
+                "startTimeUnixNano": start.to_string(), "endTimeUnixNano": (start + 50_000_000).to_string(),
+                "attributes": attributes,
+                "status": {"code": if *ok { 1 } else { 2 }, "message": if *ok { "" } else { "HTTP 503" }}
+            })
+        })
+        .collect();
+    json!({"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "agent"}}]},
+        "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]})
+}
+
+fn import(data: &Path, file: &Path, body: &Value) {
+    std::fs::write(file, body.to_string()).unwrap();
+    let out = run(
+        &[
+            "import",
+            "--data-dir",
+            data.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+const HOSTILE: [&str; 2] = [
+    "<script>window.__pwned=1</script>",
+    "\"><img src=x onerror=\"window.__pwned=1\">",
+];
+
+/// Tools named to attack the page: text everywhere, in the browser and in
+/// every body the server sends.
+#[test]
+fn hostile_tool_names_are_inert_in_every_page_and_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut spans = Vec::new();
+    for (k, tool) in HOSTILE.iter().enumerate() {
+        // A storm of each, so they have signals and evidence too.
+        let trace = format!("{:032x}", 0xabc0 + k);
+        for i in 0..8 {
+            spans.push((
+                trace.clone(),
+                format!("{:016x}", 0x100 * (k + 1) + i),
+                None,
+                tool.to_string(),
+                i as i64 * 60,
+                false,
+            ));
+        }
+    }
+    import(&data, &dir.path().join("hostile.json"), &otlp(&spans));
+    let out = run(
+        &[
+            "sweep",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--now",
+            "2026-08-01",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let server = Server::start(&data, &[], &[]);
+    let mut extra = Vec::new();
+    for t in HOSTILE {
+        extra.extend(["--tool", t]);
+    }
+    browser("hostile", &server, &extra);
+    let mut paths = vec![
+        "/".to_string(),
+        "/signals".into(),
+        "/api/tools".into(),
+        "/api/signals".into(),
+    ];
+    for t in HOSTILE {
+        let q: String = t.bytes().map(|b| format!("%{b:02X}")).collect();
+        paths.push(format!("/tools/{q}"));
+        paths.push(format!("/charts/tools/{q}/daily.svg"));
+    }
+    let signals: Value = serde_json::from_str(&get(&server, "/api/signals").1).unwrap();
+    for s in signals.as_array().unwrap() {
+        paths.push(format!("/signals/{}", s["id"].as_str().unwrap()));
+        let trace = s["evidence"][0]["trace_id"].as_str().unwrap_or("");
+        if !trace.is_empty() {
+            paths.push(format!("/traces/{trace}"));
+        }
+    }
+    for p in &paths {
+        let r = reqwest_blocking::blocking::get(format!("http://{}{p}", server.http)).unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{p}");
+        let ct = r.headers()["content-type"].to_str().unwrap().to_string();
+        let body = r.text().unwrap();
+        if p.starts_with("/api/") {
+            // Data, not a document: the names as they are, typed as JSON.
+            assert!(ct.starts_with("application/json"), "{p}: {ct}");
+        } else {
+            assert!(
+                !body.contains("<script>window") && !body.contains("<img src=x"),
+                "{p} carries raw markup"
+            );
+        }
+    }
+    server.stop();
+}
+
+/// An empty store, one day, a thousand tools, a trace of ten thousand spans:
+/// every page answers 200, big traces paginate.
+#[test]
+fn empty_small_wide_and_deep_stores_all_render() {
+    let dir = tempfile::tempdir().unwrap();
+    // Empty.
+    let empty = Server::start(&dir.path().join("empty"), &[], &[]);
+    for p in ["/", "/signals", "/api/tools", "/api/signals", "/api/feed"] {
+        assert_eq!(get(&empty, p).0, 200, "empty store: {p}");
+    }
+    assert_eq!(get(&empty, "/tools/nope").0, 404);
+    assert_eq!(
+        get(&empty, "/traces/00000000000000000000000000000001").0,
+        404
+    );
+    assert_eq!(get(&empty, "/traces/not-hex").0, 400);
+    assert_eq!(get(&empty, "/?days=abc").0, 400);
+    empty.stop();
+
+    // One day of a thousand tools, and one trace of ten thousand calls.
+    let data = dir.path().join("wide");
+    let tools: Vec<_> = (0..1000)
+        .map(|i| {
+            (
+                format!("{:032x}", 0x1000 + i),
+                format!("{:016x}", 0x1000 + i),
+                None,
+                format!("tool_{i:04}"),
+                i as i64,
+                i % 7 != 0,
+            )
+        })
+        .collect();
+    import(&data, &dir.path().join("wide.json"), &otlp(&tools));
+    let deep_trace = format!("{:032x}", 0xdee9_u64);
+    let root = format!("{:016x}", 0xfeed);
+    let deep: Vec<_> = (0..10_000)
+        .map(|i| {
+            (
+                deep_trace.clone(),
+                format!("{:016x}", 0x10_0000 + i),
+                Some(root.clone()),
+                format!("deep_{}", i % 5),
+                i as i64 * 3,
+                i % 11 != 0,
+            )
+        })
+        .collect();
+    import(&data, &dir.path().join("deep.json"), &otlp(&deep));
+    let server = Server::start(&data, &[], &[]);
+    let (status, body) = get(&server, "/");
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("more tools"),
+        "the overview shows the busiest 200 of 1005 tools"
+    );
+    let tools: Value = serde_json::from_str(&get(&server, "/api/tools").1).unwrap();
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 1005);
+    assert_eq!(get(&server, "/tools/tool_0007").0, 200);
+    assert_eq!(get(&server, "/api/tools/tool_0007/daily?days=7").0, 200);
+    let (status, body) = get(&server, &format!("/traces/{deep_trace}"));
+    assert_eq!(status, 200);
+    assert!(body.contains("500 spans a page"));
+    assert_eq!(body.matches("<tr class=\"span\"").count(), 500);
+    let last: Value =
+        serde_json::from_str(&get(&server, &format!("/api/traces/{deep_trace}?page=20")).1)
+            .unwrap();
+    assert_eq!(last["total_spans"], 10_000);
+    assert_eq!(last["spans"].as_array().unwrap().len(), 500);
+    let png = reqwest_blocking::blocking::get(format!(
+        "http://{}/charts/tools/tool_0007/daily.png",
+        server.http
+    ))
+    .unwrap();
+    assert_eq!(png.headers()["content-type"], "image/png");
+    server.stop();
+}
