@@ -4,10 +4,10 @@
 //! through the receiver (the ingest benchmark measures that).
 //!
 //!     cargo bench --bench sweep_data -- --out DIR [--days 30] [--per-day 1000000]
-//!                                       [--first 2026-07-07] [--append]
+//!                                       [--tools 40] [--first 2026-07-07] [--append]
 //!
 //! Each turn is an `invoke_agent` span with one to four tool calls under it
-//! (1 M tool spans a day means about 400 k traces). Forty tools with skewed
+//! (1 M tool spans a day means about 400 k traces). Forty tools (`--tools`) with skewed
 //! volumes and a 1–3 % error floor; about 2 % of turns retry a blip and
 //! recover with growing backoff. Planted problems, from the seeds: on days
 //! 20–22 of the run `search_flights` returns 503s and 30 turns a day hammer
@@ -54,7 +54,7 @@ struct Tool {
     p50_ms: i64,
 }
 
-fn tools() -> Vec<Tool> {
+fn tools(n: usize) -> Vec<Tool> {
     let named = [
         "search_flights",
         "book_flight",
@@ -63,13 +63,13 @@ fn tools() -> Vec<Tool> {
         "get_weather",
         "quote_price",
     ];
-    (0..40)
+    (0..n.max(6))
         .map(|i| Tool {
             name: named
                 .get(i)
                 .map_or_else(|| format!("tool_{i:02}"), |s| s.to_string()),
             // Skewed volumes: the first tools carry most of the calls.
-            weight: 1000 / (i as u64 + 2),
+            weight: (1000 / (i as u64 + 2)).max(1),
             error_rate: 0.01 + 0.02 * ((i * 7 % 10) as f64 / 10.0),
             p50_ms: 80 + (i as i64 * 37 % 900),
         })
@@ -354,6 +354,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut out: Option<PathBuf> = None;
     let (mut days, mut per_day, mut first, mut append) = (30i32, 1_000_000usize, None, false);
+    let mut n_tools = 40usize;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--out" => out = args.next().map(PathBuf::from),
@@ -361,6 +362,7 @@ fn main() {
             "--per-day" => per_day = args.next().and_then(|v| v.parse().ok()).unwrap_or(per_day),
             "--first" => first = args.next().and_then(|v| day_from_str(&v)),
             "--append" => append = true,
+            "--tools" => n_tools = args.next().and_then(|v| v.parse().ok()).unwrap_or(n_tools),
             "--bench" => {}
             other => {
                 eprintln!("unknown argument {other:?}; see the header of benches/sweep_data.rs");
@@ -380,7 +382,7 @@ fn main() {
         (true, Some(&last)) => (last + 1, existing[0]),
         _ => (first, first),
     };
-    let tools = tools();
+    let tools = tools(n_tools);
     let t0 = Instant::now();
     let mut written = Vec::new();
     let mut spans = 0;

@@ -168,6 +168,13 @@ pub struct ServeArgs {
     /// Seconds to wait for in-flight requests and the final flush on shutdown
     #[arg(long, env = "STORMWATCH_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
+    /// The overview's panels (built-in panels when the file does not exist)
+    #[arg(
+        long,
+        env = "STORMWATCH_DASHBOARD",
+        default_value = "dashboards/overview.toml"
+    )]
+    pub dashboard: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

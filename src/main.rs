@@ -95,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     cli.public_url.as_deref(),
                     true,
                 )?,
+                panels: args.dashboard.clone(),
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

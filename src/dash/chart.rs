@@ -5,6 +5,8 @@
 //! text, never span data. PNGs carry no text (plotters needs a font file to
 //! rasterise text; the SVG leaves that to the browser).
 
+use std::fmt::Write;
+
 use plotters::prelude::*;
 
 use crate::model::day_to_string;
@@ -137,31 +139,26 @@ pub fn rate_svg(days: &[Day], w: u32, h: u32, unit: &str) -> String {
     out
 }
 
-/// A tiny inline sparkline of daily calls with error days marked red.
+/// A tiny inline sparkline of daily calls, the failed part of each day red:
+/// two paths of bars, a few hundred bytes.
 pub fn sparkline(calls: &[u64], errors: &[u64]) -> String {
-    let (w, h) = (90.0, 18.0);
+    let h = 18.0;
     let max = calls.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let n = calls.len().max(1) as f64;
-    let bw = w / n;
-    let mut s = r#"<svg class="spark" width="90" height="18" viewBox="0 0 90 18" xmlns="http://www.w3.org/2000/svg">"#.to_string();
+    let bw = 90.0 / calls.len().max(1) as f64;
+    let (mut ok, mut bad) = (String::new(), String::new());
     for (i, (c, e)) in calls.iter().zip(errors).enumerate() {
         let bh = (*c as f64 / max * h).max(if *c > 0 { 1.0 } else { 0.0 });
         let eh = (*e as f64 / max * h).min(bh);
         let x = i as f64 * bw;
-        s.push_str(&format!(
-            r##"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#4e79a7"/>"##,
-            h - bh,
-            (bw - 0.5).max(0.5),
-            bh - eh
-        ));
+        let w = (bw - 0.5).max(0.5);
+        if bh - eh > 0.0 {
+            let _ = write!(ok, "M{x:.1} {:.1}h{w:.1}v{:.1}h-{w:.1}z", h - bh, bh - eh);
+        }
         if eh > 0.0 {
-            s.push_str(&format!(
-                r##"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{eh:.1}" fill="#d62728"/>"##,
-                h - eh,
-                (bw - 0.5).max(0.5),
-            ));
+            let _ = write!(bad, "M{x:.1} {:.1}h{w:.1}v{eh:.1}h-{w:.1}z", h - eh);
         }
     }
-    s.push_str("</svg>");
-    s
+    format!(
+        r##"<svg class="spark" width="90" height="18" viewBox="0 0 90 18" xmlns="http://www.w3.org/2000/svg"><path d="{ok}" fill="#4e79a7"/><path d="{bad}" fill="#d62728"/></svg>"##
+    )
 }

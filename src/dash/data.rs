@@ -20,7 +20,33 @@ pub struct Rollup {
     pub tools: BTreeMap<String, Vec<DailyRow>>,
     /// The newest day with data (days since the epoch).
     pub last_day: Option<i32>,
+    /// Per tool: (day, class, raw name, failed calls) — the names each
+    /// class was logged under.
+    pub names: Names,
+    /// The rollup as stored, for the overview's panels.
+    pub frame: DataFrame,
 }
+
+impl Rollup {
+    /// The stored rows of days `from..=to`.
+    pub fn frame_between(&self, from: i32, to: i32) -> PolarsResult<DataFrame> {
+        if self.frame.width() == 0 {
+            return Ok(self.frame.clone());
+        }
+        let (a, b) = (
+            crate::model::day_to_string(from),
+            crate::model::day_to_string(to),
+        );
+        self.frame
+            .clone()
+            .lazy()
+            .filter(col("day").gt_eq(lit(a)).and(col("day").lt_eq(lit(b))))
+            .collect()
+    }
+}
+
+/// Per tool: (day, class, raw name, failed calls).
+pub type Names = BTreeMap<String, Vec<(i32, String, String, u64)>>;
 
 /// A cache of the rollup keyed by the file's modification time.
 #[derive(Default)]
@@ -31,8 +57,10 @@ pub struct RollupCache {
 impl RollupCache {
     /// The rollup as the file now stands (read again only when it changed).
     pub fn get(&self, reader: &Reader) -> Result<Arc<Rollup>, StoreError> {
-        let path = reader.layout().tool_daily();
-        let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let stamp = |p: std::path::PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        // Both rollup files are rewritten together; the newer stamp keys the cache.
+        let mtime =
+            stamp(reader.layout().tool_daily()).max(stamp(reader.layout().tool_error_names()));
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if let (Some((at, r)), Some(m)) = (guard.as_ref(), mtime) {
             if *at == m {
@@ -55,6 +83,7 @@ fn load(reader: &Reader) -> Result<Rollup, StoreError> {
         .collect()
         .map_err(|e| StoreError::data("reading the daily rollup", e))?;
     let rows = daily_rows(&df).map_err(|e| StoreError::data("reading the daily rollup", e))?;
+    let df = df;
     let mut tools: BTreeMap<String, Vec<DailyRow>> = BTreeMap::new();
     let mut last_day = None;
     for r in rows {
@@ -82,7 +111,55 @@ fn load(reader: &Reader) -> Result<Rollup, StoreError> {
     for days in tools.values_mut() {
         days.sort_by_key(|d| d.day);
     }
-    Ok(Rollup { tools, last_day })
+    Ok(Rollup {
+        tools,
+        last_day,
+        names: load_names(reader)?,
+        frame: df,
+    })
+}
+
+fn load_names(reader: &Reader) -> Result<Names, StoreError> {
+    let mut out = Names::new();
+    let Some(lf) = reader.tool_error_names()? else {
+        return Ok(out);
+    };
+    let context = |e| StoreError::data("reading the error names rollup", e);
+    let df = lf.collect().map_err(context)?;
+    let tool = df
+        .column("tool_name")
+        .and_then(|c| c.str().cloned())
+        .map_err(context)?;
+    let day = df
+        .column("day")
+        .and_then(|c| c.str().cloned())
+        .map_err(context)?;
+    let class = df
+        .column("error_class")
+        .and_then(|c| c.str().cloned())
+        .map_err(context)?;
+    let name = df
+        .column("error_type")
+        .and_then(|c| c.str().cloned())
+        .map_err(context)?;
+    let calls = df
+        .column("calls")
+        .and_then(|c| c.cast(&DataType::UInt64))
+        .map_err(context)?;
+    let calls = calls.u64().map_err(context)?;
+    for i in 0..df.height() {
+        let (Some(t), Some(d)) = (tool.get(i), day.get(i).and_then(crate::model::day_from_str))
+        else {
+            continue;
+        };
+        out.entry(t.to_string()).or_default().push((
+            d,
+            class.get(i).unwrap_or("unknown").to_string(),
+            name.get(i).unwrap_or("(no name)").to_string(),
+            calls.get(i).unwrap_or(0),
+        ));
+    }
+    Ok(out)
 }
 
 /// One tool's line in the tools table.

@@ -10,6 +10,7 @@ pub mod data;
 pub mod html;
 pub mod openapi;
 pub mod pages;
+pub mod panels;
 pub mod trace;
 
 #[cfg(test)]
@@ -35,18 +36,49 @@ pub struct Dash {
     pub reader: Reader,
     pub rollup: data::RollupCache,
     pub state_path: PathBuf,
+    /// Rendered overviews by query, kept while neither the rollup nor the
+    /// signal state changed.
+    overviews: std::sync::Mutex<HashMap<String, (Stamp, bytes::Bytes)>>,
+    /// The overview's panels (`dashboards/overview.toml`).
+    pub panels: panels::Panels,
+}
+
+/// When the inputs of a page last changed: the rollup files and the state
+/// database (with its WAL).
+type Stamp = Vec<Option<std::time::SystemTime>>;
+
+impl Dash {
+    fn stamp(&self) -> Stamp {
+        let l = self.reader.layout();
+        let wal = self.state_path.with_extension("sqlite-wal");
+        [
+            l.tool_daily(),
+            l.tool_error_names(),
+            self.state_path.clone(),
+            wal,
+        ]
+        .iter()
+        .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .collect()
+    }
 }
 
 type Shared = Arc<Dash>;
 
-pub fn router(reader: Reader) -> Router {
+/// The dashboard's routes; `panels` is the overview's panel file (the
+/// built-in panels when it does not exist).
+pub fn router(reader: Reader, panels_file: &std::path::Path) -> anyhow::Result<Router> {
+    let panels = panels::load(panels_file).map_err(anyhow::Error::msg)?;
+    tracing::info!(panels = panels.panels.len(), from = %panels.origin, "dashboard panels");
     let state_path = reader.layout().state_db();
     let dash = Arc::new(Dash {
         reader,
         rollup: data::RollupCache::default(),
         state_path,
+        overviews: Default::default(),
+        panels,
     });
-    Router::new()
+    Ok(Router::new()
         .route("/", get(overview))
         .route("/tools/{tool}", get(tool_page))
         .route("/signals", get(signals_page))
@@ -66,7 +98,7 @@ pub fn router(reader: Reader) -> Router {
         )
         // Browsers ask for it on documents that are not pages (charts, JSON).
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
-        .with_state(dash)
+        .with_state(dash))
 }
 
 /// A failure a page shows: status and a message.
@@ -165,15 +197,43 @@ fn open_by_tool(signals: &[Signal]) -> BTreeMap<String, usize> {
     m
 }
 
-async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Html<String>, Fail> {
+async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail> {
     blocking(move || {
+        let mut key: Vec<String> = q.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        key.sort();
+        let key = key.join("&");
+        let stamp = d.stamp();
+        {
+            let cache = d.overviews.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((s, html)) = cache.get(&key) {
+                if *s == stamp {
+                    return Ok(page_response(html.clone()));
+                }
+            }
+        }
         let rollup = d.rollup.get(&d.reader).map_err(internal)?;
         let r = range(&q, rollup.last_day)?;
         let signals = load_signals(&d.state_path)?;
         let summaries = rollup.summaries(r.from, r.to, &open_by_tool(&signals));
-        Ok(Html(pages::overview(&rollup, &r, &summaries, &signals)))
+        let rows = rollup.frame_between(r.from, r.to).map_err(internal)?;
+        let panels = panels::render(&d.panels, &rows, r.from, r.to);
+        let html = bytes::Bytes::from(pages::overview(&r, &summaries, &signals, &panels));
+        let mut cache = d.overviews.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= 64 {
+            cache.clear();
+        }
+        cache.insert(key, (stamp, html.clone()));
+        Ok(page_response(html))
     })
     .await
+}
+
+fn page_response(html: bytes::Bytes) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        axum::body::Body::from(html),
+    )
+        .into_response()
 }
 
 async fn tool_page(

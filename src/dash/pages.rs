@@ -78,18 +78,16 @@ fn counters(signals: &[&Signal]) -> String {
     )
 }
 
-pub fn overview(
-    rollup: &Rollup,
-    r: &Range,
-    summaries: &[ToolSummary],
-    signals: &[Signal],
-) -> String {
+pub fn overview(r: &Range, summaries: &[ToolSummary], signals: &[Signal], panels: &str) -> String {
     let mut b = String::new();
-    let totals = rollup.totals(r.from, r.to, None);
-    let days: Vec<chart::Day> = totals
-        .iter()
-        .map(|(d, c, e)| (*d, *c as f64, *e as f64))
-        .collect();
+    // Per day, over every tool (the table's daily columns add up).
+    let mut totals: Vec<(i32, u64, u64)> = (r.from..=r.to).map(|d| (d, 0, 0)).collect();
+    for t in summaries {
+        for (i, (c, e)) in t.daily_calls.iter().zip(&t.daily_errors).enumerate() {
+            totals[i].1 += c;
+            totals[i].2 += e;
+        }
+    }
     let peak = totals
         .iter()
         .max_by_key(|t| (t.2, -t.0))
@@ -118,11 +116,8 @@ pub fn overview(
             pct(*e as f64 / (*c).max(1) as f64)
         );
     }
-    let _ = write!(
-        b,
-        r#"<div class="chart" id="volume">{}</div><p class="muted">Daily tool calls: ok <span class="sw" style="background:#4e79a7"></span> errors <span class="sw" style="background:#d62728"></span></p>"#,
-        chart::volume_svg(&days, 1100, 300)
-    );
+    b.push_str(panels);
+    b.push_str(r#"<p class="muted">Daily tool calls: ok <span class="sw" style="background:#4e79a7"></span> errors <span class="sw" style="background:#d62728"></span></p>"#);
     let mut open: Vec<&Signal> = signals.iter().filter(|s| s.state.is_open()).collect();
     open.sort_by_key(|s| std::cmp::Reverse(s.draft.last_seen_ns));
     let _ = write!(b, "<h2>Open signals</h2>{}", signal_rows(&open));
@@ -227,18 +222,39 @@ pub fn tool(tool: &str, rollup: &Rollup, r: &Range, signals: &[Signal]) -> Strin
         r#"<h2>Latency: p50 (bars) and p95 (line)</h2><div class="chart">{}</div>"#,
         chart::rate_svg(&lat, 1100, 200, " ms")
     );
-    // Error classes over the range.
+    // Error classes over the range, with the raw names each was logged under.
     let mut classes: std::collections::BTreeMap<&str, u64> = Default::default();
     for d in days.iter().filter(|d| (r.from..=r.to).contains(&d.day)) {
         for (c, n) in &d.classes {
             *classes.entry(c.as_str()).or_insert(0) += n;
         }
     }
-    b.push_str(
-        "<h2>Error classes</h2><table><tr><th>class</th><th class=\"n\">failed calls</th></tr>",
-    );
+    let mut names: std::collections::BTreeMap<&str, std::collections::BTreeMap<&str, u64>> =
+        Default::default();
+    for (d, c, n, k) in rollup.names.get(tool).map(Vec::as_slice).unwrap_or(&[]) {
+        if (r.from..=r.to).contains(d) {
+            *names
+                .entry(c.as_str())
+                .or_default()
+                .entry(n.as_str())
+                .or_insert(0) += k;
+        }
+    }
+    b.push_str("<h2>Error classes, and the names they were logged under</h2><table id=\"classes\"><tr><th>class</th><th class=\"n\">failed calls</th><th>raw names seen</th></tr>");
     for (c, n) in &classes {
-        let _ = write!(b, r#"<tr><td>{}</td><td class="n">{n}</td></tr>"#, esc(c));
+        let mut seen: Vec<(&&str, &u64)> =
+            names.get(c).map(|m| m.iter().collect()).unwrap_or_default();
+        seen.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let list: Vec<String> = seen
+            .iter()
+            .map(|(n, k)| format!("<code>{}</code> ×{k}", esc(n)))
+            .collect();
+        let _ = write!(
+            b,
+            r#"<tr><td>{}</td><td class="n">{n}</td><td>{}</td></tr>"#,
+            esc(c),
+            list.join(", ")
+        );
     }
     b.push_str("</table>");
     let mine: Vec<&Signal> = signals.iter().filter(|s| s.draft.tool == tool).collect();

@@ -27,12 +27,14 @@ pub struct ServeOptions {
     pub shutdown_timeout: Duration,
     /// Deliver queued alerts while serving.
     pub alerting: Option<crate::alert::Alerting>,
+    /// The overview's panel file (`dashboards/overview.toml`).
+    pub panels: std::path::PathBuf,
 }
 
 /// The HTTP server's routes: health, the dashboard and its API.
-pub fn http_router(store: Arc<Store>) -> Router {
+pub fn http_router(store: Arc<Store>, panels: &std::path::Path) -> anyhow::Result<Router> {
     let reader = store.reader();
-    health::router(store).merge(crate::dash::router(reader))
+    Ok(health::router(store).merge(crate::dash::router(reader, panels)?))
 }
 
 /// `GET /metrics`: Prometheus text (alert deliveries so far).
@@ -68,7 +70,8 @@ pub async fn run(
     ));
     let otlp_app = otlp::router(otlp_state);
     let alert_stats = Arc::new(crate::alert::stats::Stats::default());
-    let http_app = http_router(Arc::clone(&store)).merge(metrics_router(Arc::clone(&alert_stats)));
+    let http_app = http_router(Arc::clone(&store), &opts.panels)?
+        .merge(metrics_router(Arc::clone(&alert_stats)));
     let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
         .await
         .with_context(|| format!("cannot listen for OTLP on {}", opts.otlp_addr))?;

@@ -36,6 +36,9 @@ impl Layout {
     pub fn tool_daily(&self) -> PathBuf {
         self.rollups_dir().join("tool_daily.parquet")
     }
+    pub fn tool_error_names(&self) -> PathBuf {
+        self.rollups_dir().join("tool_error_names.parquet")
+    }
     pub fn intent(&self) -> PathBuf {
         self.root.join("commit-intent.json")
     }

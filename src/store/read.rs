@@ -90,4 +90,15 @@ impl Reader {
             .map(Some)
             .map_err(|e| StoreError::data(format!("scanning {}", path.display()), e))
     }
+
+    /// Raw error names per tool, day and class (`None` before the first flush).
+    pub fn tool_error_names(&self) -> Result<Option<LazyFrame>, StoreError> {
+        let path = self.layout.tool_error_names();
+        if !path.exists() {
+            return Ok(None);
+        }
+        parquet::scan(std::slice::from_ref(&path))
+            .map(Some)
+            .map_err(|e| StoreError::data(format!("scanning {}", path.display()), e))
+    }
 }

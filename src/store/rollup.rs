@@ -12,8 +12,9 @@ use super::layout::Layout;
 use super::{parquet, wal, StoreError};
 use crate::model::day_to_string;
 
-/// The query, as shipped in `queries/`.
+/// The queries, as shipped in `queries/`.
 pub const TOOL_DAILY_SQL: &str = include_str!("../../queries/tool_daily.sql");
+pub const TOOL_ERROR_NAMES_SQL: &str = include_str!("../../queries/tool_error_names.sql");
 
 /// Tool-call rows of one day, with MCP duplicates removed and a `day` column.
 pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreError> {
@@ -32,6 +33,7 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
         col("error_class"),
         col("retryable"),
         col("cost_usd"),
+        col("error_type"),
     ];
     let day_lit = lit(day_to_string(day)).alias("day");
     // The ids are read only when the day has MCP spans to pair up: most
@@ -110,9 +112,13 @@ pub fn mcp_duplicates(df: &DataFrame) -> PolarsResult<BooleanChunked> {
 
 /// Run `tool_daily.sql` over tool rows.
 pub fn compute(rows: LazyFrame) -> PolarsResult<DataFrame> {
+    run_sql(rows, TOOL_DAILY_SQL)
+}
+
+fn run_sql(rows: LazyFrame, sql: &str) -> PolarsResult<DataFrame> {
     let mut ctx = SQLContext::new();
     ctx.register("spans", rows);
-    ctx.execute(TOOL_DAILY_SQL)?.collect()
+    ctx.execute(sql)?.collect()
 }
 
 fn dirty_path(layout: &Layout) -> std::path::PathBuf {
@@ -166,7 +172,20 @@ pub fn mark_dirty(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
 /// Recompute the rollup rows of `days`, rewrite the rollup file, and clear
 /// those days from the dirty list.
 pub fn refresh(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
-    rewrite(layout, days)?;
+    rewrite(
+        layout,
+        days,
+        &layout.tool_daily(),
+        TOOL_DAILY_SQL,
+        &["day", "tool_name", "service_name"],
+    )?;
+    rewrite(
+        layout,
+        days,
+        &layout.tool_error_names(),
+        TOOL_ERROR_NAMES_SQL,
+        &["day", "tool_name", "error_class", "error_type"],
+    )?;
     let mut all = dirty(layout)?;
     for d in days {
         all.remove(d);
@@ -174,13 +193,19 @@ pub fn refresh(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
     write_dirty(layout, &all)
 }
 
-fn rewrite(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
-    let path = layout.tool_daily();
+fn rewrite(
+    layout: &Layout,
+    days: &[i32],
+    path: &std::path::Path,
+    sql: &str,
+    order: &[&str],
+) -> Result<(), StoreError> {
+    let path = path.to_path_buf();
     let context = || format!("refreshing {}", path.display());
     let mut fresh: Option<DataFrame> = None;
     for &day in days {
         if let Some(rows) = tool_rows(layout, day)? {
-            let computed = compute(rows).map_err(|e| StoreError::data(context(), e))?;
+            let computed = run_sql(rows, sql).map_err(|e| StoreError::data(context(), e))?;
             if computed.height() == 0 {
                 continue;
             }
@@ -228,10 +253,7 @@ fn rewrite(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
         }
     };
     let mut merged = merged
-        .sort(
-            ["day", "tool_name", "service_name"],
-            SortMultipleOptions::default(),
-        )
+        .sort(order.to_vec(), SortMultipleOptions::default())
         .map_err(|e| StoreError::data(context(), e))?;
     let tmp = path.with_extension("parquet.tmp");
     parquet::write_file(&tmp, &mut merged)?;

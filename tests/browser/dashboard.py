@@ -63,6 +63,12 @@ def demo(page, base, shots):
     check(page.locator("#tools a", has_text="search_flights").count() == 1, "search_flights is in the tools table")
     page.screenshot(path=os.path.join(shots, "overview.png"), full_page=True)
 
+    page.goto(base + "/tools/search_flights")
+    names = page.locator("#classes").inner_text()
+    check("unavailable" in names and "503" in names, f"the tool page lists each class with its raw names: {names!r}")
+    check(page.locator("#tool-rate svg").count() == 1, "the error-rate chart with its 3x baseline line")
+    page.screenshot(path=os.path.join(shots, "tool.png"), full_page=True)
+
     page.goto(base + "/signals?kind=retry_storm")
     row = page.locator("tr", has_text="search_flights").first
     row.locator("a").first.click()

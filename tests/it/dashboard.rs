@@ -232,12 +232,47 @@ fn empty_small_wide_and_deep_stores_all_render() {
         })
         .collect();
     import(&data, &dir.path().join("deep.json"), &otlp(&deep));
-    let server = Server::start(&data, &[], &[]);
+    // A user's own panels: one chart, one table, one whose query is wrong.
+    std::fs::create_dir_all(dir.path().join("dashboards")).unwrap();
+    std::fs::create_dir_all(dir.path().join("queries")).unwrap();
+    let panels = dir.path().join("dashboards/overview.toml");
+    std::fs::write(
+        &panels,
+        "[[panel]]\ntitle = \"Calls by day\"\nquery = \"queries/mine.sql\"\nchart = \"stacked_daily\"\n\n\
+         [[panel]]\ntitle = \"Busiest tools\"\nquery = \"queries/busy.sql\"\nchart = \"table\"\n\n\
+         [[panel]]\ntitle = \"Broken\"\nquery = \"queries/broken.sql\"\nchart = \"table\"\n",
+    )
+    .unwrap();
+    let q = dir.path().join("queries");
+    std::fs::write(
+        q.join("mine.sql"),
+        "SELECT day, SUM(calls) AS total, SUM(errors) AS errors FROM tool_daily GROUP BY day",
+    )
+    .unwrap();
+    std::fs::write(q.join("busy.sql"), "SELECT tool_name, SUM(calls) AS calls FROM tool_daily GROUP BY tool_name ORDER BY calls DESC, tool_name LIMIT 3").unwrap();
+    std::fs::write(
+        q.join("broken.sql"),
+        "SELECT no_such_column FROM tool_daily",
+    )
+    .unwrap();
+    let server = Server::start(&data, &["--dashboard", panels.to_str().unwrap()], &[]);
     let (status, body) = get(&server, "/");
     assert_eq!(status, 200);
     assert!(
         body.contains("more tools"),
         "the overview shows the busiest 200 of 1005 tools"
+    );
+    assert!(
+        body.contains("Calls by day") && body.contains("Busiest tools"),
+        "the user's panels"
+    );
+    assert!(
+        body.contains("<td>deep_0</td>"),
+        "the table panel lists the busiest tool"
+    );
+    assert!(
+        body.contains("queries/broken.sql) failed"),
+        "a broken panel says so"
     );
     let tools: Value = serde_json::from_str(&get(&server, "/api/tools").1).unwrap();
     assert_eq!(tools["tools"].as_array().unwrap().len(), 1005);

@@ -1,0 +1,194 @@
+//! The overview's panels, from `dashboards/overview.toml`: each a SQL file
+//! run through polars SQL over the range's rows of the daily rollup (table
+//! `tool_daily`), drawn as a chart kind. Users add panels without
+//! recompiling; a panel whose query fails shows its error, the rest render.
+
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use polars::sql::SQLContext;
+use serde::Deserialize;
+
+use super::chart;
+use super::html::esc;
+use crate::model::day_from_str;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    StackedDaily,
+    BarsDaily,
+    Table,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Panel {
+    pub title: String,
+    pub query: String,
+    pub chart: Kind,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    panel: Vec<Panel>,
+}
+
+/// The panels with their SQL.
+#[derive(Debug, Clone)]
+pub struct Panels {
+    pub panels: Vec<(Panel, String)>,
+    /// Where they came from (a file, or the built-in copy).
+    pub origin: String,
+}
+
+const BUILTIN: &str = include_str!("../../dashboards/overview.toml");
+const BUILTIN_SQL: [(&str, &str); 3] = [
+    (
+        "queries/panels/daily_calls.sql",
+        include_str!("../../queries/panels/daily_calls.sql"),
+    ),
+    (
+        "queries/panels/error_rate.sql",
+        include_str!("../../queries/panels/error_rate.sql"),
+    ),
+    (
+        "queries/panels/top_failing.sql",
+        include_str!("../../queries/panels/top_failing.sql"),
+    ),
+];
+
+/// `path` when it exists (its queries relative to its parent's parent, as
+/// in the repository), else the built-in panels. Errors name the file.
+pub fn load(path: &Path) -> Result<Panels, String> {
+    if !path.exists() {
+        let file: File = toml::from_str(BUILTIN).map_err(|e| e.to_string())?;
+        let panels = file
+            .panel
+            .into_iter()
+            .map(|p| {
+                let sql = BUILTIN_SQL
+                    .iter()
+                    .find(|(q, _)| *q == p.query)
+                    .map(|(_, s)| s.to_string())
+                    .unwrap_or_default();
+                (p, sql)
+            })
+            .collect();
+        return Ok(Panels {
+            panels,
+            origin: "built in".into(),
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file: File = toml::from_str(&text)
+        .map_err(|e| format!("{}: {}", path.display(), e.to_string().trim()))?;
+    let base: PathBuf = path
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let mut panels = Vec::new();
+    for p in file.panel {
+        let q = base.join(&p.query);
+        let sql = std::fs::read_to_string(&q).map_err(|e| {
+            format!(
+                "{}: panel {:?}: {}: {e}",
+                path.display(),
+                p.title,
+                q.display()
+            )
+        })?;
+        panels.push((p, sql));
+    }
+    Ok(Panels {
+        panels,
+        origin: path.display().to_string(),
+    })
+}
+
+fn run(sql: &str, rollup: &DataFrame) -> PolarsResult<DataFrame> {
+    let mut ctx = SQLContext::new();
+    ctx.register("tool_daily", rollup.clone().lazy());
+    ctx.execute(sql)?.collect()
+}
+
+fn floats(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
+    let c = df.column(name)?.cast(&DataType::Float64)?;
+    Ok(c.f64()?.iter().map(|v| v.unwrap_or(0.0)).collect())
+}
+
+/// Per day of `from..=to`: the result's (a, b) columns, zero where absent.
+fn daily(
+    df: &DataFrame,
+    a: &str,
+    b: Option<&str>,
+    from: i32,
+    to: i32,
+) -> PolarsResult<Vec<chart::Day>> {
+    let day = df.column("day")?.str()?;
+    let av = floats(df, a)?;
+    let bv = match b {
+        Some(b) if df.schema().contains(b) => floats(df, b)?,
+        _ => vec![0.0; df.height()],
+    };
+    let mut out: Vec<chart::Day> = (from..=to).map(|d| (d, 0.0, 0.0)).collect();
+    for i in 0..df.height() {
+        if let Some(d) = day
+            .get(i)
+            .and_then(day_from_str)
+            .filter(|d| (from..=to).contains(d))
+        {
+            out[(d - from) as usize] = (d, av[i], bv[i]);
+        }
+    }
+    Ok(out)
+}
+
+fn table(df: &DataFrame) -> String {
+    let mut s = String::from("<table><tr>");
+    for name in df.get_column_names() {
+        s.push_str(&format!("<th>{}</th>", esc(name)));
+    }
+    s.push_str("</tr>");
+    for i in 0..df.height().min(200) {
+        s.push_str("<tr>");
+        for c in df.columns() {
+            let v = c.get(i).map(|v| v.to_string()).unwrap_or_default();
+            let v = v.trim_matches('"');
+            s.push_str(&format!("<td>{}</td>", esc(v)));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table>");
+    s
+}
+
+/// Render every panel over `rollup` (the range's rows), `from..=to`.
+pub fn render(panels: &Panels, rollup: &DataFrame, from: i32, to: i32) -> String {
+    let mut s = String::new();
+    for (i, (p, sql)) in panels.panels.iter().enumerate() {
+        let id = if i == 0 { r#" id="volume""# } else { "" };
+        let body = run(sql, rollup).and_then(|df| match p.chart {
+            Kind::StackedDaily => daily(&df, "total", Some("errors"), from, to)
+                .map(|d| chart::volume_svg(&d, 1100, 300)),
+            Kind::BarsDaily => daily(&df, "value", Some("reference"), from, to)
+                .map(|d| chart::rate_svg(&d, 1100, 220, "")),
+            Kind::Table => Ok(table(&df)),
+        });
+        match body {
+            Ok(b) => s.push_str(&format!(
+                r#"<h2>{}</h2><div class="chart"{id}>{b}</div>"#,
+                esc(&p.title)
+            )),
+            Err(e) => s.push_str(&format!(
+                r#"<h2>{}</h2><p class="err">This panel's query ({}) failed: {}</p>"#,
+                esc(&p.title),
+                esc(&p.query),
+                esc(&e.to_string())
+            )),
+        }
+    }
+    s
+}
