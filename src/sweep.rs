@@ -116,6 +116,7 @@ pub fn run(
     let now = opts.now_ns;
     let mut horizon_ns = 0;
     let (mut spans_scanned, mut days_scanned, mut days_reused) = (0, 0, 0);
+    let mut outcomes = Vec::new();
     if let Some(first) = days.first() {
         state.forget_days_before(first - 1)?;
     }
@@ -125,6 +126,7 @@ pub fn run(
             if let Some(kept) = state.day_result(day, &fingerprint)? {
                 horizon_ns = horizon_ns.max(kept.horizon_ns);
                 findings.extend(kept.findings);
+                outcomes.extend(kept.outcomes);
                 days_reused += 1;
                 continue;
             }
@@ -146,8 +148,10 @@ pub fn run(
             state.put_day_result(day, &fingerprint, &result)?;
         }
         findings.extend(result.findings);
+        outcomes.extend(result.outcomes);
     }
 
+    state.put_outcomes(since, today, &outcomes)?;
     let drafts = signal::group(&findings, opts.evidence_limit);
     let mut queued = Vec::new();
     let state_path = reader.layout().state_db();
@@ -200,7 +204,7 @@ const MARGIN_NS: i64 = 3_600 * 1_000_000_000;
 
 /// Bumped whenever a per-turn rule changes what it finds, so stored day
 /// results from an older version are recomputed.
-const RULES_VERSION: u32 = 1;
+const RULES_VERSION: u32 = 2;
 
 /// What a day's per-turn result depends on: the rules, their parameters,
 /// and the Parquet parts (name, size, modification time) of the day and its
@@ -250,20 +254,23 @@ fn turn_day(
         .column("end_ns")
         .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
         .map_err(data("reading span ends"))?;
+    let (findings, outcomes) = turn_findings(&spans, day, now, cfg)?;
     Ok(signal::DayResult {
-        findings: turn_findings(&spans, day, now, cfg)?,
+        findings,
+        outcomes,
         horizon_ns: day_max.min(now),
         spans: spans.height(),
     })
 }
 
-/// Findings of the per-turn rules over `spans`, kept for turns that began on `day`.
+/// Findings of the per-turn rules over `spans`, kept for turns that began
+/// on `day`, and what that day's settled retries achieved.
 fn turn_findings(
     spans: &DataFrame,
     day: i32,
     now: i64,
     cfg: &DetectConfig,
-) -> Result<Vec<Finding>, SweepError> {
+) -> Result<(Vec<Finding>, Vec<detect::outcomes::ToolDay>), SweepError> {
     let tc = calls::collect(spans).map_err(data("grouping tool calls by turn"))?;
     let (calls, turns) = (&tc.calls, &tc.turns);
     let began_today = |turn: &str| {
@@ -301,7 +308,13 @@ fn turn_findings(
     {
         out.push(Finding::from_stacked(s));
     }
-    Ok(out)
+    let settled_calls: Vec<detect::Call> =
+        calls.iter().filter(|c| keep(&c.turn)).cloned().collect();
+    let outcomes = detect::outcomes::per_tool_day(&settled_calls)
+        .into_iter()
+        .filter(|o| o.day == day)
+        .collect();
+    Ok((out, outcomes))
 }
 
 /// RFC 3339 (UTC) of a nanosecond timestamp.

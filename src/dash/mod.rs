@@ -189,6 +189,19 @@ fn load_signals(path: &std::path::Path) -> Result<Vec<Signal>, Fail> {
     StateDb::open(path).and_then(|s| s.list()).map_err(internal)
 }
 
+fn load_outcomes(
+    path: &std::path::Path,
+    r: &Range,
+    tool: Option<&str>,
+) -> Result<Vec<crate::detect::outcomes::ToolDay>, Fail> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    StateDb::open(path)
+        .and_then(|s| s.outcomes(r.from, r.to, tool))
+        .map_err(internal)
+}
+
 fn open_by_tool(signals: &[Signal]) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for s in signals.iter().filter(|s| s.state.is_open()) {
@@ -217,7 +230,10 @@ async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail
         let summaries = rollup.summaries(r.from, r.to, &open_by_tool(&signals));
         let rows = rollup.frame_between(r.from, r.to).map_err(internal)?;
         let panels = panels::render(&d.panels, &rows, r.from, r.to);
-        let html = bytes::Bytes::from(pages::overview(&r, &summaries, &signals, &panels));
+        let outcomes = load_outcomes(&d.state_path, &r, None)?;
+        let html = bytes::Bytes::from(pages::overview(
+            &r, &summaries, &signals, &outcomes, &panels,
+        ));
         let mut cache = d.overviews.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= 64 {
             cache.clear();
@@ -251,7 +267,8 @@ async fn tool_page(
         }
         let r = range(&q, rollup.last_day)?;
         let signals = load_signals(&d.state_path)?;
-        Ok(Html(pages::tool(&tool, &rollup, &r, &signals)))
+        let outcomes = load_outcomes(&d.state_path, &r, Some(&tool))?;
+        Ok(Html(pages::tool(&tool, &rollup, &r, &signals, &outcomes)))
     })
     .await
 }

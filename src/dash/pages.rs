@@ -7,6 +7,7 @@ use super::chart;
 use super::data::{Rollup, ToolSummary};
 use super::html::{esc, page, pct, seg, state};
 use super::trace::TraceView;
+use crate::detect::outcomes::ToolDay;
 use crate::model::day_to_string;
 use crate::signal::Signal;
 use crate::sweep::rfc3339;
@@ -60,25 +61,77 @@ fn signal_rows(signals: &[&Signal]) -> String {
     s
 }
 
-/// Wasted seconds and retries after success over `signals`.
-fn counters(signals: &[&Signal]) -> String {
-    let wasted: f64 = signals.iter().map(|s| s.draft.wasted_seconds).sum();
-    let after: usize = signals
-        .iter()
-        .filter(|s| s.draft.kind == crate::signal::Kind::RetryAfterSuccess)
-        .map(|s| s.draft.findings)
-        .sum();
+/// The wasted-work counters: from the retry outcomes of the range (every
+/// settled retry, not only those in signals), and the storms in `signals`.
+fn counters(outcomes: &[ToolDay], signals: &[&Signal]) -> String {
+    let wasted: f64 = outcomes.iter().map(|o| o.wasted_seconds).sum();
+    let cost: f64 = outcomes.iter().map(|o| o.wasted_cost_usd).sum();
+    let after: u64 = outcomes.iter().map(|o| o.after_success).sum();
     let storms: usize = signals
         .iter()
         .filter(|s| s.draft.kind == crate::signal::Kind::RetryStorm)
         .map(|s| s.draft.findings)
         .sum();
+    let cost = if cost > 0.0 {
+        format!(
+            r#"<div class="counter" id="wasted-cost"><b>${cost:.2}</b>spent on them, where spans carry a cost</div>"#
+        )
+    } else {
+        String::new()
+    };
     format!(
-        r#"<div class="counters"><div class="counter" id="wasted"><b>{wasted:.0} s</b>spent on attempts that could not succeed</div><div class="counter"><b>{after}</b>retries after success</div><div class="counter"><b>{storms}</b>retry storms</div></div>"#
+        r#"<div class="counters"><div class="counter" id="wasted"><b>{wasted:.0} s</b>spent on attempts that could not succeed</div>{cost}<div class="counter"><b>{after}</b>retries after success</div><div class="counter"><b>{storms}</b>retry storms</div></div>"#
     )
 }
 
-pub fn overview(r: &Range, summaries: &[ToolSummary], signals: &[Signal], panels: &str) -> String {
+/// Per day: retries, what they achieved, the share of blips rescued.
+fn outcome_table(outcomes: &[ToolDay]) -> String {
+    if outcomes.is_empty() {
+        return r#"<p class="muted">No retries in this range (or no sweep yet).</p>"#.into();
+    }
+    let mut by_day: std::collections::BTreeMap<i32, ToolDay> = Default::default();
+    for o in outcomes {
+        let d = by_day.entry(o.day).or_default();
+        d.day = o.day;
+        d.retries += o.retries;
+        d.rescued += o.rescued;
+        d.wasted += o.wasted;
+        d.after_success += o.after_success;
+        d.wasted_seconds += o.wasted_seconds;
+        d.wasted_cost_usd += o.wasted_cost_usd;
+    }
+    let mut s = String::from(
+        r#"<table id="outcomes"><tr><th>day</th><th class="n">retries</th><th class="n">blips rescued</th><th class="n">wasted on deterministic errors or dead feeds</th><th class="n">after success</th><th class="n">recovery rate</th><th class="n">wasted</th></tr>"#,
+    );
+    for d in by_day.values() {
+        let tried = d.rescued + d.wasted;
+        let rate = if tried == 0 {
+            "—".to_string()
+        } else {
+            pct(d.rescued as f64 / tried as f64)
+        };
+        let _ = write!(
+            s,
+            r#"<tr><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{rate}</td><td class="n">{:.1} s</td></tr>"#,
+            day_to_string(d.day),
+            d.retries,
+            d.rescued,
+            d.wasted,
+            d.after_success,
+            d.wasted_seconds
+        );
+    }
+    s.push_str("</table>");
+    s
+}
+
+pub fn overview(
+    r: &Range,
+    summaries: &[ToolSummary],
+    signals: &[Signal],
+    outcomes: &[ToolDay],
+    panels: &str,
+) -> String {
     let mut b = String::new();
     // Per day, over every tool (the table's daily columns add up).
     let mut totals: Vec<(i32, u64, u64)> = (r.from..=r.to).map(|d| (d, 0, 0)).collect();
@@ -107,7 +160,7 @@ pub fn overview(r: &Range, summaries: &[ToolSummary], signals: &[Signal], panels
             })
         })
         .collect();
-    b.push_str(&counters(&in_range));
+    b.push_str(&counters(outcomes, &in_range));
     if let Some((d, c, e)) = peak {
         let _ = write!(
             b,
@@ -164,7 +217,13 @@ feed();setInterval(feed,10000);
     page("Overview", &b)
 }
 
-pub fn tool(tool: &str, rollup: &Rollup, r: &Range, signals: &[Signal]) -> String {
+pub fn tool(
+    tool: &str,
+    rollup: &Rollup,
+    r: &Range,
+    signals: &[Signal],
+    outcomes: &[ToolDay],
+) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
@@ -258,7 +317,12 @@ pub fn tool(tool: &str, rollup: &Rollup, r: &Range, signals: &[Signal]) -> Strin
     }
     b.push_str("</table>");
     let mine: Vec<&Signal> = signals.iter().filter(|s| s.draft.tool == tool).collect();
-    let _ = write!(b, "<h2>Retry outcomes</h2>{}", counters(&mine));
+    let _ = write!(
+        b,
+        "<h2>Retry outcomes</h2>{}{}",
+        counters(outcomes, &mine),
+        outcome_table(outcomes)
+    );
     let _ = write!(b, "<h2>Signals</h2>{}", signal_rows(&mine));
     b.push_str("<h2>Worst turns</h2><table><tr><th>trace</th><th>day</th><th class=\"n\">calls</th><th class=\"n\">failed</th><th>rhythm</th><th class=\"n\">wasted</th></tr>");
     let mut ev: Vec<_> = mine.iter().flat_map(|s| s.draft.evidence.iter()).collect();
@@ -328,7 +392,11 @@ pub fn signal(s: &Signal, history: &[(i64, Option<String>, String, String)]) -> 
         d.findings,
         esc(&d.days.join(", "))
     );
-    b.push_str(&counters(&[s]));
+    let _ = write!(
+        b,
+        r#"<div class="counters"><div class="counter" id="wasted"><b>{:.0} s</b>spent on attempts that could not succeed</div></div>"#,
+        d.wasted_seconds
+    );
     let id = seg(&d.id);
     let _ = write!(
         b,

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use polars::prelude::*;
 use serde::Serialize;
 
+use crate::detect::outcomes::{judge, Verdict};
 use crate::detect::storm::{rhythm, StormParams};
 use crate::detect::turns;
 use crate::model::ErrorClass;
@@ -61,6 +62,7 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     let tool = strs(df, "tool_name")?;
     let class = strs(df, "error_class")?;
     let attrs = strs(df, "attributes")?;
+    let args = strs(df, "tool_args_hash")?;
     let start: Vec<i64> = df
         .column("start_ns")?
         .i64()?
@@ -113,38 +115,34 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     let params = StormParams::default();
     for idx in groups.values_mut() {
         idx.sort_by_key(|&i| spans[i].start_ns);
-        let failed_of: Vec<bool> = idx
+        let attempts: Vec<(ErrorClass, Option<&str>)> = idx
             .iter()
-            .map(|&i| ErrorClass::parse(&spans[i].error_class).is_some_and(|c| c.is_error()))
+            .map(|&i| {
+                (
+                    ErrorClass::parse(&spans[i].error_class).unwrap_or(ErrorClass::Unknown),
+                    args[i],
+                )
+            })
             .collect();
+        let verdicts = judge(&attempts);
         let gaps: Vec<f64> = idx
             .windows(2)
             .map(|w| (spans[w[1]].start_ns - spans[w[0]].end_ns).max(0) as f64 / 1e6)
             .collect();
         let loop_rhythm = (idx.len() >= 3).then(|| rhythm(&gaps, &params).as_str().to_string());
-        for (k, &i) in idx.iter().enumerate() {
-            spans[i].attempt = (idx.len() > 1).then_some(k + 1);
-            spans[i].rhythm = loop_rhythm.clone();
-            if k == 0 {
-                spans[i].verdict = if failed_of[0] { "failed" } else { "tool" }.into();
-                continue;
+        for (k, &i) in idx.clone().iter().enumerate() {
+            let v = verdicts[k];
+            spans[i].verdict = v.as_str().into();
+            if v.is_retry() {
+                spans[i].attempt = Some(k + 1);
+                spans[i].gap_ms = Some(gaps[k - 1]);
+                spans[i].rhythm = loop_rhythm.clone();
+                if v == Verdict::Wasted {
+                    wasted_ns += spans[i].end_ns - spans[idx[k - 1]].end_ns;
+                }
+            } else if idx.len() > 1 {
+                spans[i].attempt = Some(k + 1);
             }
-            let prev = idx[k - 1];
-            spans[i].gap_ms = Some(gaps[k - 1]);
-            let ends_well = failed_of[k..].iter().any(|f| !f);
-            let prev_class =
-                ErrorClass::parse(&spans[prev].error_class).unwrap_or(ErrorClass::Unknown);
-            let verdict = if !failed_of[k - 1] {
-                "after_success"
-            } else if prev_class.retryable() == Some(false) || !ends_well {
-                "wasted"
-            } else {
-                "rescued"
-            };
-            if verdict == "wasted" {
-                wasted_ns += spans[i].end_ns - spans[prev].end_ns;
-            }
-            spans[i].verdict = verdict.into();
         }
     }
     // Turns in order of their first span; spans by start within a turn.

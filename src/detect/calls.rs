@@ -31,6 +31,8 @@ pub struct Call {
     pub class: ErrorClass,
     pub args_hash: Option<String>,
     pub session_id: Option<String>,
+    /// What the call cost, when its span says.
+    pub cost_usd: Option<f64>,
 }
 
 impl Call {
@@ -76,8 +78,8 @@ pub fn by_turn_and_tool(calls: &[Call]) -> Vec<((&str, &str), Vec<&Call>)> {
         .collect()
 }
 
-/// The columns [`collect`] reads.
-pub const COLUMNS: [&str; 14] = [
+/// The columns [`collect`] reads (`cost_usd` only when present).
+pub const COLUMNS: [&str; 15] = [
     "trace_id",
     "span_id",
     "parent_span_id",
@@ -92,6 +94,7 @@ pub const COLUMNS: [&str; 14] = [
     "tool_args_hash",
     "session_id",
     "tool_convention",
+    "cost_usd",
 ];
 
 /// A tool's median healthy turn: turns that called it and saw no failure of it.
@@ -215,6 +218,12 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     let class = df.column("error_class")?.str()?;
     let args = df.column("tool_args_hash")?.str()?;
     let session = df.column("session_id")?.str()?;
+    // Optional: frames without a cost column have no costs.
+    let cost = match df.column("cost_usd") {
+        Ok(c) => Some(c.cast(&DataType::Float64)?),
+        Err(_) => None,
+    };
+    let cost = cost.as_ref().map(|c| c.f64()).transpose()?;
     let mut ids: HashMap<u32, String, Fast> = HashMap::default();
     let mut out = TurnCalls::default();
     // The newest span end of each trace that has a repeated pair, for settling.
@@ -274,6 +283,7 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
                 .unwrap_or(ErrorClass::Unknown),
             args_hash: args.get(i).map(str::to_string),
             session_id: session.get(i).map(str::to_string),
+            cost_usd: cost.and_then(|c| c.get(i)),
         });
     }
     out.calls

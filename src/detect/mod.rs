@@ -10,6 +10,7 @@
 pub mod calls;
 pub mod daily;
 pub mod error_spike;
+pub mod outcomes;
 pub mod retries;
 pub mod storm;
 pub mod turns;

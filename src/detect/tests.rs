@@ -702,3 +702,58 @@ fn exponential_backoff_that_gives_up_on_a_retryable_error_is_a_storm() {
         (Rhythm::Exponential, Outcome::GaveUp)
     );
 }
+
+#[test]
+fn each_retry_is_judged_by_what_it_achieved() {
+    use super::outcomes::{judge, Verdict as V};
+    use crate::model::ErrorClass as C;
+    let a = Some("a");
+    assert_eq!(
+        judge(&[(C::Unavailable, a), (C::Ok, a)]),
+        vec![V::Failed, V::Rescued]
+    );
+    assert_eq!(
+        judge(&[(C::InvalidRequest, a), (C::InvalidRequest, a)]),
+        vec![V::Failed, V::Wasted]
+    );
+    // A feed that never answers: every retry wasted.
+    assert_eq!(
+        judge(&[
+            (C::Unavailable, a),
+            (C::Unavailable, a),
+            (C::Unavailable, a)
+        ]),
+        vec![V::Failed, V::Wasted, V::Wasted]
+    );
+    // A blip rescued after two tries: both retries belong to the rescue.
+    assert_eq!(
+        judge(&[(C::RateLimited, a), (C::RateLimited, a), (C::Ok, a)]),
+        vec![V::Failed, V::Rescued, V::Rescued]
+    );
+    assert_eq!(
+        judge(&[(C::Ok, a), (C::Ok, a)]),
+        vec![V::Ok, V::AfterSuccess]
+    );
+    // Other arguments are another request: a corrected call, a second search.
+    assert_eq!(
+        judge(&[(C::InvalidRequest, a), (C::Ok, Some("b"))]),
+        vec![V::Failed, V::Ok]
+    );
+    assert_eq!(judge(&[(C::Ok, a), (C::Ok, Some("b"))]), vec![V::Ok, V::Ok]);
+    // Unknown arguments: taken as the same request.
+    assert_eq!(
+        judge(&[(C::Timeout, None), (C::Ok, None)]),
+        vec![V::Failed, V::Rescued]
+    );
+}
+
+#[test]
+fn retry_outcomes_per_tool_and_day_from_the_seed_storms() {
+    let tc = fixture_calls("storms_jul29.json");
+    let out = super::outcomes::per_tool_day(&tc.calls);
+    let sf: Vec<_> = out.iter().filter(|o| o.tool == "search_flights").collect();
+    assert_eq!(sf.len(), 1);
+    // Four dead-feed loops of 15, 14, 12 and 12 attempts: 49 wasted retries.
+    assert_eq!((sf[0].retries, sf[0].wasted, sf[0].rescued), (49, 49, 0));
+    assert!(sf[0].wasted_seconds > 250.0, "{}", sf[0].wasted_seconds);
+}

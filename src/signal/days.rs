@@ -10,11 +10,14 @@ use rusqlite::{params, OptionalExtension};
 
 use super::group::Finding;
 use super::state::{StateDb, StateError};
+use crate::detect::outcomes::ToolDay;
 
 /// What the per-turn rules found on one day.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DayResult {
     pub findings: Vec<Finding>,
+    /// What the day's retries achieved, per tool.
+    pub outcomes: Vec<ToolDay>,
     /// The newest span end the day's read saw.
     pub horizon_ns: i64,
     /// Spans the day's read held.
@@ -24,25 +27,29 @@ pub struct DayResult {
 impl StateDb {
     /// The stored result of `day`, when its fingerprint is `fingerprint`.
     pub fn day_result(&self, day: i32, fingerprint: &str) -> Result<Option<DayResult>, StateError> {
-        let row: Option<(String, String, i64, i64)> = self.db(self
+        type Stored = (String, String, i64, i64, Option<String>);
+        let row: Option<Stored> = self.db(self
             .conn
             .query_row(
-                "SELECT fingerprint, findings, horizon_ns, spans FROM turn_days WHERE day = ?1",
+                "SELECT fingerprint, findings, horizon_ns, spans, outcomes FROM turn_days WHERE day = ?1",
                 params![day],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional())?;
-        let Some((stored, findings, horizon_ns, spans)) = row else {
+        let Some((stored, findings, horizon_ns, spans, outcomes)) = row else {
             return Ok(None);
         };
         if stored != fingerprint {
             return Ok(None);
         }
         // An entry this version cannot read is recomputed, not an error.
+        let outcomes: Option<Vec<ToolDay>> = outcomes.and_then(|o| serde_json::from_str(&o).ok());
         Ok(serde_json::from_str(&findings)
             .ok()
-            .map(|findings| DayResult {
+            .zip(outcomes)
+            .map(|(findings, outcomes)| DayResult {
                 findings,
+                outcomes,
                 horizon_ns,
                 spans: spans.max(0) as usize,
             }))
@@ -56,11 +63,12 @@ impl StateDb {
         result: &DayResult,
     ) -> Result<(), StateError> {
         let findings = serde_json::to_string(&result.findings).unwrap_or_else(|_| "[]".into());
+        let outcomes = serde_json::to_string(&result.outcomes).unwrap_or_else(|_| "[]".into());
         self.db(self.conn.execute(
-            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans) VALUES (?1, ?2, ?3, ?4, ?5) \
+            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
              ON CONFLICT(day) DO UPDATE SET fingerprint = excluded.fingerprint, findings = excluded.findings, \
-             horizon_ns = excluded.horizon_ns, spans = excluded.spans",
-            params![day, fingerprint, findings, result.horizon_ns, result.spans as i64],
+             horizon_ns = excluded.horizon_ns, spans = excluded.spans, outcomes = excluded.outcomes",
+            params![day, fingerprint, findings, result.horizon_ns, result.spans as i64, outcomes],
         ))?;
         Ok(())
     }
@@ -71,5 +79,64 @@ impl StateDb {
             .conn
             .execute("DELETE FROM turn_days WHERE day < ?1", params![day]))?;
         Ok(())
+    }
+}
+
+impl StateDb {
+    /// Replace the retry outcomes of days `from..=to` with `outcomes`.
+    pub fn put_outcomes(
+        &mut self,
+        from: i32,
+        to: i32,
+        outcomes: &[ToolDay],
+    ) -> Result<(), StateError> {
+        let path = self.path.clone();
+        let err = |source| StateError::Db {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        tx.execute(
+            "DELETE FROM retry_outcomes WHERE day BETWEEN ?1 AND ?2",
+            params![from, to],
+        )
+        .map_err(err)?;
+        for o in outcomes.iter().filter(|o| (from..=to).contains(&o.day)) {
+            tx.execute(
+                "INSERT OR REPLACE INTO retry_outcomes (day, tool, retries, rescued, wasted, after_success, wasted_seconds, wasted_cost_usd) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![o.day, o.tool, o.retries as i64, o.rescued as i64, o.wasted as i64, o.after_success as i64, o.wasted_seconds, o.wasted_cost_usd],
+            )
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
+    /// Retry outcomes of days `from..=to`, of one tool or all.
+    pub fn outcomes(
+        &self,
+        from: i32,
+        to: i32,
+        tool: Option<&str>,
+    ) -> Result<Vec<ToolDay>, StateError> {
+        let mut stmt = self.db(self.conn.prepare(
+            "SELECT day, tool, retries, rescued, wasted, after_success, wasted_seconds, wasted_cost_usd FROM retry_outcomes \
+             WHERE day BETWEEN ?1 AND ?2 AND (?3 IS NULL OR tool = ?3) ORDER BY day, tool",
+        ))?;
+        let rows = stmt
+            .query_map(params![from, to, tool], |r| {
+                Ok(ToolDay {
+                    day: r.get(0)?,
+                    tool: r.get(1)?,
+                    retries: r.get::<_, i64>(2)?.max(0) as u64,
+                    rescued: r.get::<_, i64>(3)?.max(0) as u64,
+                    wasted: r.get::<_, i64>(4)?.max(0) as u64,
+                    after_success: r.get::<_, i64>(5)?.max(0) as u64,
+                    wasted_seconds: r.get(6)?,
+                    wasted_cost_usd: r.get(7)?,
+                })
+            })
+            .and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>());
+        self.db(rows)
     }
 }

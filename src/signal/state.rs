@@ -123,6 +123,17 @@ CREATE TABLE IF NOT EXISTS turn_days (
     horizon_ns INTEGER NOT NULL,
     spans INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS retry_outcomes (
+    day INTEGER NOT NULL,
+    tool TEXT NOT NULL,
+    retries INTEGER NOT NULL,
+    rescued INTEGER NOT NULL,
+    wasted INTEGER NOT NULL,
+    after_success INTEGER NOT NULL,
+    wasted_seconds REAL NOT NULL,
+    wasted_cost_usd REAL NOT NULL,
+    PRIMARY KEY (day, tool)
+);
 CREATE TABLE IF NOT EXISTS sweeps (
     at_ns INTEGER NOT NULL,
     horizon_ns INTEGER NOT NULL,
@@ -152,6 +163,15 @@ impl StateDb {
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        // Files from before retry outcomes were kept: add the column.
+        let has = conn
+            .prepare("SELECT 1 FROM pragma_table_info('turn_days') WHERE name = 'outcomes'")
+            .and_then(|mut s| s.exists([]))
+            .map_err(err)?;
+        if !has {
+            conn.execute_batch("ALTER TABLE turn_days ADD COLUMN outcomes TEXT")
+                .map_err(err)?;
+        }
         Ok(StateDb {
             conn,
             path: path.to_path_buf(),

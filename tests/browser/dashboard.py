@@ -67,6 +67,8 @@ def demo(page, base, shots):
     names = page.locator("#classes").inner_text()
     check("unavailable" in names and "503" in names, f"the tool page lists each class with its raw names: {names!r}")
     check(page.locator("#tool-rate svg").count() == 1, "the error-rate chart with its 3x baseline line")
+    outcomes = page.locator("#outcomes").inner_text()
+    check("2026-07-29" in outcomes, f"the retry outcomes by day, with July 29's wasted retries: {outcomes[:200]!r}")
     page.screenshot(path=os.path.join(shots, "tool.png"), full_page=True)
 
     page.goto(base + "/signals?kind=retry_storm")
