@@ -464,7 +464,12 @@ pub fn parse_now(s: &str) -> Result<i64, String> {
             .timestamp_nanos_opt()
             .ok_or_else(|| format!("{s:?} is out of range"));
     }
-    crate::model::day_from_str(s)
-        .map(|d| i64::from(d) * NANOS_PER_DAY)
-        .ok_or_else(|| format!("expected an RFC 3339 time (2026-08-06T09:00:00Z) or a date (2026-08-06), got {s:?}"))
+    let day = crate::model::day_from_str(s).ok_or_else(|| {
+        format!(
+            "expected an RFC 3339 time (2026-08-06T09:00:00Z) or a date (2026-08-06), got {s:?}"
+        )
+    })?;
+    i64::from(day)
+        .checked_mul(NANOS_PER_DAY)
+        .ok_or_else(|| format!("{s:?} is out of range"))
 }

@@ -41,6 +41,8 @@ pub struct Dash {
     overviews: std::sync::Mutex<HashMap<String, (Stamp, bytes::Bytes)>>,
     /// The overview's panels (`dashboards/overview.toml`).
     pub panels: panels::Panels,
+    /// Held by a trace lookup that scans every day.
+    full_scans: std::sync::Mutex<()>,
 }
 
 /// When the inputs of a page last changed: the rollup files and the state
@@ -77,6 +79,7 @@ pub fn router(reader: Reader, panels_file: &std::path::Path) -> anyhow::Result<R
         state_path,
         overviews: Default::default(),
         panels,
+        full_scans: std::sync::Mutex::new(()),
     });
     Ok(Router::new()
         .route("/", get(overview))
@@ -212,9 +215,9 @@ fn open_by_tool(signals: &[Signal]) -> BTreeMap<String, usize> {
 
 async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail> {
     blocking(move || {
-        let mut key: Vec<String> = q.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        key.sort();
-        let key = key.join("&");
+        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+        let r = range(&q, rollup.last_day)?;
+        let key = format!("{}..{}", r.from, r.to);
         let stamp = d.stamp();
         {
             let cache = d.overviews.lock().unwrap_or_else(|e| e.into_inner());
@@ -224,8 +227,6 @@ async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail
                 }
             }
         }
-        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
-        let r = range(&q, rollup.last_day)?;
         let signals = load_signals(&d.state_path)?;
         let summaries = rollup.summaries(r.from, r.to, &open_by_tool(&signals));
         let rows = rollup.frame_between(r.from, r.to).map_err(internal)?;
@@ -356,6 +357,11 @@ fn trace_view(
         })?),
         None => None,
     };
+    // A trace without its day scans every day: one such scan at a time.
+    let _scan = match day {
+        None => Some(d.full_scans.lock().unwrap_or_else(|e| e.into_inner())),
+        Some(_) => None,
+    };
     let df = data::trace_spans(&d.reader, &trace_id.to_ascii_lowercase(), day).map_err(internal)?;
     if df.height() == 0 {
         return Err(Fail(
@@ -366,11 +372,22 @@ fn trace_view(
     trace::view(trace_id, &df).map_err(internal)
 }
 
-fn page_no(q: &HashMap<String, String>) -> usize {
-    q.get("page")
-        .and_then(|p| p.parse().ok())
-        .filter(|p| *p >= 1)
-        .unwrap_or(1)
+/// `page=N` (1 when absent), at most the last page of `spans` spans.
+fn page_no(q: &HashMap<String, String>, spans: usize) -> Result<usize, Fail> {
+    let last = spans.div_ceil(pages::PAGE_SPANS).max(1);
+    match q.get("page") {
+        None => Ok(1),
+        Some(p) => p
+            .parse::<usize>()
+            .ok()
+            .filter(|p| (1..=last).contains(p))
+            .ok_or_else(|| {
+                Fail(
+                    StatusCode::BAD_REQUEST,
+                    format!("page: expected 1 to {last}, got {p:?}"),
+                )
+            }),
+    }
 }
 
 async fn trace_page(
@@ -380,11 +397,8 @@ async fn trace_page(
 ) -> Result<Html<String>, Fail> {
     blocking(move || {
         let v = trace_view(&d, &trace_id, &q)?;
-        Ok(Html(pages::trace(
-            &v,
-            page_no(&q),
-            q.get("day").map(String::as_str),
-        )))
+        let p = page_no(&q, v.spans.len())?;
+        Ok(Html(pages::trace(&v, p, q.get("day").map(String::as_str))))
     })
     .await
 }
@@ -396,7 +410,7 @@ async fn api_trace(
 ) -> Result<Json<serde_json::Value>, Fail> {
     blocking(move || {
         let mut v = trace_view(&d, &trace_id, &q)?;
-        let p = page_no(&q);
+        let p = page_no(&q, v.spans.len())?;
         let total = v.spans.len();
         v.spans = v
             .spans
@@ -491,6 +505,16 @@ async fn api_signals(
     State(d): State<Shared>,
     Query(q): Q,
 ) -> Result<Json<serde_json::Value>, Fail> {
+    if let Some(st) = q.get("state").filter(|s| !s.is_empty()) {
+        if st != "open" && crate::signal::Lifecycle::parse(st).is_none() {
+            return Err(Fail(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "state: expected open, new, ongoing, resolved, regressed or muted, got {st:?}"
+                ),
+            ));
+        }
+    }
     blocking(move || {
         let list = filter_signals(load_signals(&d.state_path)?, &q);
         Ok(Json(serde_json::Value::Array(
@@ -516,27 +540,53 @@ async fn api_signal(
     .await
 }
 
-/// `POST /api/signals/{id}/mute|unmute|resolve`: JSON for API clients,
-/// back to the signal's page for the page's buttons.
+/// Whether a state-changing request comes from another site: the browser's
+/// `Sec-Fetch-Site`, or an `Origin` that is not this host.
+fn cross_site(headers: &HeaderMap) -> bool {
+    let get = |h: header::HeaderName| headers.get(h).and_then(|v| v.to_str().ok());
+    if get(header::HeaderName::from_static("sec-fetch-site")).is_some_and(|v| v == "cross-site") {
+        return true;
+    }
+    match (get(header::ORIGIN), get(header::HOST)) {
+        (Some(origin), Some(host)) => {
+            let o = origin.split("://").nth(1).unwrap_or(origin);
+            o != host
+        }
+        _ => false,
+    }
+}
+
+/// `POST /api/signals/{id}/mute|unmute|resolve`: JSON, or back to the
+/// signal's page for the page's own form posts. Refused from other sites.
 async fn signal_action(
     State(d): State<Shared>,
     Path((id, action)): Path<(String, String)>,
     Query(q): Q,
     headers: HeaderMap,
 ) -> Result<Response, Fail> {
-    let json = headers
-        .get(header::ACCEPT)
+    if cross_site(&headers) {
+        return Err(Fail(StatusCode::FORBIDDEN, "a signal's state changes only from this dashboard or an API client, not from another site".into()));
+    }
+    let form = headers
+        .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("application/json"));
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
     let id2 = id.clone();
+    let d2 = Arc::clone(&d);
     let state = blocking(move || {
-        let mut db = StateDb::open(&d.state_path).map_err(internal)?;
+        let mut db = StateDb::open(&d2.state_path).map_err(internal)?;
         let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
-        let not_found = |e: crate::signal::StateError| match e {
+        let current = db.get(&id2).map_err(|e| match e {
             crate::signal::StateError::NoSuchSignal(_) => {
                 Fail(StatusCode::NOT_FOUND, e.to_string())
             }
-            e => Fail(StatusCode::CONFLICT, e.to_string()),
+            e => internal(e),
+        })?;
+        let conflict = |why: &str| {
+            Err(Fail(
+                StatusCode::CONFLICT,
+                format!("{id2} is {}: {why}", current.state.as_str()),
+            ))
         };
         match action.as_str() {
             "mute" => {
@@ -547,11 +597,26 @@ async fn signal_action(
                     ),
                     None => None,
                 };
-                let esc = q.get("until_escalates").is_some_and(|v| v == "true");
-                db.mute(&id2, until, esc, now).map_err(not_found)?
+                let esc = match q.get("until_escalates").map(String::as_str) {
+                    None | Some("false") => false,
+                    Some("true") => true,
+                    Some(v) => {
+                        return Err(Fail(
+                            StatusCode::BAD_REQUEST,
+                            format!("until_escalates: expected true or false, got {v:?}"),
+                        ))
+                    }
+                };
+                db.mute(&id2, until, esc, now).map_err(internal)?
             }
-            "unmute" => db.unmute(&id2, now).map_err(not_found)?,
-            "resolve" => db.resolve(&id2, now).map_err(not_found)?,
+            "unmute" if current.state != crate::signal::Lifecycle::Muted => {
+                return conflict("only a muted signal can be unmuted")
+            }
+            "unmute" => db.unmute(&id2, now).map_err(internal)?,
+            "resolve" if current.state == crate::signal::Lifecycle::Resolved => {
+                return conflict("already resolved")
+            }
+            "resolve" => db.resolve(&id2, now).map_err(internal)?,
             other => {
                 return Err(Fail(
                     StatusCode::NOT_FOUND,
@@ -563,10 +628,15 @@ async fn signal_action(
         Ok(s.state.as_str().to_string())
     })
     .await?;
-    if json {
-        Ok(Json(serde_json::json!({"id": id, "state": state})).into_response())
-    } else {
+    // The overview shows signals: render it afresh.
+    d.overviews
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+    if form {
         Ok(Redirect::to(&format!("/signals/{}", html::seg(&id))).into_response())
+    } else {
+        Ok(Json(serde_json::json!({"id": id, "state": state})).into_response())
     }
 }
 

@@ -173,7 +173,11 @@ pub fn overview(
     b.push_str(r#"<p class="muted">Daily tool calls: ok <span class="sw" style="background:#4e79a7"></span> errors <span class="sw" style="background:#d62728"></span></p>"#);
     let mut open: Vec<&Signal> = signals.iter().filter(|s| s.state.is_open()).collect();
     open.sort_by_key(|s| std::cmp::Reverse(s.draft.last_seen_ns));
-    let _ = write!(b, "<h2>Open signals</h2>{}", signal_rows(&open));
+    let _ = write!(
+        b,
+        r#"<h2>Open signals</h2><div id="open-signals">{}</div>"#,
+        signal_rows(&open)
+    );
     b.push_str(r#"<h2>Tools</h2><table id="tools"><tr><th>tool</th><th class="n">calls</th><th class="n">errors</th><th class="n">error rate</th><th class="n">trailing week</th><th class="n">p50</th><th class="n">p95</th><th>daily</th><th>top error</th><th class="n">open signals</th></tr>"#);
     for t in summaries.iter().take(200) {
         let hot = if t.error_rate > 3.0 * t.baseline.max(0.01) {

@@ -138,7 +138,10 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
                 spans[i].gap_ms = Some(gaps[k - 1]);
                 spans[i].rhythm = loop_rhythm.clone();
                 if v == Verdict::Wasted {
-                    wasted_ns += spans[i].end_ns - spans[idx[k - 1]].end_ns;
+                    // As the retry outcomes count it: the gap (never negative) and the attempt.
+                    let prev_end = spans[idx[k - 1]].end_ns;
+                    wasted_ns += (spans[i].start_ns - prev_end).max(0)
+                        + (spans[i].end_ns - spans[i].start_ns);
                 }
             } else if idx.len() > 1 {
                 spans[i].attempt = Some(k + 1);

@@ -100,6 +100,11 @@ def demo(page, base, shots):
     page.wait_for_load_state("networkidle")
     state = page.locator("#state").inner_text()
     check(state == "muted", f"muting from the page: state {state!r}")
+    page.goto(base + "/")
+    page.wait_for_load_state("networkidle")
+    open_now = page.locator("#open-signals").inner_text()
+    check("Retry storm: search_flights" not in open_now, "the overview no longer lists the muted signal as open")
+    page.goto(signal_url)
     page.locator("#unmute").click()
     page.wait_for_load_state("networkidle")
     state = page.locator("#state").inner_text()
@@ -113,7 +118,7 @@ def hostile(page, base, shots, tools):
     for t in tools:
         check(page.get_by_text(t, exact=True).count() >= 1, f"the overview shows {t!r} as text")
     page.screenshot(path=os.path.join(shots, "hostile-overview.png"), full_page=True)
-    urls = ["/signals", "/api/tools"]
+    urls = ["/", "/signals", "/api/tools"]
     for t in tools:
         q = urllib.parse.quote(t, safe="")
         urls += [f"/tools/{q}", f"/charts/tools/{q}/daily.svg"]

@@ -46,6 +46,60 @@ fn the_demo_incident_in_a_real_browser() {
     assert_eq!(status, 200);
     let doc: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(doc["openapi"], "3.0.3");
+    // The API's state changes: JSON by default, refused from another site,
+    // bad input a 400, a change that makes no sense a 409.
+    let signals: Value = serde_json::from_str(&get(&server, "/api/signals?state=open").1).unwrap();
+    let id = signals[0]["id"].as_str().unwrap().to_string();
+    let client = reqwest_blocking::blocking::Client::new();
+    let post = |path: &str, origin: Option<&str>| {
+        let mut r = client.post(format!("http://{}{path}", server.http));
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        let r = r.send().unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    assert_eq!(
+        post(
+            &format!("/api/signals/{id}/mute"),
+            Some("http://evil.example")
+        )
+        .0,
+        403
+    );
+    assert_eq!(post(&format!("/api/signals/{id}/unmute"), None).0, 409);
+    assert_eq!(
+        post(&format!("/api/signals/{id}/mute?until=3000-01-01"), None).0,
+        400
+    );
+    assert_eq!(
+        post(
+            &format!("/api/signals/{id}/mute?until_escalates=maybe"),
+            None
+        )
+        .0,
+        400
+    );
+    let (status, body) = post(&format!("/api/signals/{id}/mute"), None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["state"],
+        "muted"
+    );
+    assert_eq!(post(&format!("/api/signals/{id}/unmute"), None).0, 200);
+    assert_eq!(get(&server, "/api/signals?state=bogus").0, 400);
+    assert_eq!(
+        get(&server, "/traces/baacbed78f2b62522a113193688fafe8?page=0").0,
+        400
+    );
+    assert_eq!(
+        get(
+            &server,
+            "/traces/baacbed78f2b62522a113193688fafe8?page=99999999999999999999"
+        )
+        .0,
+        400
+    );
     server.stop();
 }
 
