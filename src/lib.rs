@@ -11,8 +11,8 @@
 //!   stacked retry layers.
 //! - [`signal`]: findings grouped into named signals with a lifecycle in
 //!   `state.sqlite`.
-//! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health now,
-//!   the dashboard later).
+//! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health,
+//!   metrics, the dashboard).
 //! - [`sweep`]: one detection pass: rules, signals, lifecycle, reports.
 //! - [`dash`]: the dashboard and JSON API (rollups and state only; spans
 //!   only for the trace view).

@@ -1,5 +1,5 @@
 //! The retry policy stormwatch's own code follows (the file follower, the
-//! flusher, later the alerter): classify first, back off with full jitter
+//! flusher, the alert sender): classify first, back off with full jitter
 //! under a cap, stop on a budget of attempts and time.
 
 use std::time::Duration;

@@ -51,7 +51,7 @@ fn data(context: &str) -> impl Fn(PolarsError) -> SweepError + '_ {
     }
 }
 
-/// A state change, for reports and (later) alerts.
+/// A state change, for reports and alerts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {
     pub id: String,
