@@ -117,6 +117,8 @@ pub fn run(
     let mut horizon_ns = 0;
     let (mut spans_scanned, mut days_scanned, mut days_reused) = (0, 0, 0);
     let mut outcomes = Vec::new();
+    let mut worst: std::collections::HashMap<(String, i32), Vec<signal::Evidence>> =
+        Default::default();
     if let Some(first) = days.first() {
         state.forget_days_before(first - 1)?;
     }
@@ -127,6 +129,7 @@ pub fn run(
                 horizon_ns = horizon_ns.max(kept.horizon_ns);
                 findings.extend(kept.findings);
                 outcomes.extend(kept.outcomes);
+                worst.extend(kept.worst.into_iter().map(|(t, e)| ((t, day), e)));
                 days_reused += 1;
                 continue;
             }
@@ -149,6 +152,16 @@ pub fn run(
         }
         findings.extend(result.findings);
         outcomes.extend(result.outcomes);
+        worst.extend(result.worst.into_iter().map(|(t, e)| ((t, day), e)));
+    }
+    // A spike's evidence: the turn where the tool failed most that day.
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.kind == signal::Kind::ErrorRateSpike)
+    {
+        if let Some(e) = worst.get(&(f.tool.clone(), f.day)).and_then(|v| v.first()) {
+            f.evidence = Some(e.clone());
+        }
     }
 
     state.put_outcomes(since, today, &outcomes)?;
@@ -204,7 +217,7 @@ const MARGIN_NS: i64 = 3_600 * 1_000_000_000;
 
 /// Bumped whenever a per-turn rule changes what it finds, so stored day
 /// results from an older version are recomputed.
-const RULES_VERSION: u32 = 2;
+const RULES_VERSION: u32 = 3;
 
 /// What a day's per-turn result depends on: the rules, their parameters,
 /// and the Parquet parts (name, size, modification time) of the day and its
@@ -254,23 +267,33 @@ fn turn_day(
         .column("end_ns")
         .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
         .map_err(data("reading span ends"))?;
-    let (findings, outcomes) = turn_findings(&spans, day, now, cfg)?;
+    let (findings, outcomes, worst) = turn_findings(&spans, day, now, cfg)?;
     Ok(signal::DayResult {
         findings,
         outcomes,
+        worst,
         horizon_ns: day_max.min(now),
         spans: spans.height(),
     })
 }
 
+/// What the per-turn pass gives for one day: findings, retry outcomes, and
+/// per tool the turns where it failed most.
+type TurnDay = (
+    Vec<Finding>,
+    Vec<detect::outcomes::ToolDay>,
+    Vec<(String, Vec<signal::Evidence>)>,
+);
+
 /// Findings of the per-turn rules over `spans`, kept for turns that began
-/// on `day`, and what that day's settled retries achieved.
+/// on `day`, what that day's settled retries achieved, and its worst
+/// failing turns per tool.
 fn turn_findings(
     spans: &DataFrame,
     day: i32,
     now: i64,
     cfg: &DetectConfig,
-) -> Result<(Vec<Finding>, Vec<detect::outcomes::ToolDay>), SweepError> {
+) -> Result<TurnDay, SweepError> {
     let tc = calls::collect(spans).map_err(data("grouping tool calls by turn"))?;
     let (calls, turns) = (&tc.calls, &tc.turns);
     let began_today = |turn: &str| {
@@ -314,7 +337,19 @@ fn turn_findings(
         .into_iter()
         .filter(|o| o.day == day)
         .collect();
-    Ok((out, outcomes))
+    let worst = tc
+        .failing
+        .iter()
+        .filter(|((_, d), _)| *d == day)
+        .map(|((tool, _), turns)| {
+            let ev = turns
+                .iter()
+                .map(|t| signal::Evidence::turn(&t.trace_id, &t.turn, day, t.calls, t.failures))
+                .collect();
+            (tool.clone(), ev)
+        })
+        .collect();
+    Ok((out, outcomes, worst))
 }
 
 /// RFC 3339 (UTC) of a nanosecond timestamp.

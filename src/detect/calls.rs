@@ -115,6 +115,21 @@ pub struct TurnCalls {
     pub turns: BTreeMap<String, Turn>,
     /// Per tool, over every turn that called it.
     pub healthy: BTreeMap<String, Healthy>,
+    /// Per (tool, UTC day the turn began), the turns where the tool failed
+    /// most (at most [`WORST_TURNS`]), worst first: a spike's evidence.
+    pub failing: BTreeMap<(String, i32), Vec<FailingTurn>>,
+}
+
+/// How many failing turns per tool and day are kept.
+pub const WORST_TURNS: usize = 5;
+
+/// A turn in which a tool failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailingTurn {
+    pub turn: String,
+    pub trace_id: String,
+    pub calls: usize,
+    pub failures: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -194,6 +209,7 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     let p_fail = p_fail.i64()?;
     let mut repeated: HashSet<(u32, &str), Fast> = HashSet::default();
     let mut has_repeat = vec![false; stats.len()];
+    let mut worst: HashMap<(&str, i32), Vec<(i64, i64, u32)>, Fast> = HashMap::default();
     let mut healthy: HashMap<&str, (Vec<f64>, Vec<f64>), Fast> = HashMap::default();
     for j in 0..pairs.height() {
         let (Some(n), Some(tool)) = (p_turn.get(j), p_tool.get(j)) else {
@@ -203,7 +219,16 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
             repeated.insert((n, tool));
             has_repeat[n as usize] = true;
         }
-        if p_fail.get(j).unwrap_or(0) == 0 {
+        let failures = p_fail.get(j).unwrap_or(0);
+        if failures > 0 {
+            let st = &stats[n as usize];
+            let day = crate::model::day_of_ns(st.start_ns);
+            worst
+                .entry((tool, day))
+                .or_default()
+                .push((failures, p_calls.get(j).unwrap_or(0), n));
+        }
+        if failures == 0 {
             let st = &stats[n as usize];
             let h = healthy.entry(tool).or_default();
             h.0.push((st.end_ns - st.start_ns) as f64 / 1e9);
@@ -285,6 +310,23 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
             session_id: session.get(i).map(str::to_string),
             cost_usd: cost.and_then(|c| c.get(i)),
         });
+    }
+    for ((tool, day), mut turns_) in worst {
+        turns_.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        let kept = turns_
+            .into_iter()
+            .take(WORST_TURNS)
+            .map(|(failures, calls, n)| {
+                let row = stats[n as usize].row;
+                FailingTurn {
+                    turn: turns::turn_id(anchors[row], trace, span),
+                    trace_id: trace.get(row).unwrap_or("").to_string(),
+                    calls: calls.max(0) as usize,
+                    failures: failures.max(0) as usize,
+                }
+            })
+            .collect();
+        out.failing.insert((tool.to_string(), day), kept);
     }
     out.calls
         .sort_by(|a, b| (&a.turn, &a.tool, a.start_ns).cmp(&(&b.turn, &b.tool, b.start_ns)));

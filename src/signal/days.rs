@@ -8,7 +8,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::group::Finding;
+use super::group::{Evidence, Finding};
 use super::state::{StateDb, StateError};
 use crate::detect::outcomes::ToolDay;
 
@@ -18,6 +18,9 @@ pub struct DayResult {
     pub findings: Vec<Finding>,
     /// What the day's retries achieved, per tool.
     pub outcomes: Vec<ToolDay>,
+    /// Per tool, the turns begun that day where it failed most: the
+    /// evidence of an error-rate spike on that day.
+    pub worst: Vec<(String, Vec<Evidence>)>,
     /// The newest span end the day's read saw.
     pub horizon_ns: i64,
     /// Spans the day's read held.
@@ -27,16 +30,16 @@ pub struct DayResult {
 impl StateDb {
     /// The stored result of `day`, when its fingerprint is `fingerprint`.
     pub fn day_result(&self, day: i32, fingerprint: &str) -> Result<Option<DayResult>, StateError> {
-        type Stored = (String, String, i64, i64, Option<String>);
+        type Stored = (String, String, i64, i64, Option<String>, Option<String>);
         let row: Option<Stored> = self.db(self
             .conn
             .query_row(
-                "SELECT fingerprint, findings, horizon_ns, spans, outcomes FROM turn_days WHERE day = ?1",
+                "SELECT fingerprint, findings, horizon_ns, spans, outcomes, worst FROM turn_days WHERE day = ?1",
                 params![day],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
             )
             .optional())?;
-        let Some((stored, findings, horizon_ns, spans, outcomes)) = row else {
+        let Some((stored, findings, horizon_ns, spans, outcomes, worst)) = row else {
             return Ok(None);
         };
         if stored != fingerprint {
@@ -44,12 +47,16 @@ impl StateDb {
         }
         // An entry this version cannot read is recomputed, not an error.
         let outcomes: Option<Vec<ToolDay>> = outcomes.and_then(|o| serde_json::from_str(&o).ok());
+        let worst: Option<Vec<(String, Vec<Evidence>)>> =
+            worst.and_then(|w| serde_json::from_str(&w).ok());
         Ok(serde_json::from_str(&findings)
             .ok()
             .zip(outcomes)
-            .map(|(findings, outcomes)| DayResult {
+            .zip(worst)
+            .map(|((findings, outcomes), worst)| DayResult {
                 findings,
                 outcomes,
+                worst,
                 horizon_ns,
                 spans: spans.max(0) as usize,
             }))
@@ -64,11 +71,12 @@ impl StateDb {
     ) -> Result<(), StateError> {
         let findings = serde_json::to_string(&result.findings).unwrap_or_else(|_| "[]".into());
         let outcomes = serde_json::to_string(&result.outcomes).unwrap_or_else(|_| "[]".into());
+        let worst = serde_json::to_string(&result.worst).unwrap_or_else(|_| "[]".into());
         self.db(self.conn.execute(
-            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes, worst) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
              ON CONFLICT(day) DO UPDATE SET fingerprint = excluded.fingerprint, findings = excluded.findings, \
-             horizon_ns = excluded.horizon_ns, spans = excluded.spans, outcomes = excluded.outcomes",
-            params![day, fingerprint, findings, result.horizon_ns, result.spans as i64, outcomes],
+             horizon_ns = excluded.horizon_ns, spans = excluded.spans, outcomes = excluded.outcomes, worst = excluded.worst",
+            params![day, fingerprint, findings, result.horizon_ns, result.spans as i64, outcomes, worst],
         ))?;
         Ok(())
     }

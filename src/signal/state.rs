@@ -163,14 +163,18 @@ impl StateDb {
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
-        // Files from before retry outcomes were kept: add the column.
-        let has = conn
-            .prepare("SELECT 1 FROM pragma_table_info('turn_days') WHERE name = 'outcomes'")
-            .and_then(|mut s| s.exists([]))
-            .map_err(err)?;
-        if !has {
-            conn.execute_batch("ALTER TABLE turn_days ADD COLUMN outcomes TEXT")
+        // Files from before these columns: add them.
+        for column in ["outcomes", "worst"] {
+            let has = conn
+                .prepare(&format!(
+                    "SELECT 1 FROM pragma_table_info('turn_days') WHERE name = '{column}'"
+                ))
+                .and_then(|mut s| s.exists([]))
                 .map_err(err)?;
+            if !has {
+                conn.execute_batch(&format!("ALTER TABLE turn_days ADD COLUMN {column} TEXT"))
+                    .map_err(err)?;
+            }
         }
         Ok(StateDb {
             conn,

@@ -110,6 +110,13 @@ fn the_seed_history_sweep_is_stable_and_idempotent() {
         spikes[0]["title"],
         "Error-rate spike: search_flights 85% vs 6% trailing week (53/62 calls, unavailable)"
     );
+    // A spike's evidence: the turn where the tool failed most, each day.
+    let ev = spikes[0]["evidence"].as_array().unwrap();
+    assert_eq!(ev.len(), 3, "{ev:?}");
+    assert_eq!(
+        (ev[0]["day"].as_str(), ev[0]["failures"].as_u64()),
+        (Some("2026-07-29"), Some(15))
+    );
     let wasted: Vec<_> = by_kind(&first, "wasted_retries")
         .iter()
         .map(|s| s["key"].as_str().unwrap().to_string())
