@@ -209,7 +209,9 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     let p_fail = p_fail.i64()?;
     let mut repeated: HashSet<(u32, &str), Fast> = HashSet::default();
     let mut has_repeat = vec![false; stats.len()];
-    let mut worst: HashMap<(&str, i32), Vec<(i64, i64, u32)>, Fast> = HashMap::default();
+    // (tool, day) → (failures, calls, turn number) of the turns it failed in.
+    type Worst<'a> = HashMap<(&'a str, i32), Vec<(i64, i64, u32)>, Fast>;
+    let mut worst = Worst::default();
     let mut healthy: HashMap<&str, (Vec<f64>, Vec<f64>), Fast> = HashMap::default();
     for j in 0..pairs.height() {
         let (Some(n), Some(tool)) = (p_turn.get(j), p_tool.get(j)) else {
