@@ -54,3 +54,47 @@ fn escaping_leaves_nothing_active() {
         "{s}"
     );
 }
+
+/// Two requests of one tool in one turn are two loops, each with its own
+/// rhythm; a corrected request is not a retry.
+#[test]
+fn each_request_loop_in_a_trace_has_its_own_rhythm() {
+    use polars::prelude::*;
+    let ms = |m: i64| (1_785_000_000_000i64 + m) * 1_000_000;
+    // Request a: four no-backoff attempts (all 503). Request b: four
+    // attempts with growing gaps, the last ok.
+    let starts = [0i64, 110, 220, 330, 1000, 2100, 4200, 8300];
+    let n = starts.len();
+    let df = df! {
+        "trace_id" => vec!["ab".repeat(16); n + 1],
+        "span_id" => (0..=n).map(|i| format!("{i:016x}")).collect::<Vec<_>>(),
+        "parent_span_id" => (0..=n).map(|i| (i > 0).then(|| format!("{:016x}", 0))).collect::<Vec<_>>(),
+        "name" => (0..=n).map(|i| if i == 0 { "invoke_agent".to_string() } else { "execute_tool search".to_string() }).collect::<Vec<_>>(),
+        "service_name" => vec!["svc"; n + 1],
+        "is_agent" => (0..=n).map(|i| i == 0).collect::<Vec<_>>(),
+        "agent_call_id" => vec![None::<String>; n + 1],
+        "is_tool_call" => (0..=n).map(|i| i > 0).collect::<Vec<_>>(),
+        "tool_name" => (0..=n).map(|i| (i > 0).then_some("search")).collect::<Vec<_>>(),
+        "tool_args_hash" => (0..=n).map(|i| match i { 0 => None, 1..=4 => Some("a"), _ => Some("b") }).collect::<Vec<_>>(),
+        "tool_convention" => (0..=n).map(|i| (i > 0).then_some("gen_ai")).collect::<Vec<_>>(),
+        "error_class" => (0..=n).map(|i| match i { 0 | 8 => "ok", _ => "unavailable" }).collect::<Vec<_>>(),
+        "attributes" => vec!["{}"; n + 1],
+        "start_ns" => std::iter::once(ms(0)).chain(starts.iter().map(|s| ms(*s))).collect::<Vec<_>>(),
+        "end_ns" => std::iter::once(ms(9000)).chain(starts.iter().map(|s| ms(*s + 100))).collect::<Vec<_>>(),
+    }
+    .unwrap();
+    let v = super::trace::view(&"ab".repeat(16), &df).unwrap();
+    let by_id = |i: usize| {
+        v.spans
+            .iter()
+            .find(|s| s.span_id == format!("{i:016x}"))
+            .unwrap()
+    };
+    assert_eq!(by_id(1).verdict, "failed");
+    assert_eq!(by_id(4).verdict, "wasted");
+    assert_eq!(by_id(4).rhythm.as_deref(), Some("no_backoff"));
+    // The second request starts fresh, then is rescued with growing gaps.
+    assert_eq!(by_id(5).verdict, "failed");
+    assert_eq!(by_id(8).verdict, "rescued");
+    assert_eq!(by_id(8).rhythm.as_deref(), Some("exponential"));
+}

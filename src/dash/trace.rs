@@ -129,14 +129,32 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
             .windows(2)
             .map(|w| (spans[w[1]].start_ns - spans[w[0]].end_ns).max(0) as f64 / 1e6)
             .collect();
-        let loop_rhythm = (idx.len() >= 3).then(|| rhythm(&gaps, &params).as_str().to_string());
+        // The rhythm of each request's own loop (a new request starts a new
+        // loop): from the gaps between its attempts, once it has three.
+        let mut loop_of = vec![0usize; idx.len()];
+        for k in 1..idx.len() {
+            loop_of[k] = if verdicts[k].is_retry() {
+                loop_of[k - 1]
+            } else {
+                k
+            };
+        }
+        let loop_rhythm = |start: usize| -> Option<String> {
+            let members: Vec<usize> = (start..idx.len())
+                .take_while(|&k| loop_of[k] == start)
+                .collect();
+            (members.len() >= 3).then(|| {
+                let g: Vec<f64> = members[1..].iter().map(|&k| gaps[k - 1]).collect();
+                rhythm(&g, &params).as_str().to_string()
+            })
+        };
         for (k, &i) in idx.clone().iter().enumerate() {
             let v = verdicts[k];
             spans[i].verdict = v.as_str().into();
             if v.is_retry() {
                 spans[i].attempt = Some(k + 1);
                 spans[i].gap_ms = Some(gaps[k - 1]);
-                spans[i].rhythm = loop_rhythm.clone();
+                spans[i].rhythm = loop_rhythm(loop_of[k]);
                 if v == Verdict::Wasted {
                     // As the retry outcomes count it: the gap (never negative) and the attempt.
                     let prev_end = spans[idx[k - 1]].end_ns;
