@@ -331,9 +331,7 @@ fn turn_findings(
     {
         out.push(Finding::from_stacked(s));
     }
-    let settled_calls: Vec<detect::Call> =
-        calls.iter().filter(|c| keep(&c.turn)).cloned().collect();
-    let outcomes = detect::outcomes::per_tool_day(&settled_calls)
+    let outcomes = detect::outcomes::per_tool_day(calls, keep)
         .into_iter()
         .filter(|o| o.day == day)
         .collect();

@@ -25,35 +25,66 @@ fn short_day(d: f64) -> String {
         .to_string()
 }
 
-/// Stacked daily bars (ok below, errors red on top) into `area`.
-fn volume<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
+type Axes<'a, DB> = ChartContext<
+    'a,
+    DB,
+    plotters::coord::cartesian::Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::types::RangedCoordf64,
+    >,
+>;
+
+/// The white area and the axes of a daily chart: days along x, 0..`max`
+/// up y. With `y_label`, the mesh and labels are drawn (without, bars only:
+/// the PNG). `None` when there are no days.
+fn daily_axes<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, plotters::coord::Shift>,
     days: &[Day],
-    text: bool,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    max: f64,
+    y_label: Option<&dyn Fn(&f64) -> String>,
+) -> Result<Option<Axes<'a, DB>>, DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&WHITE)?;
     let (from, to) = match (days.first(), days.last()) {
         (Some(a), Some(b)) => (a.0, b.0),
-        _ => return Ok(()),
+        _ => return Ok(None),
     };
-    let max = days.iter().map(|d| d.1).fold(1.0, f64::max) * 1.08;
     let mut b = ChartBuilder::on(area);
     b.margin(8);
-    if text {
+    if y_label.is_some() {
         b.x_label_area_size(22).y_label_area_size(52);
     }
     let mut chart = b.build_cartesian_2d(from as f64..(to + 1) as f64, 0f64..max)?;
-    if text {
+    if let Some(y_label) = y_label {
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(8)
             .y_labels(5)
             .x_label_formatter(&|d| short_day(*d))
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(y_label)
             .label_style(("sans-serif", 11))
             .draw()?;
     }
+    Ok(Some(chart))
+}
+
+/// Stacked daily bars (ok below, errors red on top) into `area`.
+fn volume<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    days: &[Day],
+    text: bool,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let max = days.iter().map(|d| d.1).fold(1.0, f64::max) * 1.08;
+    let label = |v: &f64| format!("{v:.0}");
+    let Some(mut chart) = daily_axes(
+        area,
+        days,
+        max,
+        text.then_some(&label as &dyn Fn(&f64) -> String),
+    )?
+    else {
+        return Ok(());
+    };
     chart.draw_series(days.iter().map(|(d, total, errs)| {
         let x = *d as f64;
         Rectangle::new([(x + 0.1, 0.0), (x + 0.9, total - errs)], OK.filled())
@@ -103,27 +134,11 @@ pub fn rate_svg(days: &[Day], w: u32, h: u32, unit: &str) -> String {
     {
         let area = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
         let _ = (|| -> Result<(), DrawingAreaErrorKind<_>> {
-            area.fill(&WHITE)?;
-            let (from, to) = match (days.first(), days.last()) {
-                (Some(a), Some(b)) => (a.0, b.0),
-                _ => return Ok(()),
-            };
             let max = days.iter().map(|d| d.1.max(d.2)).fold(1e-9, f64::max) * 1.1;
-            let mut chart = ChartBuilder::on(&area)
-                .margin(8)
-                .x_label_area_size(22)
-                .y_label_area_size(52)
-                .build_cartesian_2d(from as f64..(to + 1) as f64, 0f64..max)?;
-            let unit = unit.to_string();
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .x_labels(8)
-                .y_labels(5)
-                .x_label_formatter(&|d| short_day(*d))
-                .y_label_formatter(&|v| format!("{v:.1}{unit}"))
-                .label_style(("sans-serif", 11))
-                .draw()?;
+            let label = |v: &f64| format!("{v:.1}{unit}");
+            let Some(mut chart) = daily_axes(&area, days, max, Some(&label))? else {
+                return Ok(());
+            };
             chart.draw_series(days.iter().map(|(d, v, _)| {
                 let x = *d as f64;
                 Rectangle::new([(x + 0.1, 0.0), (x + 0.9, *v)], ERR.mix(0.85).filled())

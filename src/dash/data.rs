@@ -197,6 +197,14 @@ impl Rollup {
         out
     }
 
+    /// [`totals`](Self::totals) as a volume chart draws them.
+    pub fn chart_days(&self, from: i32, to: i32, only: Option<&str>) -> Vec<super::chart::Day> {
+        self.totals(from, to, only)
+            .iter()
+            .map(|(d, c, e)| (*d, *c as f64, *e as f64))
+            .collect()
+    }
+
     /// The tools table over `from..=to`, busiest first.
     pub fn summaries(
         &self,

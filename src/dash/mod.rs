@@ -185,6 +185,31 @@ fn range(q: &HashMap<String, String>, last_day: Option<i32>) -> Result<Range, Fa
     })
 }
 
+/// The rollup, the range asked for, and a 404 when `tool` is not in it.
+fn tool_rollup(
+    d: &Dash,
+    tool: &str,
+    q: &HashMap<String, String>,
+) -> Result<(Arc<data::Rollup>, Range), Fail> {
+    let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+    if !rollup.tools.contains_key(tool) {
+        return Err(Fail(
+            StatusCode::NOT_FOUND,
+            format!("no tool {tool:?} in the rollup"),
+        ));
+    }
+    let r = range(q, rollup.last_day)?;
+    Ok((rollup, r))
+}
+
+/// A state error as a page shows it: an unknown signal is a 404.
+fn signal_error(e: crate::signal::StateError) -> Fail {
+    match e {
+        crate::signal::StateError::NoSuchSignal(_) => Fail(StatusCode::NOT_FOUND, e.to_string()),
+        e => internal(e),
+    }
+}
+
 fn load_signals(path: &std::path::Path) -> Result<Vec<Signal>, Fail> {
     if !path.exists() {
         return Ok(Vec::new());
@@ -259,14 +284,7 @@ async fn tool_page(
     Query(q): Q,
 ) -> Result<Html<String>, Fail> {
     blocking(move || {
-        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
-        if !rollup.tools.contains_key(&tool) {
-            return Err(Fail(
-                StatusCode::NOT_FOUND,
-                format!("no tool {tool:?} in the rollup"),
-            ));
-        }
-        let r = range(&q, rollup.last_day)?;
+        let (rollup, r) = tool_rollup(&d, &tool, &q)?;
         let signals = load_signals(&d.state_path)?;
         let outcomes = load_outcomes(&d.state_path, &r, Some(&tool))?;
         Ok(Html(pages::tool(&tool, &rollup, &r, &signals, &outcomes)))
@@ -315,10 +333,7 @@ fn one_signal(
     id: &str,
 ) -> Result<(Signal, Vec<crate::signal::state::HistoryEntry>), Fail> {
     let db = StateDb::open(path).map_err(internal)?;
-    let s = db.get(id).map_err(|e| match e {
-        crate::signal::StateError::NoSuchSignal(_) => Fail(StatusCode::NOT_FOUND, e.to_string()),
-        e => internal(e),
-    })?;
+    let s = db.get(id).map_err(signal_error)?;
     let h = db.history(id).map_err(internal)?;
     Ok((s, h))
 }
@@ -433,19 +448,8 @@ async fn chart_file(
     Query(q): Q,
 ) -> Result<Response, Fail> {
     blocking(move || {
-        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
-        if !rollup.tools.contains_key(&tool) {
-            return Err(Fail(
-                StatusCode::NOT_FOUND,
-                format!("no tool {tool:?} in the rollup"),
-            ));
-        }
-        let r = range(&q, rollup.last_day)?;
-        let days: Vec<chart::Day> = rollup
-            .totals(r.from, r.to, Some(&tool))
-            .iter()
-            .map(|(d, c, e)| (*d, *c as f64, *e as f64))
-            .collect();
+        let (rollup, r) = tool_rollup(&d, &tool, &q)?;
+        let days = rollup.chart_days(r.from, r.to, Some(&tool));
         match file.as_str() {
             "daily.svg" => Ok((
                 [(header::CONTENT_TYPE, "image/svg+xml")],
@@ -483,12 +487,8 @@ async fn api_tool_daily(
     Query(q): Q,
 ) -> Result<Json<serde_json::Value>, Fail> {
     blocking(move || {
-        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
-        let Some(days) = rollup.tools.get(&tool) else {
-            return Err(Fail(StatusCode::NOT_FOUND, format!("no tool {tool:?} in the rollup")));
-        };
-        let r = range(&q, rollup.last_day)?;
-        let rows: Vec<serde_json::Value> = days
+        let (rollup, r) = tool_rollup(&d, &tool, &q)?;
+        let rows: Vec<serde_json::Value> = rollup.tools[&tool]
             .iter()
             .filter(|x| (r.from..=r.to).contains(&x.day))
             .map(|x| {
@@ -576,12 +576,7 @@ async fn signal_action(
     let state = blocking(move || {
         let mut db = StateDb::open(&d2.state_path).map_err(internal)?;
         let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
-        let current = db.get(&id2).map_err(|e| match e {
-            crate::signal::StateError::NoSuchSignal(_) => {
-                Fail(StatusCode::NOT_FOUND, e.to_string())
-            }
-            e => internal(e),
-        })?;
+        let current = db.get(&id2).map_err(signal_error)?;
         let conflict = |why: &str| {
             Err(Fail(
                 StatusCode::CONFLICT,

@@ -236,11 +236,7 @@ pub fn tool(
         range_picker(&format!("/tools/{}", seg(tool)), r)
     );
     let days = rollup.tools.get(tool).cloned().unwrap_or_default();
-    let totals = rollup.totals(r.from, r.to, Some(tool));
-    let vol: Vec<chart::Day> = totals
-        .iter()
-        .map(|(d, c, e)| (*d, *c as f64, *e as f64))
-        .collect();
+    let vol = rollup.chart_days(r.from, r.to, Some(tool));
     let _ = write!(
         b,
         r#"<h2>Daily calls</h2><div class="chart" id="tool-volume">{}</div>"#,

@@ -101,10 +101,14 @@ pub struct ToolDay {
 }
 
 /// Retry outcomes per tool and day (the day of each loop's first call) of
-/// `calls` (as `calls::collect` gives them: only repeated pairs).
-pub fn per_tool_day(calls: &[Call]) -> Vec<ToolDay> {
+/// `calls` (as `calls::collect` gives them: only repeated pairs), counting
+/// only the turns `keep` accepts.
+pub fn per_tool_day(calls: &[Call], keep: impl Fn(&str) -> bool) -> Vec<ToolDay> {
     let mut out: std::collections::BTreeMap<(String, i32), ToolDay> = Default::default();
-    for ((_, tool), group) in by_turn_and_tool(calls) {
+    for ((turn, tool), group) in by_turn_and_tool(calls) {
+        if !keep(turn) {
+            continue;
+        }
         let attempts: Vec<(ErrorClass, Option<&str>)> = group
             .iter()
             .map(|c| (c.class, c.args_hash.as_deref()))

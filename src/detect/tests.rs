@@ -750,7 +750,7 @@ fn each_retry_is_judged_by_what_it_achieved() {
 #[test]
 fn retry_outcomes_per_tool_and_day_from_the_seed_storms() {
     let tc = fixture_calls("storms_jul29.json");
-    let out = super::outcomes::per_tool_day(&tc.calls);
+    let out = super::outcomes::per_tool_day(&tc.calls, |_| true);
     let sf: Vec<_> = out.iter().filter(|o| o.tool == "search_flights").collect();
     assert_eq!(sf.len(), 1);
     // Four dead-feed loops of 15, 14, 12 and 12 attempts: 49 wasted retries.

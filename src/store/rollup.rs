@@ -110,11 +110,6 @@ pub fn mcp_duplicates(df: &DataFrame) -> PolarsResult<BooleanChunked> {
         .collect())
 }
 
-/// Run `tool_daily.sql` over tool rows.
-pub fn compute(rows: LazyFrame) -> PolarsResult<DataFrame> {
-    run_sql(rows, TOOL_DAILY_SQL)
-}
-
 fn run_sql(rows: LazyFrame, sql: &str) -> PolarsResult<DataFrame> {
     let mut ctx = SQLContext::new();
     ctx.register("spans", rows);
