@@ -52,6 +52,22 @@ pub enum Command {
     Signals(SignalsArgs),
     /// The alert outbox: list, flush (deliver now), retry, test a target, enable a target
     Alerts(AlertsArgs),
+    /// Check a config file, or print the commented default one
+    Config(ConfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub action: ConfigAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Parse and check the config file (--config, or ./stormwatch.toml), including the environment variables its targets name
+    Check,
+    /// Print the default config file, every key commented
+    Default,
 }
 
 #[derive(Debug, Args)]
@@ -100,9 +116,9 @@ pub enum FailOn {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// How far back to look: 30d, 2w, 12h
-    #[arg(long, env = "STORMWATCH_SWEEP_SINCE", default_value = "30d")]
-    pub since: String,
+    /// How far back to look: 30d, 2w, 12h [default: sweep.since_days of the config file, 30 days]
+    #[arg(long, env = "STORMWATCH_SWEEP_SINCE")]
+    pub since: Option<String>,
     /// The sweep's "now", to replay history: 2026-08-06 or 2026-08-06T09:00:00Z [default: the clock]
     #[arg(long)]
     pub now: Option<String>,
@@ -175,6 +191,18 @@ pub struct ServeArgs {
         default_value = "dashboards/overview.toml"
     )]
     pub dashboard: std::path::PathBuf,
+    /// Bearer token OTLP exporters must send (`OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>`)
+    #[arg(long, env = "STORMWATCH_INGEST_TOKEN", hide_env_values = true)]
+    pub ingest_token: Option<String>,
+    /// Bearer token for the dashboard, API and /metrics (browsers sign in once at /login)
+    #[arg(long, env = "STORMWATCH_API_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
+    /// Allow listening on a non-loopback address without a token
+    #[arg(long, env = "STORMWATCH_INSECURE")]
+    pub insecure: bool,
+    /// Seconds between scheduled sweeps, 0 for none [default: sweep.interval_secs of the config file, 300]
+    #[arg(long, env = "STORMWATCH_SWEEP_INTERVAL")]
+    pub sweep_interval: Option<u64>,
 }
 
 #[derive(Debug, Args)]

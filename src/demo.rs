@@ -37,6 +37,9 @@ pub fn load(store: &Store) -> Result<usize, StoreError> {
 
 /// The sweep `serve --demo` runs after loading, so the dashboard opens on
 /// the incident's signals: as of the morning after its last day.
+/// The demo's "now": the morning after the incident's last day.
+pub const NOW_NS: i64 = 1_786_600_800_000_000_000;
+
 pub fn sweep(
     store: &Store,
     cfg: &crate::config::Config,
@@ -44,8 +47,8 @@ pub fn sweep(
     let reader = store.reader();
     let mut state = crate::signal::StateDb::open(&reader.layout().state_db())?;
     let opts = crate::sweep::SweepOptions {
-        now_ns: crate::sweep::parse_now("2026-08-13T06:00:00Z").unwrap_or(0),
-        since_days: 40,
+        now_ns: NOW_NS,
+        since_days: cfg.sweep.since_days.max(40) as i32,
         evidence_limit: cfg.signals.evidence_limit,
         resolve_after: cfg.signals.resolve_after,
         reuse: true,

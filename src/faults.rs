@@ -1,38 +1,92 @@
 //! Built-in fault injection, for the tests that watch the retry and recovery
 //! paths run: `STORMWATCH_FAULTS="wal_fsync=fail_once,parquet_write=fail:2"`.
-//! Each point fails its next N calls (`fail_once` = `fail:1`, `fail` = always)
-//! with an IO error. A point passed to [`kill_point`] armed with `kill`
-//! SIGKILLs the process there, for crash tests
-//! (`alert_kill_before_send=kill`). Unset, both are one relaxed atomic load.
+//!
+//! Actions, each armed for its next N calls (`:N`) or for every call:
+//! - `fail`, `fail_once`, `fail:N`: an IO error;
+//! - `enospc`, `enospc:N`: "No space left on device" (ENOSPC);
+//! - `delay:MS`: every call sleeps MS milliseconds first (a slow disk);
+//! - `status:CODE`, `status:CODExN`: an outgoing HTTP request answers CODE
+//!   without being sent (`webhook=status:503x2`);
+//! - `kill`: SIGKILL the process at a [`kill_point`], for crash tests.
+//!
+//! Points: `wal_write`, `wal_fsync`, `parquet_write`, `sweep`, `webhook`
+//! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`.
+//! Unset, every check is one relaxed atomic load.
 
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-static POINTS: OnceLock<Mutex<HashMap<String, Option<u32>>>> = OnceLock::new();
+static POINTS: OnceLock<Mutex<HashMap<String, Fault>>> = OnceLock::new();
+
+/// What an armed point does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Fail,
+    NoSpace,
+    Delay(Duration),
+    Status(u16),
+    Kill,
+}
+
+/// An armed point: its action and how many more calls it hits (`None`: all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    pub action: Action,
+    pub remaining: Option<u32>,
+}
+
+fn count(entry: &str, n: &str) -> Result<u32, String> {
+    n.parse::<u32>()
+        .map_err(|_| format!("fault {entry:?}: expected a count, got {n:?}"))
+}
+
+fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
+    let fault = |action, remaining| Ok(Fault { action, remaining });
+    let (name, arg) = match action.split_once(':') {
+        Some((n, a)) => (n, Some(a)),
+        None => (action, None),
+    };
+    match (name, arg) {
+        ("fail_once", None) => fault(Action::Fail, Some(1)),
+        ("fail", None) => fault(Action::Fail, None),
+        ("fail", Some(n)) => fault(Action::Fail, Some(count(entry, n)?)),
+        ("enospc", None) => fault(Action::NoSpace, None),
+        ("enospc", Some(n)) => fault(Action::NoSpace, Some(count(entry, n)?)),
+        ("kill", None) => fault(Action::Kill, Some(1)),
+        ("delay", Some(ms)) => fault(
+            Action::Delay(Duration::from_millis(count(entry, ms)?.into())),
+            None,
+        ),
+        ("status", Some(spec)) => {
+            let (code, times) = match spec.split_once('x') {
+                Some((c, n)) => (c, Some(count(entry, n)?)),
+                None => (spec, None),
+            };
+            match code.parse::<u16>() {
+                Ok(c) if (100..600).contains(&c) => fault(Action::Status(c), times),
+                _ => Err(format!(
+                    "fault {entry:?}: expected an HTTP status from 100 to 599, got {code:?}"
+                )),
+            }
+        }
+        _ => Err(format!(
+            "fault {entry:?}: expected fail_once, fail, fail:N, enospc, enospc:N, delay:MS, status:CODE, status:CODExN or kill, got {action:?}"
+        )),
+    }
+}
 
 /// Parse a fault spec; returns an error naming the bad entry.
-pub fn parse(spec: &str) -> Result<HashMap<String, Option<u32>>, String> {
+pub fn parse(spec: &str) -> Result<HashMap<String, Fault>, String> {
     let mut points = HashMap::new();
     for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (point, action) = entry.split_once('=').ok_or_else(|| {
             format!("fault {entry:?}: expected point=action, e.g. wal_fsync=fail_once")
         })?;
-        let times = match action {
-            "fail_once" | "kill" => Some(1),
-            "fail" => None,
-            a => match a.strip_prefix("fail:").map(str::parse::<u32>) {
-                Some(Ok(n)) => Some(n),
-                _ => {
-                    return Err(format!(
-                        "fault {entry:?}: expected fail_once, fail, fail:N or kill, got {a:?}"
-                    ))
-                }
-            },
-        };
-        points.insert(point.to_string(), times);
+        points.insert(point.to_string(), parse_action(entry, action)?);
     }
     Ok(points)
 }
@@ -52,29 +106,58 @@ pub fn install(spec: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Fail here if a fault is armed for `point`.
-pub fn check(point: &str) -> io::Result<()> {
+/// Whether any fault is installed (the inert state is `false`).
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Take one hit of `point`'s fault, if it is armed.
+fn hit(point: &str) -> Option<Action> {
     if !ACTIVE.load(Ordering::Relaxed) {
-        return Ok(());
+        return None;
     }
-    let Some(lock) = POINTS.get() else {
-        return Ok(());
-    };
-    let mut points = lock.lock().unwrap_or_else(|e| e.into_inner());
-    match points.get_mut(point) {
-        None | Some(Some(0)) => Ok(()),
-        Some(remaining) => {
-            if let Some(n) = remaining {
-                *n -= 1;
-            }
+    let mut points = POINTS.get()?.lock().unwrap_or_else(|e| e.into_inner());
+    let fault = points.get_mut(point)?;
+    match &mut fault.remaining {
+        Some(0) => None,
+        Some(n) => {
+            *n -= 1;
+            Some(fault.action)
+        }
+        None => Some(fault.action),
+    }
+}
+
+/// Fail (or stall) here if a fault is armed for `point`.
+pub fn check(point: &str) -> io::Result<()> {
+    match hit(point) {
+        None | Some(Action::Status(_)) => Ok(()),
+        Some(Action::Delay(d)) => {
+            std::thread::sleep(d);
+            Ok(())
+        }
+        Some(Action::NoSpace) => Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!("No space left on device (os error 28) (injected fault at {point})"),
+        )),
+        Some(Action::Fail) | Some(Action::Kill) => {
             Err(io::Error::other(format!("injected fault at {point}")))
         }
     }
 }
 
+/// The status an outgoing request at `point` should answer without being
+/// sent, if a `status:` fault is armed there.
+pub fn status(point: &str) -> Option<u16> {
+    match hit(point)? {
+        Action::Status(code) => Some(code),
+        _ => None,
+    }
+}
+
 /// Die here, as `kill -9` would, if a fault is armed for `point`.
 pub fn kill_point(point: &str) {
-    if check(point).is_ok() {
+    if hit(point).is_none() {
         return;
     }
     tracing::warn!(point, "injected fault: killing the process");
@@ -82,4 +165,66 @@ pub fn kill_point(point: &str) {
         .args(["-9", &std::process::id().to_string()])
         .status();
     std::process::abort();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_parses_and_bad_ones_are_named() {
+        let p = parse(
+            "a=fail_once, b=fail:2, c=enospc, d=delay:25, e=status:503x2, f=kill, g=status:429",
+        )
+        .unwrap();
+        assert_eq!(
+            p["a"],
+            Fault {
+                action: Action::Fail,
+                remaining: Some(1)
+            }
+        );
+        assert_eq!(p["b"].remaining, Some(2));
+        assert_eq!(
+            p["c"],
+            Fault {
+                action: Action::NoSpace,
+                remaining: None
+            }
+        );
+        assert_eq!(p["d"].action, Action::Delay(Duration::from_millis(25)));
+        assert_eq!(
+            p["e"],
+            Fault {
+                action: Action::Status(503),
+                remaining: Some(2)
+            }
+        );
+        assert_eq!(p["f"].action, Action::Kill);
+        assert_eq!(
+            p["g"],
+            Fault {
+                action: Action::Status(429),
+                remaining: None
+            }
+        );
+        for bad in ["x", "x=explode", "x=status:999", "x=fail:many", "x=delay"] {
+            let err = parse(bad).unwrap_err();
+            assert!(
+                err.contains(bad.split('=').nth(1).unwrap_or(bad)) || err.contains(bad),
+                "{bad}: {err}"
+            );
+        }
+        assert!(parse("").unwrap().is_empty());
+    }
+
+    /// Unset, nothing is armed: every point passes (this test binary never
+    /// installs faults; the process-wide table stays empty).
+    #[test]
+    fn inert_when_unset() {
+        assert!(!active());
+        assert!(check("wal_fsync").is_ok());
+        assert_eq!(status("webhook"), None);
+        kill_point("alert_kill_before_send");
+    }
 }

@@ -11,7 +11,9 @@ use anyhow::Context;
 use clap::Parser;
 use std::io::IsTerminal;
 
-use stormwatch::cli::{Cli, Command, FailOn, OutputFormat, SignalsAction, SignalsArgs, SweepArgs};
+use stormwatch::cli::{
+    Cli, Command, ConfigAction, FailOn, OutputFormat, SignalsAction, SignalsArgs, SweepArgs,
+};
 use stormwatch::config::Config;
 use stormwatch::store::Store;
 
@@ -59,6 +61,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::msg)
             .context("STORMWATCH_FAULTS")?;
     }
+    if let Command::Config(args) = &cli.command {
+        return config_command(&cli, &args.action);
+    }
     let config = Config::load(cli.config.as_deref())?;
     let data_dir = cli.data_dir();
     match &cli.command {
@@ -96,6 +101,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     true,
                 )?,
                 panels: args.dashboard.clone(),
+                config: {
+                    let mut c = config.clone();
+                    if args.demo {
+                        // The whole incident, as `demo::sweep` saw it.
+                        c.sweep.since_days = c.sweep.since_days.max(40);
+                    }
+                    c
+                },
+                sweep_interval: match args.sweep_interval.unwrap_or(config.sweep.interval_secs) {
+                    0 => None,
+                    s => Some(Duration::from_secs(s.max(10))),
+                },
+                // The demo's clock stands still, so its scheduled sweeps see
+                // the incident as of the morning after.
+                sweep_now_ns: args.demo.then_some(stormwatch::demo::NOW_NS),
+                ingest_token: stormwatch::serve::auth::Token::new(args.ingest_token.as_deref()),
+                api_token: stormwatch::serve::auth::Token::new(args.api_token.as_deref()),
+                insecure: args.insecure,
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -166,7 +189,45 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 args,
             )
         }
+        Command::Config(_) => unreachable!("handled before the config is loaded"),
     }
+}
+
+/// `stormwatch config check|default`.
+fn config_command(cli: &Cli, action: &ConfigAction) -> anyhow::Result<ExitCode> {
+    match action {
+        ConfigAction::Default => print!("{}", stormwatch::config::DEFAULT_FILE),
+        ConfigAction::Check => {
+            let path = cli.config.clone().or_else(|| {
+                let p = std::path::PathBuf::from("stormwatch.toml");
+                p.exists().then_some(p)
+            });
+            let Some(path) = path else {
+                anyhow::bail!(
+                    "no config file to check: pass --config FILE (or STORMWATCH_CONFIG), or create ./stormwatch.toml \
+                     (`stormwatch config default > stormwatch.toml` writes the defaults)"
+                );
+            };
+            let config = Config::load(Some(&path))?;
+            // Targets' url_env / secret_env must be set where the check runs.
+            stormwatch::alert::commands::alerting(&config.alert, cli.public_url.as_deref(), true)
+                .with_context(|| format!("{}: alert targets", path.display()))?;
+            println!(
+                "{}: ok ({} alert target(s), sweep every {}, retention {})",
+                path.display(),
+                config.alert.targets.len(),
+                match config.sweep.interval_secs {
+                    0 => "never (schedule off)".to_string(),
+                    s => format!("{s} s"),
+                },
+                match config.store.retention_days {
+                    0 => "off".to_string(),
+                    d => format!("{d} days"),
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn now_ns() -> i64 {
@@ -187,9 +248,12 @@ fn sweep(
                 .context("--now")?,
             None => now_ns(),
         },
-        since_days: sweep::parse_since(&args.since)
-            .map_err(anyhow::Error::msg)
-            .context("--since")?,
+        since_days: match &args.since {
+            Some(since) => sweep::parse_since(since)
+                .map_err(anyhow::Error::msg)
+                .context("--since")?,
+            None => config.sweep.since_days as i32,
+        },
         evidence_limit: config.signals.evidence_limit,
         resolve_after: config.signals.resolve_after,
         reuse: !args.rescan,

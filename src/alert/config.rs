@@ -1,12 +1,12 @@
 //! `[alert]` and `[[alert.targets]]` in the config file: where signal
 //! notifications go, when, and how hard delivery tries.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::signal::Kind;
 
 /// `[alert]`: when to notify and the delivery policy (alerting.md).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AlertConfig {
     /// The dashboard's address as people reach it, for trace links
@@ -29,6 +29,7 @@ pub struct AlertConfig {
     pub pace_ms: u64,
     /// One HTTP request's time limit (seconds).
     pub request_timeout_secs: u64,
+    #[serde(skip_serializing)]
     pub targets: Vec<TargetConfig>,
 }
 

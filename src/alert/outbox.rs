@@ -125,6 +125,17 @@ pub fn enqueue(
 }
 
 /// The oldest pending row of `target`.
+/// Outbox rows by target and status, for `/metrics`.
+pub fn counts(c: &Connection) -> rusqlite::Result<Vec<(String, String, u64)>> {
+    let mut stmt = c.prepare(
+        "SELECT target, status, count(*) FROM outbox GROUP BY target, status ORDER BY target, status",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
+    })?;
+    rows.collect()
+}
+
 pub fn next_pending(c: &Connection, target: &str) -> rusqlite::Result<Option<Row>> {
     c.query_row(
         &format!("SELECT {COLUMNS} FROM outbox WHERE target = ?1 AND status = 'pending' ORDER BY id LIMIT 1"),

@@ -129,6 +129,13 @@ impl Sender {
                 }
             }
         }
+        if let Some(status) = crate::faults::status("webhook") {
+            // An injected answer: the request is not sent.
+            return Answer {
+                verdict: policy::classify(target.kind, status, None, "", self.clock.now()),
+                status: Some(status),
+            };
+        }
         match req.send().await {
             Ok(resp) => {
                 let status = resp.status().as_u16();

@@ -542,7 +542,7 @@ async fn api_signal(
 
 /// Whether a state-changing request comes from another site: the browser's
 /// `Sec-Fetch-Site`, or an `Origin` that is not this host.
-fn cross_site(headers: &HeaderMap) -> bool {
+pub(crate) fn cross_site(headers: &HeaderMap) -> bool {
     let get = |h: header::HeaderName| headers.get(h).and_then(|v| v.to_str().ok());
     if get(header::HeaderName::from_static("sec-fetch-site")).is_some_and(|v| v == "cross-site") {
         return true;

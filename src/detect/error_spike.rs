@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::daily::DailyRow;
 use super::median;
@@ -13,7 +13,7 @@ use super::wilson;
 use crate::model::ErrorClass;
 
 /// `[detect.error_spike]` in the config file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SpikeParams {
     /// Flag when the lower bound is strictly above this × the baseline.

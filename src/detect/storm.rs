@@ -5,14 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::calls::{by_turn_and_tool, Call, TurnCalls};
 use super::median;
 use crate::model::{day_of_ns, ErrorClass};
 
 /// `[detect.retry_storm]` in the config file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StormParams {
     /// Rounds of one tool in one turn that make a storm…

@@ -3,9 +3,12 @@
 //! HTTP server for health, metrics, the dashboard and its API. Holds no
 //! detection logic.
 
+pub mod auth;
 pub mod health;
+pub mod metrics;
 pub mod otlp;
 pub mod response;
+pub mod scheduler;
 
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
@@ -29,31 +32,73 @@ pub struct ServeOptions {
     pub alerting: Option<crate::alert::Alerting>,
     /// The overview's panel file (`dashboards/overview.toml`).
     pub panels: std::path::PathBuf,
+    /// The pipeline's config, for the scheduled sweeps.
+    pub config: crate::config::Config,
+    /// Seconds between scheduled sweeps (`None`: no schedule).
+    pub sweep_interval: Option<Duration>,
+    /// Sweep as of this time instead of the clock (the demo's).
+    pub sweep_now_ns: Option<i64>,
+    pub ingest_token: Option<Arc<auth::Token>>,
+    pub api_token: Option<Arc<auth::Token>>,
+    /// Allow non-loopback listeners without a token.
+    pub insecure: bool,
 }
 
-/// The HTTP server's routes: health, the dashboard and its API.
-pub fn http_router(store: Arc<Store>, panels: &std::path::Path) -> anyhow::Result<Router> {
+/// The HTTP server's routes: health, the dashboard and its API, `/metrics`
+/// and `POST /api/sweep`; all but health behind the API token when set.
+pub fn http_router(
+    store: Arc<Store>,
+    panels: &std::path::Path,
+    sweeper: Arc<scheduler::Sweeper>,
+    metrics: metrics::Sources,
+    token: Option<Arc<auth::Token>>,
+) -> anyhow::Result<Router> {
     let reader = store.reader();
-    Ok(health::router(store).merge(crate::dash::router(reader, panels)?))
+    let app = crate::dash::router(reader, panels)?
+        .merge(metrics::router(metrics))
+        .route(
+            "/api/sweep",
+            axum::routing::post(sweep_now).with_state(sweeper),
+        );
+    let app = match token {
+        Some(t) => app
+            .merge(auth::login_router(Arc::clone(&t)))
+            .layer(axum::middleware::from_fn_with_state(t, auth::require)),
+        None => app,
+    };
+    Ok(health::router(store).merge(app))
 }
 
-/// `GET /metrics`: Prometheus text (alert deliveries so far).
-fn metrics_router(stats: Arc<crate::alert::stats::Stats>) -> Router {
-    Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let stats = Arc::clone(&stats);
-            async move {
-                (
-                    [(
-                        axum::http::header::CONTENT_TYPE,
-                        "text/plain; version=0.0.4",
-                    )],
-                    stats.prometheus(),
-                )
-            }
-        }),
-    )
+/// `POST /api/sweep`: sweep now and answer its summary; 409 while one runs.
+async fn sweep_now(
+    axum::extract::State(sweeper): axum::extract::State<Arc<scheduler::Sweeper>>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let error = |status: StatusCode, message: String| {
+        (status, axum::Json(serde_json::json!({"error": message}))).into_response()
+    };
+    if crate::dash::cross_site(&headers) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "sweeps are started from this dashboard or an API client, not from another site".into(),
+        );
+    }
+    match sweeper.sweep_now(scheduler::Trigger::Api).await {
+        Ok(summary) => axum::Json(summary).into_response(),
+        Err(e @ scheduler::ScheduleError::Busy { .. }) => {
+            let mut resp = error(StatusCode::CONFLICT, e.to_string());
+            resp.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("10"),
+            );
+            resp
+        }
+        Err(e @ scheduler::ScheduleError::Failed(_)) => {
+            error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        }
+    }
 }
 
 /// Serve until `shutdown` resolves, then stop accepting, let in-flight
@@ -63,15 +108,51 @@ pub async fn run(
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let otlp_state = Arc::new(otlp::OtlpState::new(
-        Arc::clone(&store),
-        opts.max_body_bytes,
-        opts.max_inflight_bytes,
-    ));
-    let otlp_app = otlp::router(otlp_state);
+    auth::check_bind(
+        opts.otlp_addr,
+        opts.ingest_token.as_deref(),
+        "OTLP ingest",
+        "--ingest-token (STORMWATCH_INGEST_TOKEN)",
+        opts.insecure,
+    )
+    .map_err(anyhow::Error::msg)?;
+    auth::check_bind(
+        opts.http_addr,
+        opts.api_token.as_deref(),
+        "the dashboard and API",
+        "--api-token (STORMWATCH_API_TOKEN)",
+        opts.insecure,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let otlp_state = Arc::new(otlp::OtlpState {
+        token: opts.ingest_token.clone(),
+        ..otlp::OtlpState::new(
+            Arc::clone(&store),
+            opts.max_body_bytes,
+            opts.max_inflight_bytes,
+        )
+    });
+    let otlp_app = otlp::router(Arc::clone(&otlp_state));
     let alert_stats = Arc::new(crate::alert::stats::Stats::default());
-    let http_app = http_router(Arc::clone(&store), &opts.panels)?
-        .merge(metrics_router(Arc::clone(&alert_stats)));
+    let sweeper = Arc::new(scheduler::Sweeper::new(
+        Arc::clone(&store),
+        opts.config.clone(),
+        opts.alerting.clone(),
+        opts.sweep_now_ns,
+    ));
+    let sources = metrics::Sources {
+        store: Arc::clone(&store),
+        otlp: otlp_state,
+        sweeper: Arc::clone(&sweeper),
+        alerts: Arc::clone(&alert_stats),
+    };
+    let http_app = http_router(
+        Arc::clone(&store),
+        &opts.panels,
+        Arc::clone(&sweeper),
+        sources,
+        opts.api_token.clone(),
+    )?;
     let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
         .await
         .with_context(|| format!("cannot listen for OTLP on {}", opts.otlp_addr))?;
@@ -103,6 +184,10 @@ pub async fn run(
             .with_graceful_shutdown(wait(stop_rx.clone()))
             .into_future(),
     );
+    let schedule = opts.sweep_interval.map(|every| {
+        tracing::info!(every_s = every.as_secs(), "sweeps scheduled");
+        tokio::spawn(Arc::clone(&sweeper).run_schedule(every, stop_rx.clone()))
+    });
     let mut senders = tokio::task::JoinSet::new();
     if let Some(a) = &opts.alerting {
         let db = crate::alert::commands::open(&store.layout().state_db())
@@ -137,6 +222,11 @@ pub async fn run(
     let drained = tokio::time::timeout(opts.shutdown_timeout, async {
         let _ = otlp.await;
         let _ = http.await;
+        if let Some(s) = schedule {
+            let _ = s.await;
+        }
+        // A sweep in progress finishes (its state commit is one transaction).
+        sweeper.wait_idle().await;
     })
     .await;
     if drained.is_err() {

@@ -29,16 +29,49 @@ pub struct OtlpState {
     /// Bytes of request bodies held in memory at once, in KiB permits.
     pub inflight: Arc<Semaphore>,
     pub counters: OtlpCounters,
+    /// The bearer token exporters must send, when one is set.
+    pub token: Option<Arc<super::auth::Token>>,
 }
 
-/// Counters of what the receiver did.
+/// Counters of what the receiver did, for `/metrics`.
 #[derive(Debug, Default)]
 pub struct OtlpCounters {
     pub requests: AtomicU64,
     pub spans_accepted: AtomicU64,
+    /// Spans of accepted requests rejected one by one (invalid ids).
     pub spans_rejected_invalid: AtomicU64,
-    pub requests_refused_busy: AtomicU64,
-    pub requests_refused_bad: AtomicU64,
+    /// Spans of decoded requests the store refused (full queue, write failure).
+    pub spans_refused_store: AtomicU64,
+    /// Refused requests by reason.
+    refused: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
+}
+
+impl OtlpCounters {
+    pub fn refuse(&self, reason: &'static str) {
+        let mut m = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry(reason).or_insert(0) += 1;
+    }
+
+    /// (reason, requests), by reason.
+    pub fn refused(&self) -> Vec<(&'static str, u64)> {
+        let m = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        m.iter().map(|(r, n)| (*r, *n)).collect()
+    }
+}
+
+/// The `/metrics` label of a refused request's status.
+pub fn refusal_reason(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::REQUEST_TIMEOUT => "body_timeout",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::TOO_MANY_REQUESTS => "overloaded",
+        StatusCode::SERVICE_UNAVAILABLE => "store_unavailable",
+        _ => "other",
+    }
 }
 
 impl OtlpState {
@@ -50,6 +83,7 @@ impl OtlpState {
                 (max_inflight_bytes / 1024).clamp(1, Semaphore::MAX_PERMITS),
             )),
             counters: OtlpCounters::default(),
+            token: None,
         }
     }
 }
@@ -96,20 +130,29 @@ async fn export(
     state.counters.requests.fetch_add(1, Ordering::Relaxed);
     let result = handle(&state, &headers, body).await;
     if let Err(e) = &result {
-        let counter = if e.status == StatusCode::TOO_MANY_REQUESTS
-            || e.status == StatusCode::SERVICE_UNAVAILABLE
-        {
-            &state.counters.requests_refused_busy
+        state.counters.refuse(refusal_reason(e.status));
+        if e.status == StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(status = e.status.as_u16(), error = %e.message, "refused an export request: the store cannot take it; the exporter retries");
         } else {
-            &state.counters.requests_refused_bad
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(status = e.status.as_u16(), error = %e.message, "refused an export request");
+            tracing::debug!(status = e.status.as_u16(), error = %e.message, "refused an export request");
+        }
     }
     result
 }
 
 async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Response, AppError> {
+    if let Some(token) = &state.token {
+        if !token.bearer_ok(headers) {
+            let format = Format::from_content_type(header_str(headers, header::CONTENT_TYPE))
+                .unwrap_or(Format::Json);
+            return Err(AppError::new(
+                StatusCode::UNAUTHORIZED,
+                "this receiver needs a token: send `Authorization: Bearer <token>` \
+                 (OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>)",
+                format,
+            ));
+        }
+    }
     let format = Format::from_content_type(header_str(headers, header::CONTENT_TYPE))
         .map_err(|e| AppError::from_ingest(e, Format::Json))?;
     let encoding = Encoding::from_header(header_str(headers, header::CONTENT_ENCODING))
@@ -191,13 +234,20 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
     let reject_message = prepared.normalized.reject_message();
     let accepted = prepared.normalized.rows.len() as u64;
     if accepted > 0 {
+        let refused = |e| {
+            state
+                .counters
+                .spans_refused_store
+                .fetch_add(accepted, Ordering::Relaxed);
+            AppError::from_store(e, format)
+        };
         state
             .store
             .submit(prepared)
-            .map_err(|e| AppError::from_store(e, format))?
+            .map_err(refused)?
             .done()
             .await
-            .map_err(|e| AppError::from_store(e, format))?;
+            .map_err(refused)?;
     }
     drop(permit);
     state

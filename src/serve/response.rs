@@ -43,6 +43,7 @@ const INVALID_ARGUMENT: i32 = 3;
 const RESOURCE_EXHAUSTED: i32 = 8;
 const UNIMPLEMENTED: i32 = 12;
 const UNAVAILABLE: i32 = 14;
+const UNAUTHENTICATED: i32 = 16;
 
 impl AppError {
     pub fn new(status: StatusCode, message: impl Into<String>, format: Format) -> AppError {
@@ -98,6 +99,7 @@ impl AppError {
             StatusCode::TOO_MANY_REQUESTS => RESOURCE_EXHAUSTED,
             StatusCode::SERVICE_UNAVAILABLE => UNAVAILABLE,
             StatusCode::METHOD_NOT_ALLOWED => UNIMPLEMENTED,
+            StatusCode::UNAUTHORIZED => UNAUTHENTICATED,
             _ => INVALID_ARGUMENT,
         }
     }
@@ -124,6 +126,12 @@ impl IntoResponse for AppError {
         );
         if let Some(secs) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"stormwatch\""),
+            );
         }
         resp
     }

@@ -193,6 +193,17 @@ impl StateDb {
         load_rows(&self.conn, &self.path, filter, arg)
     }
 
+    /// How many signals are in each state, for `/metrics`.
+    pub fn counts_by_state(&self) -> Result<Vec<(String, u64)>, StateError> {
+        let mut stmt = self.db(self
+            .conn
+            .prepare("SELECT state, count(*) FROM signals GROUP BY state ORDER BY state"))?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+        });
+        self.db(rows.and_then(|r| r.collect()))
+    }
+
     /// Every signal, by id.
     pub fn list(&self) -> Result<Vec<Signal>, StateError> {
         Ok(self.rows("", "")?.into_iter().map(to_signal).collect())

@@ -242,10 +242,7 @@ fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>)
     let bytes: u64 = records.iter().map(|r| r.len() as u64).sum();
     let started = Instant::now();
     let result = state.wal.append_sync(&records);
-    stats
-        .wal_sync_nanos
-        .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
+    stats.observe_wal_sync(started.elapsed());
     match result {
         Ok(()) => {
             stats.wal_bytes.fetch_add(bytes, Ordering::Relaxed);

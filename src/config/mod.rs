@@ -4,24 +4,48 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::store::StoreOptions;
 
 /// The whole file. Every section and key is optional.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub ingest: IngestConfig,
     pub store: StoreConfig,
     pub import: ImportConfig,
     pub detect: DetectConfig,
+    pub sweep: SweepConfig,
     pub signals: SignalsConfig,
     pub alert: crate::alert::AlertConfig,
 }
 
+/// The commented default file: `stormwatch config default` prints it, the
+/// README shows it, and a test holds it to the built-in defaults key for key.
+pub const DEFAULT_FILE: &str = include_str!("default.toml");
+
+/// `[sweep]`: the sweeps `serve` runs by itself.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SweepConfig {
+    /// Seconds between scheduled sweeps; 0 turns the schedule off.
+    pub interval_secs: u64,
+    /// How far back a sweep looks (days).
+    pub since_days: u32,
+}
+
+impl Default for SweepConfig {
+    fn default() -> Self {
+        SweepConfig {
+            interval_secs: 300,
+            since_days: 30,
+        }
+    }
+}
+
 /// `[signals]`: how findings become signals (alerting.md, Signals).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SignalsConfig {
     /// Evidence traces kept per signal (the rest are counted).
@@ -40,7 +64,7 @@ impl Default for SignalsConfig {
 }
 
 /// `[detect.*]`: the detection rules' thresholds (detection.md §4).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DetectConfig {
     pub error_spike: crate::detect::SpikeParams,
@@ -48,7 +72,7 @@ pub struct DetectConfig {
 }
 
 /// `[ingest]`: limits of the OTLP/HTTP receiver.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct IngestConfig {
     /// Largest request body, compressed or decompressed (bytes); 413 past it.
@@ -67,7 +91,7 @@ impl Default for IngestConfig {
 }
 
 /// `[store]`: the write path and what is kept.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
     /// Delete days older than this; 0 keeps everything.
@@ -96,7 +120,7 @@ impl Default for StoreConfig {
 }
 
 /// `[import]`: the file follower.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ImportConfig {
     /// How often `import --follow` looks for new data (milliseconds).
@@ -196,6 +220,15 @@ impl Config {
                 "must be rates from 0 to below 1",
             );
         }
+        if self.sweep.since_days == 0 || self.sweep.since_days > 3660 {
+            return bad("sweep.since_days", "must be from 1 to 3660");
+        }
+        if self.sweep.interval_secs > 0 && self.sweep.interval_secs < 10 {
+            return bad(
+                "sweep.interval_secs",
+                "must be 0 (off) or at least 10 seconds",
+            );
+        }
         if self.signals.evidence_limit == 0 || self.signals.resolve_after < 1 {
             return bad(
                 "signals.evidence_limit / resolve_after",
@@ -267,25 +300,48 @@ mod tests {
         assert!(err.to_string().contains("max_body_bytes"), "{err}");
     }
 
-    /// The README's config reference is the real defaults, key for key.
+    /// The README's config reference is `config default`'s file, and that
+    /// file is the real defaults, key for key.
     #[test]
-    fn readme_defaults_are_the_built_in_defaults() {
-        let readme = include_str!("../README.md");
+    fn the_default_file_is_the_built_in_defaults_and_the_readme_shows_it() {
+        let readme = include_str!("../../README.md");
         let start = readme
             .find("The defaults:\n\n```toml\n")
             .expect("README has the defaults block");
         let block = &readme[start..];
         let body = &block[block.find("```toml\n").unwrap() + 8..];
         let body = &body[..body.find("```").unwrap()];
-        let parsed = Config::parse(body, Path::new("README.md")).unwrap();
-        assert_eq!(parsed, Config::default());
-        // Every key is spelled out, so a new key cannot hide from the README.
-        let keys = body.lines().filter(|l| l.contains(" = ")).count();
         assert_eq!(
-            keys,
-            2 + 7 + 1 + 10 + 6 + 2 + 10,
-            "README lists {keys} keys"
+            body, DEFAULT_FILE,
+            "README block differs from src/config/default.toml"
         );
+        let parsed = Config::parse(DEFAULT_FILE, Path::new("default.toml")).unwrap();
+        assert_eq!(parsed, Config::default());
+        // Every key the program has is spelled out, so none can hide.
+        fn leaves(prefix: &str, v: &toml::Value, out: &mut Vec<String>) {
+            match v {
+                toml::Value::Table(t) => {
+                    for (k, v) in t {
+                        leaves(&format!("{prefix}{k}."), v, out);
+                    }
+                }
+                _ => out.push(prefix.trim_end_matches('.').to_string()),
+            }
+        }
+        let (mut written, mut built_in) = (Vec::new(), Vec::new());
+        leaves(
+            "",
+            &DEFAULT_FILE.parse::<toml::Table>().unwrap().into(),
+            &mut written,
+        );
+        leaves(
+            "",
+            &toml::Value::try_from(Config::default()).unwrap(),
+            &mut built_in,
+        );
+        written.sort();
+        built_in.sort();
+        assert_eq!(written, built_in);
     }
 
     #[test]

@@ -1,0 +1,259 @@
+//! The sweeps `serve` runs by itself: one every `sweep.interval_secs`, and
+//! one on `POST /api/sweep`. One sweep at a time; a scheduled tick that
+//! finds one running is skipped, an API call gets 409. A sweep's failure is
+//! logged on one line and counted, and the next tick tries again: the server
+//! never stops for it. Sweeps run on a blocking thread (polars work stays off
+//! the async workers), after a flush so what was acknowledged is swept.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::store::Store;
+use crate::sweep::{SweepError, SweepOptions};
+
+/// What asked for a sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Schedule,
+    Api,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "schedule",
+            Trigger::Api => "api",
+        }
+    }
+}
+
+/// A finished sweep, in brief.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    pub trigger: &'static str,
+    pub started: String,
+    pub duration_ms: u64,
+    /// `ok`, or `empty` when the store holds no spans yet.
+    pub outcome: &'static str,
+    pub spans_scanned: usize,
+    pub days_scanned: usize,
+    pub days_reused: usize,
+    pub signals: usize,
+    pub findings: u64,
+    pub changes: usize,
+    pub alerts_queued: usize,
+}
+
+/// Why `sweep_now` did not sweep.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error(
+        "a sweep is already running (started {started_secs_ago} s ago); try again when it ends"
+    )]
+    Busy { started_secs_ago: u64 },
+    #[error("sweep failed: {0}")]
+    Failed(String),
+}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default)]
+pub struct SweepStats {
+    pub ok: AtomicU64,
+    pub empty: AtomicU64,
+    pub failed: AtomicU64,
+    pub skipped_busy: AtomicU64,
+    pub duration_nanos_sum: AtomicU64,
+    pub last_duration_nanos: AtomicU64,
+    pub last_findings: AtomicU64,
+    pub last_signals: AtomicU64,
+    /// Unix seconds of the last sweep that succeeded (0: none yet).
+    pub last_success_unix: AtomicI64,
+}
+
+/// Runs sweeps for `serve`.
+pub struct Sweeper {
+    store: Arc<Store>,
+    config: Config,
+    alerting: Option<crate::alert::Alerting>,
+    /// A fixed "now" (the demo's), instead of the clock.
+    fixed_now_ns: Option<i64>,
+    running: tokio::sync::Mutex<()>,
+    started: std::sync::Mutex<Option<Instant>>,
+    pub stats: SweepStats,
+}
+
+impl Sweeper {
+    pub fn new(
+        store: Arc<Store>,
+        config: Config,
+        alerting: Option<crate::alert::Alerting>,
+        fixed_now_ns: Option<i64>,
+    ) -> Sweeper {
+        Sweeper {
+            store,
+            config,
+            alerting,
+            fixed_now_ns,
+            running: tokio::sync::Mutex::new(()),
+            started: std::sync::Mutex::new(None),
+            stats: SweepStats::default(),
+        }
+    }
+
+    /// Sweep now, unless one is running.
+    pub async fn sweep_now(self: &Arc<Self>, trigger: Trigger) -> Result<Summary, ScheduleError> {
+        let Ok(_guard) = self.running.try_lock() else {
+            self.stats.skipped_busy.fetch_add(1, Ordering::Relaxed);
+            let started_secs_ago = self
+                .started
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .map_or(0, |t| t.elapsed().as_secs());
+            return Err(ScheduleError::Busy { started_secs_ago });
+        };
+        let begun = Instant::now();
+        *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Some(begun);
+        let started = crate::sweep::rfc3339(now_ns());
+        // What was acknowledged before the sweep is swept: flush it first.
+        // A flush that fails leaves the spans in the WAL; sweep what is on disk.
+        if let Err(e) = self.store.flush_async().await {
+            tracing::warn!(error = %e, "flush before the sweep failed; sweeping what is already in Parquet");
+        }
+        let me = Arc::clone(self);
+        let result = tokio::task::spawn_blocking(move || me.sweep_blocking())
+            .await
+            .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")));
+        let took = begun.elapsed();
+        let nanos = took.as_nanos().min(u64::MAX as u128) as u64;
+        self.stats
+            .duration_nanos_sum
+            .fetch_add(nanos, Ordering::Relaxed);
+        self.stats
+            .last_duration_nanos
+            .store(nanos, Ordering::Relaxed);
+        match result {
+            Ok(mut summary) => {
+                summary.trigger = trigger.as_str();
+                summary.started = started;
+                summary.duration_ms = took.as_millis() as u64;
+                let counter = if summary.outcome == "empty" {
+                    &self.stats.empty
+                } else {
+                    &self.stats.ok
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .last_findings
+                    .store(summary.findings, Ordering::Relaxed);
+                self.stats
+                    .last_signals
+                    .store(summary.signals as u64, Ordering::Relaxed);
+                self.stats
+                    .last_success_unix
+                    .store(chrono::Utc::now().timestamp(), Ordering::Relaxed);
+                tracing::info!(
+                    trigger = summary.trigger,
+                    outcome = summary.outcome,
+                    duration_ms = summary.duration_ms,
+                    days_scanned = summary.days_scanned,
+                    days_reused = summary.days_reused,
+                    signals = summary.signals,
+                    changes = summary.changes,
+                    alerts_queued = summary.alerts_queued,
+                    "sweep done"
+                );
+                Ok(summary)
+            }
+            Err(message) => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    trigger = trigger.as_str(),
+                    duration_ms = took.as_millis() as u64,
+                    error = %message,
+                    "sweep failed; the next one tries again"
+                );
+                Err(ScheduleError::Failed(message))
+            }
+        }
+    }
+
+    fn sweep_blocking(&self) -> Result<Summary, String> {
+        crate::faults::check("sweep").map_err(|e| e.to_string())?;
+        let reader = self.store.reader();
+        let mut state =
+            crate::signal::StateDb::open(&reader.layout().state_db()).map_err(|e| e.to_string())?;
+        let opts = SweepOptions {
+            now_ns: self.fixed_now_ns.unwrap_or_else(now_ns),
+            since_days: self.config.sweep.since_days as i32,
+            evidence_limit: self.config.signals.evidence_limit,
+            resolve_after: self.config.signals.resolve_after,
+            reuse: true,
+            alerting: self.alerting.clone(),
+        };
+        let mut summary = Summary {
+            trigger: "",
+            started: String::new(),
+            duration_ms: 0,
+            outcome: "ok",
+            spans_scanned: 0,
+            days_scanned: 0,
+            days_reused: 0,
+            signals: 0,
+            findings: 0,
+            changes: 0,
+            alerts_queued: 0,
+        };
+        match crate::sweep::run(&reader, &mut state, &self.config.detect, &opts) {
+            Ok(report) => {
+                summary.spans_scanned = report.spans_scanned;
+                summary.days_scanned = report.days_scanned;
+                summary.days_reused = report.days_reused;
+                summary.signals = report.signals.len();
+                summary.findings = report.signals.iter().map(|s| s.draft.findings as u64).sum();
+                summary.changes = report.changes.len();
+                summary.alerts_queued = report.queued.len();
+                Ok(summary)
+            }
+            Err(SweepError::Empty(_)) => {
+                summary.outcome = "empty";
+                Ok(summary)
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Wait until no sweep is running.
+    pub async fn wait_idle(&self) {
+        let _ = self.running.lock().await;
+    }
+
+    /// Sweep every `interval` until `stop` turns true.
+    pub async fn run_schedule(
+        self: Arc<Self>,
+        interval: Duration,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            if let Err(ScheduleError::Busy { started_secs_ago }) =
+                self.sweep_now(Trigger::Schedule).await
+            {
+                tracing::info!(
+                    started_secs_ago,
+                    "scheduled sweep skipped: the previous one is still running"
+                );
+            }
+        }
+    }
+}
+
+fn now_ns() -> i64 {
+    chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX)
+}
