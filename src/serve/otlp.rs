@@ -115,6 +115,17 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Read and drop a refused request's body (up to `limit`, for at most a few
+/// seconds), so the client, still sending, gets the 429 and its Retry-After
+/// instead of a reset connection. Nothing is kept: memory stays flat.
+async fn drain(body: Body, limit: usize) {
+    let mut body = http_body_util::Limited::new(body, limit);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while let Some(Ok(_)) = body.frame().await {}
+    })
+    .await;
+}
+
 /// A request body must arrive within this.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -175,9 +186,15 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
     // Memory admission: a body is held only with permits for its bytes; a
     // body of unknown length is charged the whole limit up front.
     let busy = || AppError::busy("too many request bytes in flight; retry later", format);
-    let permit = Arc::clone(&state.inflight)
+    let permit = match Arc::clone(&state.inflight)
         .try_acquire_many_owned(kib(declared.unwrap_or(limit)))
-        .map_err(|_| busy())?;
+    {
+        Ok(p) => p,
+        Err(_) => {
+            drain(body, limit).await;
+            return Err(busy());
+        }
+    };
     let read = http_body_util::Limited::new(body, limit).collect();
     let body = tokio::time::timeout(BODY_READ_TIMEOUT, read)
         .await
@@ -217,7 +234,16 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
                 }
                 Err(_) => false,
             };
-        let prepared = ingest::prepare_body_with(body, format, encoding, limit, &mut reserve);
+        let prepared = ingest::prepare_body_with(body, format, encoding, limit, &mut reserve)
+            .and_then(|p| {
+                // The decoded rows are held until the WAL takes them: charge them too.
+                let rows: usize = p.normalized.rows.iter().map(crate::store::row_bytes).sum();
+                if reserve(rows) {
+                    Ok(p)
+                } else {
+                    Err(ingest::IngestError::Busy)
+                }
+            });
         (prepared, permit)
     })
     .await

@@ -32,6 +32,7 @@ use std::time::Duration;
 
 pub use error::StoreError;
 pub use layout::Layout;
+pub use memtable::row_bytes;
 pub use read::Reader;
 
 use crate::ingest::Prepared;

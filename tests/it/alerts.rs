@@ -350,7 +350,7 @@ async fn one_message_per_second_per_target() {
 // ---- the real binary ----
 
 /// A receiver in its own runtime thread, for tests that run the binary.
-fn background(
+pub fn background(
     default: (u16, &'static str),
 ) -> (Arc<Receiver>, SocketAddr, tokio::runtime::Runtime) {
     let rt = tokio::runtime::Builder::new_multi_thread()

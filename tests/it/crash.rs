@@ -14,7 +14,7 @@ use prost::Message;
 
 use crate::common::{rows_by_key, spans, Server};
 
-const SPANS_PER_BATCH: usize = 100;
+pub const SPANS_PER_BATCH: usize = 100;
 
 fn s(key: &str, v: &str) -> KeyValue {
     KeyValue {
@@ -27,12 +27,17 @@ fn s(key: &str, v: &str) -> KeyValue {
 }
 
 /// Batch `id`: its own trace, 100 tool spans.
-fn batch(id: u64) -> Vec<u8> {
+pub fn batch(id: u64) -> Vec<u8> {
+    batch_of(id, SPANS_PER_BATCH)
+}
+
+/// Batch `id`: its own trace, `n` tool spans.
+pub fn batch_of(id: u64, n: usize) -> Vec<u8> {
     let mut trace = [0u8; 16];
     trace[..8].copy_from_slice(&id.to_be_bytes());
     trace[15] = 1;
     let start = 1_785_354_394_000_000_000u64 + id * 1_000_000;
-    let spans = (0..SPANS_PER_BATCH as u64)
+    let spans = (0..n as u64)
         .map(|i| Span {
             trace_id: trace.to_vec(),
             span_id: (i + 1).to_be_bytes().to_vec(),
@@ -226,4 +231,126 @@ fn a_parquet_write_failure_keeps_the_wal_and_the_next_flush_succeeds() {
     );
     assert_eq!(rows_by_key(&spans(&data), &[]).len(), 3 * SPANS_PER_BATCH);
     assert!(!log.contains("giving up on this flush"), "{log}");
+}
+
+/// Stored spans per batch id (the first 8 bytes of the batch's trace id).
+pub fn stored_batches(data: &std::path::Path) -> std::collections::BTreeMap<u64, usize> {
+    let df = spans(data);
+    // rows_by_key panics if any span is stored twice.
+    let keys = rows_by_key(&df, &[]);
+    let mut out = std::collections::BTreeMap::new();
+    for key in keys.keys() {
+        let id = u64::from_str_radix(&key[..16], 16).unwrap();
+        *out.entry(id).or_insert(0) += 1;
+    }
+    out
+}
+
+/// A filesystem of `mib` MiB at `at`, unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &std::path::Path, mib: u32) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(at)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "this test mounts a small tmpfs to fill it, which needs root (CI runs as root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// A disk that fills: ingest turns to 503 with Retry-After (one log line
+/// naming ENOSPC), nothing acknowledged is lost, and once space returns the
+/// same server takes spans again and flushes everything.
+#[test]
+fn a_full_disk_turns_ingest_to_503_and_recovers_when_space_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    let fs = Tmpfs::mount(&mnt, 24);
+    let data = mnt.join("data");
+    let config = dir.path().join("stormwatch.toml");
+    std::fs::write(&config, "[store]\nflush_interval_secs = 1\n").unwrap();
+    let cfg = ["--config", config.to_str().unwrap()];
+    let server = Server::start(&data, &cfg, &[]);
+    // Leave about 3 MiB free.
+    let filler = mnt.join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![0u8; 1 << 20];
+        for _ in 0..19 {
+            f.write_all(&chunk).unwrap();
+        }
+        f.sync_all().unwrap();
+    }
+    let client = reqwest_blocking::blocking::Client::new();
+    let send = |id: u64| {
+        client
+            .post(server.traces_url())
+            .header("content-type", "application/x-protobuf")
+            .body(batch(id))
+            .timeout(Duration::from_secs(30))
+            .send()
+            .unwrap()
+    };
+    let mut acked = BTreeSet::new();
+    let mut refused = None;
+    for id in 0..5000 {
+        let r = send(id);
+        match r.status().as_u16() {
+            200 => {
+                acked.insert(id);
+            }
+            503 => {
+                refused = Some(r);
+                break;
+            }
+            other => panic!("batch {id}: {other}"),
+        }
+    }
+    let refused = refused.expect("the disk never filled");
+    assert!(refused.headers().contains_key("retry-after"));
+    assert!(!acked.is_empty());
+    // Space returns; the same server takes spans again.
+    std::fs::remove_file(&filler).unwrap();
+    for id in 10_000..10_020 {
+        assert_eq!(send(id).status(), 200, "batch {id} after space returned");
+        acked.insert(id);
+    }
+    let log = server.stop();
+    let enospc: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WAL write failed"))
+        .collect();
+    assert!(!enospc.is_empty(), "{log}");
+    assert!(
+        enospc.iter().all(|l| l.contains("No space left on device")),
+        "{enospc:?}"
+    );
+    let stored = stored_batches(&data);
+    for id in &acked {
+        assert_eq!(stored.get(id), Some(&SPANS_PER_BATCH), "batch {id}");
+    }
+    assert_eq!(
+        stored.len(),
+        acked.len(),
+        "only acknowledged batches are stored"
+    );
+    drop(fs);
 }

@@ -37,6 +37,25 @@ const RUNS: &[Run] = &[
 
 /// Run the exporter script; its stdout is the manifest of what it sent.
 fn export(server: &Server, run: &Run, run_id: &str) -> serde_json::Value {
+    let out = export_with(server, run, run_id, &[]);
+    assert!(
+        out.status.success(),
+        "{} exporter failed: {}\nserver log:\n{}",
+        run.protocol,
+        String::from_utf8_lossy(&out.stderr),
+        server.log_text()
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("manifest: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Run the exporter script with extra `OTEL_*` settings.
+fn export_with(
+    server: &Server,
+    run: &Run,
+    run_id: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
     let script = crate::common::repo().join("scripts/py/export_spans.py");
     let mut cmd = Command::new(python(run.python_var));
     cmd.arg(script).args([
@@ -53,16 +72,60 @@ fn export(server: &Server, run: &Run, run_id: &str) -> serde_json::Value {
     for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OTEL_")) {
         cmd.env_remove(k);
     }
-    let out = cmd.output().unwrap();
+    cmd.envs(env.iter().copied());
+    cmd.output().unwrap()
+}
+
+/// Ingest behind a token: the SDK sends it from `OTEL_EXPORTER_OTLP_HEADERS`
+/// and is let in; without it, or with a wrong one, nothing is stored.
+#[test]
+fn the_sdk_sends_the_ingest_token_from_otel_exporter_otlp_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let token = "ingest-9f2c7e51";
+    let server = Server::start(&data, &["--ingest-token", token], &[]);
+    let run = &RUNS[0];
+    for (id, headers) in [
+        ("none", None),
+        ("wrong", Some("Authorization=Bearer%20not-the-token")),
+    ] {
+        let env: Vec<(&str, &str)> = headers
+            .map(|h| ("OTEL_EXPORTER_OTLP_HEADERS", h))
+            .into_iter()
+            .collect();
+        let out = export_with(&server, run, id, &env);
+        assert!(!out.status.success(), "{id}: the export must be refused");
+    }
+    let header = format!("Authorization=Bearer%20{token}");
+    let out = export_with(
+        &server,
+        run,
+        "with-token",
+        &[("OTEL_EXPORTER_OTLP_HEADERS", &header)],
+    );
     assert!(
         out.status.success(),
-        "{} exporter failed: {}\nserver log:\n{}",
-        run.protocol,
+        "{}\n{}",
         String::from_utf8_lossy(&out.stderr),
         server.log_text()
     );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("manifest: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let metrics = reqwest_blocking::blocking::get(format!("http://{}/metrics", server.http))
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains("stormwatch_ingest_requests_refused_total{reason=\"unauthorized\"}"),
+        "{metrics}"
+    );
+    server.stop();
+    let stored = rows_by_key(&spans(&data), &[]);
+    let sent = manifest["spans"].as_array().unwrap();
+    assert_eq!(
+        stored.len(),
+        sent.len(),
+        "only the run with the token is stored"
+    );
 }
 
 #[test]

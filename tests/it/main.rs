@@ -9,5 +9,7 @@ mod fixtures;
 mod import;
 mod interop_python;
 mod interop_rust;
+mod load;
+mod operate;
 mod otlp_http;
 mod sweep;
