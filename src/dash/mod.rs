@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::{header, request::Parts, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -130,8 +130,32 @@ async fn blocking<T: Send + 'static>(
 
 type Q = Query<HashMap<String, String>>;
 
+/// The query of a page: its forms send a field left blank as `name=`, which
+/// means "not given". The JSON API takes every value as given, so there an
+/// empty `days`, `from`, `state`... is a bad value (400), like any other.
+fn form_fields(mut q: HashMap<String, String>) -> HashMap<String, String> {
+    q.retain(|_, v| !v.is_empty());
+    q
+}
+
+/// axum's `Path`, whose rejection (a segment that is not UTF-8 once
+/// percent-decoded) is answered like the handlers' own bad values: a 400
+/// page rather than axum's plain text.
+struct Segments<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for Segments<T> {
+    type Rejection = Fail;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Fail> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(t)) => Ok(Segments(t)),
+            Err(e) => Err(Fail(e.status(), e.body_text())),
+        }
+    }
+}
+
 /// The range asked for: `days=N` (ending on the newest day with data) or
-/// `from` / `to` dates; 30 days by default.
+/// `from` / `to` dates, not both; 30 days by default.
 fn range(q: &HashMap<String, String>, last_day: Option<i32>) -> Result<Range, Fail> {
     let today = last_day
         .unwrap_or_else(|| day_of_ns(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)));
@@ -150,12 +174,26 @@ fn range(q: &HashMap<String, String>, last_day: Option<i32>) -> Result<Range, Fa
     };
     let parse_day = |k: &str| -> Result<Option<i32>, Fail> {
         q.get(k)
-            .filter(|v| !v.is_empty())
             .map(|v| day_from_str(v).ok_or_else(|| bad(k, v)))
             .transpose()
     };
     let (from, to) = (parse_day("from")?, parse_day("to")?);
+    let days = q
+        .get("days")
+        .map(|v| {
+            v.parse::<i32>()
+                .ok()
+                .filter(|d| (1..=366).contains(d))
+                .ok_or_else(|| bad("days", v))
+        })
+        .transpose()?;
     if from.is_some() || to.is_some() {
+        if days.is_some() {
+            return Err(Fail(
+                StatusCode::BAD_REQUEST,
+                "days, or from and to: not both".into(),
+            ));
+        }
         let to = to.unwrap_or(today);
         let from = from.unwrap_or(to - 29);
         if from > to || to - from > 365 {
@@ -170,14 +208,7 @@ fn range(q: &HashMap<String, String>, last_day: Option<i32>) -> Result<Range, Fa
             days: to - from + 1,
         });
     }
-    let days = match q.get("days") {
-        Some(v) => v
-            .parse::<i32>()
-            .ok()
-            .filter(|d| (1..=366).contains(d))
-            .ok_or_else(|| bad("days", v))?,
-        None => 30,
-    };
+    let days = days.unwrap_or(30);
     Ok(Range {
         from: today - days + 1,
         to: today,
@@ -239,6 +270,7 @@ fn open_by_tool(signals: &[Signal]) -> BTreeMap<String, usize> {
 }
 
 async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail> {
+    let q = form_fields(q);
     blocking(move || {
         let rollup = d.rollup.get(&d.reader).map_err(internal)?;
         let r = range(&q, rollup.last_day)?;
@@ -280,9 +312,10 @@ fn page_response(html: bytes::Bytes) -> Response {
 
 async fn tool_page(
     State(d): State<Shared>,
-    Path(tool): Path<String>,
+    Segments(tool): Segments<String>,
     Query(q): Q,
 ) -> Result<Html<String>, Fail> {
+    let q = form_fields(q);
     blocking(move || {
         let (rollup, r) = tool_rollup(&d, &tool, &q)?;
         let signals = load_signals(&d.state_path)?;
@@ -296,18 +329,12 @@ fn filter_signals(all: Vec<Signal>, q: &HashMap<String, String>) -> Vec<Signal> 
     let mut v: Vec<Signal> = all
         .into_iter()
         .filter(|s| match q.get("state").map(String::as_str) {
-            None | Some("") => true,
+            None => true,
             Some("open") => s.state.is_open(),
             Some(st) => s.state.as_str() == st,
         })
-        .filter(|s| {
-            q.get("kind")
-                .is_none_or(|k| k.is_empty() || s.draft.kind.as_str() == k)
-        })
-        .filter(|s| {
-            q.get("tool")
-                .is_none_or(|t| t.is_empty() || &s.draft.tool == t)
-        })
+        .filter(|s| q.get("kind").is_none_or(|k| s.draft.kind.as_str() == k))
+        .filter(|s| q.get("tool").is_none_or(|t| &s.draft.tool == t))
         .collect();
     v.sort_by(|a, b| {
         b.draft
@@ -319,6 +346,7 @@ fn filter_signals(all: Vec<Signal>, q: &HashMap<String, String>) -> Vec<Signal> 
 }
 
 async fn signals_page(State(d): State<Shared>, Query(q): Q) -> Result<Html<String>, Fail> {
+    let q = form_fields(q);
     blocking(move || {
         let list = filter_signals(load_signals(&d.state_path)?, &q);
         let mut f: Vec<String> = q.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -340,7 +368,7 @@ fn one_signal(
 
 async fn signal_page(
     State(d): State<Shared>,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
 ) -> Result<Html<String>, Fail> {
     blocking(move || {
         let (s, h) = one_signal(&d.state_path, &id)?;
@@ -363,7 +391,7 @@ fn trace_view(
             format!("expected a hex trace id, got {trace_id:?}"),
         ));
     }
-    let day = match q.get("day").filter(|v| !v.is_empty()) {
+    let day = match q.get("day") {
         Some(v) => Some(day_from_str(v).ok_or_else(|| {
             Fail(
                 StatusCode::BAD_REQUEST,
@@ -407,9 +435,10 @@ fn page_no(q: &HashMap<String, String>, spans: usize) -> Result<usize, Fail> {
 
 async fn trace_page(
     State(d): State<Shared>,
-    Path(trace_id): Path<String>,
+    Segments(trace_id): Segments<String>,
     Query(q): Q,
 ) -> Result<Html<String>, Fail> {
+    let q = form_fields(q);
     blocking(move || {
         let v = trace_view(&d, &trace_id, &q)?;
         let p = page_no(&q, v.spans.len())?;
@@ -420,7 +449,7 @@ async fn trace_page(
 
 async fn api_trace(
     State(d): State<Shared>,
-    Path(trace_id): Path<String>,
+    Segments(trace_id): Segments<String>,
     Query(q): Q,
 ) -> Result<Json<serde_json::Value>, Fail> {
     blocking(move || {
@@ -444,9 +473,10 @@ async fn api_trace(
 
 async fn chart_file(
     State(d): State<Shared>,
-    Path((tool, file)): Path<(String, String)>,
+    Segments((tool, file)): Segments<(String, String)>,
     Query(q): Q,
 ) -> Result<Response, Fail> {
+    let q = form_fields(q);
     blocking(move || {
         let (rollup, r) = tool_rollup(&d, &tool, &q)?;
         let days = rollup.chart_days(r.from, r.to, Some(&tool));
@@ -483,7 +513,7 @@ async fn api_tools(State(d): State<Shared>, Query(q): Q) -> Result<Json<serde_js
 
 async fn api_tool_daily(
     State(d): State<Shared>,
-    Path(tool): Path<String>,
+    Segments(tool): Segments<String>,
     Query(q): Q,
 ) -> Result<Json<serde_json::Value>, Fail> {
     blocking(move || {
@@ -505,7 +535,7 @@ async fn api_signals(
     State(d): State<Shared>,
     Query(q): Q,
 ) -> Result<Json<serde_json::Value>, Fail> {
-    if let Some(st) = q.get("state").filter(|s| !s.is_empty()) {
+    if let Some(st) = q.get("state") {
         if st != "open" && crate::signal::Lifecycle::parse(st).is_none() {
             return Err(Fail(
                 StatusCode::BAD_REQUEST,
@@ -526,7 +556,7 @@ async fn api_signals(
 
 async fn api_signal(
     State(d): State<Shared>,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
 ) -> Result<Json<serde_json::Value>, Fail> {
     blocking(move || {
         let (s, h) = one_signal(&d.state_path, &id)?;
@@ -560,13 +590,32 @@ pub(crate) fn cross_site(headers: &HeaderMap) -> bool {
 /// signal's page for the page's own form posts. Refused from other sites.
 async fn signal_action(
     State(d): State<Shared>,
-    Path((id, action)): Path<(String, String)>,
+    Segments((id, action)): Segments<(String, String)>,
     Query(q): Q,
     headers: HeaderMap,
 ) -> Result<Response, Fail> {
     if cross_site(&headers) {
         return Err(Fail(StatusCode::FORBIDDEN, "a signal's state changes only from this dashboard or an API client, not from another site".into()));
     }
+    // The query is checked whatever the action: a bad value is a 400 even
+    // where the action has no use for it.
+    let until = q
+        .get("until")
+        .map(|v| {
+            crate::sweep::parse_now(v)
+                .map_err(|e| Fail(StatusCode::BAD_REQUEST, format!("until: {e}")))
+        })
+        .transpose()?;
+    let esc = match q.get("until_escalates").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(v) => {
+            return Err(Fail(
+                StatusCode::BAD_REQUEST,
+                format!("until_escalates: expected true or false, got {v:?}"),
+            ))
+        }
+    };
     let form = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -584,26 +633,7 @@ async fn signal_action(
             ))
         };
         match action.as_str() {
-            "mute" => {
-                let until = match q.get("until").filter(|v| !v.is_empty()) {
-                    Some(v) => Some(
-                        crate::sweep::parse_now(v)
-                            .map_err(|e| Fail(StatusCode::BAD_REQUEST, format!("until: {e}")))?,
-                    ),
-                    None => None,
-                };
-                let esc = match q.get("until_escalates").map(String::as_str) {
-                    None | Some("false") => false,
-                    Some("true") => true,
-                    Some(v) => {
-                        return Err(Fail(
-                            StatusCode::BAD_REQUEST,
-                            format!("until_escalates: expected true or false, got {v:?}"),
-                        ))
-                    }
-                };
-                db.mute(&id2, until, esc, now).map_err(internal)?
-            }
+            "mute" => db.mute(&id2, until, esc, now).map_err(internal)?,
             "unmute" if current.state != crate::signal::Lifecycle::Muted => {
                 return conflict("only a muted signal can be unmuted")
             }

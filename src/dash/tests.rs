@@ -2,6 +2,7 @@
 
 use super::chart;
 use super::html::{esc, seg};
+use axum::http::StatusCode;
 
 fn days() -> Vec<chart::Day> {
     (20_640..20_670)
@@ -97,4 +98,61 @@ fn each_request_loop_in_a_trace_has_its_own_rhythm() {
     assert_eq!(by_id(5).verdict, "failed");
     assert_eq!(by_id(8).verdict, "rescued");
     assert_eq!(by_id(8).rhythm.as_deref(), Some("exponential"));
+}
+
+fn query(pairs: &[(&str, &str)]) -> std::collections::HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The API takes a query value as given (an empty one is a bad value, and
+/// `days` is checked even beside `from` / `to`); the pages drop their forms'
+/// blank fields first.
+#[test]
+fn api_query_values_are_taken_as_given() {
+    use super::{form_fields, range};
+    let last = Some(20_660);
+    assert_eq!(range(&query(&[]), last).ok().map(|r| r.days), Some(30));
+    for bad in [
+        &[("days", "")][..],
+        &[("from", "")],
+        &[("to", "")],
+        &[("days", "true"), ("to", "2026-07-29")],
+        &[("days", "7"), ("from", "2026-07-01")],
+    ] {
+        let e = range(&query(bad), last).err();
+        assert_eq!(e.map(|e| e.0), Some(StatusCode::BAD_REQUEST), "{bad:?}");
+    }
+    let blank = form_fields(query(&[("from", ""), ("to", ""), ("days", "7")]));
+    assert_eq!(range(&blank, last).ok().map(|r| r.days), Some(7));
+}
+
+/// A path segment that is not UTF-8 is answered like the handlers' own bad
+/// values: a 400 page, not axum's plain text.
+#[tokio::test]
+async fn a_path_segment_that_is_not_utf8_is_a_400_page() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+    let app = axum::Router::new().route(
+        "/x/{id}",
+        axum::routing::get(|super::Segments(id): super::Segments<String>| async move { id }),
+    );
+    let r = app
+        .clone()
+        .oneshot(Request::get("/x/%FF").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let ct = r.headers()[axum::http::header::CONTENT_TYPE]
+        .to_str()
+        .unwrap();
+    assert!(ct.starts_with("text/html"), "{ct}");
+    let ok = app
+        .oneshot(Request::get("/x/SW-LWJM").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
 }
