@@ -14,14 +14,40 @@ fn err() -> Value {
     json!({"description": "An error, as an HTML page naming what was expected.", "content": {"text/html": {"schema": {"type": "string"}}}})
 }
 
+/// A JSON error: `{"error": "..."}`.
+fn json_err(description: &str) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}}})
+}
+
+/// 401, when the server runs with an API token and none (or another) came.
+fn unauthorized() -> Value {
+    json_err("The server has an API token (--api-token) and the request did not carry it")
+}
+
 /// An operation's responses: `ok` for 200, then the error page for each of
-/// `errors` and for 500 (the store or the state database failed).
+/// `errors` and for 500 (the store or the state database failed), and 401.
 fn responses(ok: Value, errors: &[&str]) -> Value {
-    let mut r = json!({"200": ok});
+    let mut r = json!({"200": ok, "401": unauthorized()});
     for code in errors.iter().chain(&["500"]) {
         r[*code] = err();
     }
     r
+}
+
+/// `POST /api/sweep`.
+fn sweep() -> Value {
+    let count = json!({"type": "integer", "minimum": 0});
+    json!({"post": {"summary": "Sweep now (one at a time; serve also sweeps every sweep.interval_secs)",
+        "responses": {
+            "200": {"description": "The sweep's summary", "content": {"application/json": {"schema": {"type": "object",
+                "required": ["trigger", "started", "duration_ms", "outcome", "spans_scanned", "days_scanned", "days_reused", "signals", "findings", "changes", "alerts_queued"],
+                "properties": {"trigger": {"type": "string", "enum": ["api", "schedule"]}, "started": {"type": "string"}, "duration_ms": count,
+                    "outcome": {"type": "string", "enum": ["ok", "empty"], "description": "empty: the store holds no spans yet"},
+                    "spans_scanned": count, "days_scanned": count, "days_reused": count, "signals": count, "findings": count, "changes": count, "alerts_queued": count}}}}},
+            "401": unauthorized(),
+            "403": json_err("Asked from another site"),
+            "409": json_err("A sweep is already running; Retry-After says when to ask again"),
+            "500": json_err("The sweep failed (the server log has the one-line reason)")}}})
 }
 
 pub fn document() -> Value {
@@ -41,7 +67,7 @@ pub fn document() -> Value {
         "trace_id": {"type": "string"}, "day": {"type": "string"}, "tool": {"type": "string"}, "signal": {"type": "string"},
         "verdict": {"type": "string", "enum": ["wasted", "after_success"]}, "wasted_seconds": {"type": "number"}, "text": {"type": "string"}
     }});
-    json!({
+    let mut doc = json!({
         "openapi": "3.0.3",
         "info": {"title": "stormwatch API", "version": env!("CARGO_PKG_VERSION"), "description": "Daily per-tool volume, signals and traces, as the dashboard shows them. A query value is taken as given: an empty one is a bad value (400), not an absent one."},
         "paths": {
@@ -63,14 +89,18 @@ pub fn document() -> Value {
                 "responses": {
                     "200": {"description": "The new state", "content": {"application/json": {"schema": {"type": "object", "required": ["id", "state"], "properties": {"id": {"type": "string"}, "state": {"type": "string"}}}}}},
                     "303": {"description": "Back to the signal's page (for the page's own form posts)"},
-                    "400": err(), "403": err(), "404": err(), "409": err(), "500": err()}}},
+                    "400": err(), "401": unauthorized(), "403": err(), "404": err(), "409": err(), "500": err()}}},
             "/api/traces/{trace_id}": {"get": {"summary": "One trace: spans by turn, attempts judged", "parameters": [trace,
                 {"name": "day", "in": "query", "required": false, "schema": {"type": "string", "format": "date"}, "description": "The trace's day (without it every day is scanned)", "example": "2026-07-29"},
                 {"name": "page", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1}, "description": "Up to the trace's last page (400 past it)"}],
                 "responses": responses(json!({"description": "The trace", "content": {"application/json": {"schema": {"type": "object", "required": ["trace_id", "spans", "page", "total_spans"], "properties": {"trace_id": {"type": "string"}, "start_ns": {"type": "integer"}, "end_ns": {"type": "integer"}, "turns": {"type": "integer"}, "wasted_seconds": {"type": "number"}, "page": {"type": "integer"}, "page_size": {"type": "integer"}, "total_spans": {"type": "integer"}, "spans": {"type": "array", "items": {"type": "object"}}}}}}}), &["400", "404"])}},
             "/api/feed": {"get": {"summary": "Recent retry loops, newest first",
                 "responses": responses(json!({"description": "Up to 20 items", "content": {"application/json": {"schema": {"type": "array", "maxItems": 20, "items": feed_item}}}}), &[])}},
-            "/api/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.0", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
+            "/api/openapi.json": {"get": {"summary": "This document (open without a token)", "responses": {"200": {"description": "OpenAPI 3.0", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
         }
-    })
+    });
+    doc["paths"]["/api/sweep"] = sweep();
+    doc["components"] = json!({"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "The server's --api-token, when it has one"}}});
+    doc["security"] = json!([{}, {"bearer": []}]);
+    doc
 }

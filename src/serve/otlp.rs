@@ -186,15 +186,14 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
     // Memory admission: a body is held only with permits for its bytes; a
     // body of unknown length is charged the whole limit up front.
     let busy = || AppError::busy("too many request bytes in flight; retry later", format);
-    let permit = match Arc::clone(&state.inflight)
-        .try_acquire_many_owned(kib(declared.unwrap_or(limit)))
-    {
-        Ok(p) => p,
-        Err(_) => {
-            drain(body, limit).await;
-            return Err(busy());
-        }
-    };
+    let permit =
+        match Arc::clone(&state.inflight).try_acquire_many_owned(kib(declared.unwrap_or(limit))) {
+            Ok(p) => p,
+            Err(_) => {
+                drain(body, limit).await;
+                return Err(busy());
+            }
+        };
     let read = http_body_util::Limited::new(body, limit).collect();
     let body = tokio::time::timeout(BODY_READ_TIMEOUT, read)
         .await

@@ -110,10 +110,17 @@ fn a_public_address_needs_a_token_or_insecure() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let health = format!("http://127.0.0.1:{}/healthz", public.rsplit(':').next().unwrap());
+    let health = format!(
+        "http://127.0.0.1:{}/healthz",
+        public.rsplit(':').next().unwrap()
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     while !reqwest_blocking::blocking::get(&health).is_ok_and(|r| r.status() == 200) {
-        assert!(Instant::now() < deadline, "{}", std::fs::read_to_string(&log).unwrap());
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let _ = std::process::Command::new("kill")
