@@ -109,7 +109,10 @@ base="http://127.0.0.1:$http_port"
 server_log="$tmp/server.log"
 
 echo "== starting $bin serve --demo on $base"
-"$bin" serve --demo --data-dir "$tmp/data" \
+# With an API token, as a production server runs: every request carries it,
+# and the auth checks send some without it.
+token="schemathesis-$RANDOM$RANDOM"
+STORMWATCH_API_TOKEN="$token" "$bin" serve --demo --data-dir "$tmp/data" \
   --otlp-addr "127.0.0.1:$otlp_port" --http-addr "127.0.0.1:$http_port" \
   --log-format json >"$server_log" 2>&1 &
 server_pid=$!
@@ -143,9 +146,32 @@ start=$SECONDS
   --generation-database none \
   --workers 1 --continue-on-failure \
   --request-timeout 30 \
+  --header "Authorization: Bearer $token" \
   --no-color) \
   || status=$?
 echo "== schemathesis finished in $((SECONDS - start)) s with status $status"
+
+# The token was sent: the API answered, not only the token check. (Without
+# this, a run whose every request got the documented 401 would pass.)
+answered="$("$venv/bin/python" - "$base/metrics" "$token" <<'PY'
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
+ok = unauth = 0
+for line in urllib.request.urlopen(req, timeout=10).read().decode().splitlines():
+    if line.startswith("stormwatch_http_responses_total{"):
+        code = line.split('code="')[1].split('"')[0]
+        n = int(float(line.rsplit(" ", 1)[1]))
+        ok += n if code.startswith("2") else 0
+        unauth += n if code == "401" else 0
+print(ok, unauth)
+PY
+)"
+read -r answered_ok answered_401 <<<"$answered"
+echo "== the API answered $answered_ok requests with 2xx and $answered_401 with 401"
+if ((answered_ok < 1000)); then
+  status=1
+  echo "schemathesis.sh: only $answered_ok successful answers; the token did not reach the API" >&2
+fi
 
 # --- shutdown --------------------------------------------------------------
 kill -TERM "$server_pid"

@@ -41,6 +41,9 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 cargo test --release --locked -- --test-threads 2 2>&1 | tee "$log"
 
+step "schemathesis against /api/openapi.json"
+bash scripts/schemathesis.sh "$CARGO_TARGET_DIR/release/stormwatch"
+
 step "clippy -D warnings"
 cargo clippy --release --locked --all-targets -- -D warnings
 

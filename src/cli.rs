@@ -201,7 +201,7 @@ pub struct ServeArgs {
     #[arg(long, env = "STORMWATCH_INSECURE")]
     pub insecure: bool,
     /// Seconds between scheduled sweeps, 0 for none [default: sweep.interval_secs of the config file, 300]
-    #[arg(long, env = "STORMWATCH_SWEEP_INTERVAL")]
+    #[arg(long, env = "STORMWATCH_SWEEP_INTERVAL", value_parser = clap::value_parser!(u64).range(0..=604_800))]
     pub sweep_interval: Option<u64>,
 }
 

@@ -79,6 +79,36 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
     }
 }
 
+/// The points the code checks: IO points (fail, enospc, delay), the one
+/// outgoing-request point (status) and the kill points.
+const IO_POINTS: [&str; 4] = ["wal_write", "wal_fsync", "parquet_write", "sweep"];
+const STATUS_POINTS: [&str; 1] = ["webhook"];
+const KILL_POINTS: [&str; 2] = ["alert_kill_before_send", "alert_kill_after_send"];
+
+fn check_point(entry: &str, point: &str, action: Action) -> Result<(), String> {
+    let ok = match action {
+        Action::Fail | Action::NoSpace | Action::Delay(_) => IO_POINTS.contains(&point),
+        Action::Status(_) => STATUS_POINTS.contains(&point),
+        Action::Kill => KILL_POINTS.contains(&point),
+    };
+    if ok {
+        return Ok(());
+    }
+    let known: Vec<&str> = IO_POINTS
+        .iter()
+        .chain(&STATUS_POINTS)
+        .chain(&KILL_POINTS)
+        .copied()
+        .collect();
+    if known.contains(&point) {
+        Err(format!("fault {entry:?}: {point} does not take that action (IO points {IO_POINTS:?} take fail, enospc and delay; {STATUS_POINTS:?} takes status; {KILL_POINTS:?} take kill)"))
+    } else {
+        Err(format!(
+            "fault {entry:?}: no point {point:?}; the points are {known:?}"
+        ))
+    }
+}
+
 /// Parse a fault spec; returns an error naming the bad entry.
 pub fn parse(spec: &str) -> Result<HashMap<String, Fault>, String> {
     let mut points = HashMap::new();
@@ -86,7 +116,9 @@ pub fn parse(spec: &str) -> Result<HashMap<String, Fault>, String> {
         let (point, action) = entry.split_once('=').ok_or_else(|| {
             format!("fault {entry:?}: expected point=action, e.g. wal_fsync=fail_once")
         })?;
-        points.insert(point.to_string(), parse_action(entry, action)?);
+        let fault = parse_action(entry, action)?;
+        check_point(entry, point, fault.action)?;
+        points.insert(point.to_string(), fault);
     }
     Ok(points)
 }
@@ -174,46 +206,36 @@ mod tests {
     #[test]
     fn every_action_parses_and_bad_ones_are_named() {
         let p = parse(
-            "a=fail_once, b=fail:2, c=enospc, d=delay:25, e=status:503x2, f=kill, g=status:429",
+            "wal_write=fail_once, wal_fsync=fail:2, parquet_write=enospc, sweep=delay:25, \
+             webhook=status:503x2, alert_kill_after_send=kill",
         )
         .unwrap();
+        let f = |action, remaining| Fault { action, remaining };
+        assert_eq!(p["wal_write"], f(Action::Fail, Some(1)));
+        assert_eq!(p["wal_fsync"], f(Action::Fail, Some(2)));
+        assert_eq!(p["parquet_write"], f(Action::NoSpace, None));
         assert_eq!(
-            p["a"],
-            Fault {
-                action: Action::Fail,
-                remaining: Some(1)
-            }
+            p["sweep"],
+            f(Action::Delay(Duration::from_millis(25)), None)
         );
-        assert_eq!(p["b"].remaining, Some(2));
+        assert_eq!(p["webhook"], f(Action::Status(503), Some(2)));
+        assert_eq!(p["alert_kill_after_send"], f(Action::Kill, Some(1)));
         assert_eq!(
-            p["c"],
-            Fault {
-                action: Action::NoSpace,
-                remaining: None
-            }
+            parse("webhook=status:429").unwrap()["webhook"],
+            f(Action::Status(429), None)
         );
-        assert_eq!(p["d"].action, Action::Delay(Duration::from_millis(25)));
-        assert_eq!(
-            p["e"],
-            Fault {
-                action: Action::Status(503),
-                remaining: Some(2)
-            }
-        );
-        assert_eq!(p["f"].action, Action::Kill);
-        assert_eq!(
-            p["g"],
-            Fault {
-                action: Action::Status(429),
-                remaining: None
-            }
-        );
-        for bad in ["x", "x=explode", "x=status:999", "x=fail:many", "x=delay"] {
+        for (bad, named) in [
+            ("wal_fsnyc=fail", "wal_fsnyc"),
+            ("wal_fsync=status:503", "does not take"),
+            ("webhook=kill", "does not take"),
+            ("x", "point=action"),
+            ("sweep=explode", "explode"),
+            ("webhook=status:999", "999"),
+            ("wal_fsync=fail:many", "many"),
+            ("sweep=delay", "delay"),
+        ] {
             let err = parse(bad).unwrap_err();
-            assert!(
-                err.contains(bad.split('=').nth(1).unwrap_or(bad)) || err.contains(bad),
-                "{bad}: {err}"
-            );
+            assert!(err.contains(named), "{bad}: {err}");
         }
         assert!(parse("").unwrap().is_empty());
     }

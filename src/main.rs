@@ -22,16 +22,27 @@ use stormwatch::store::Store;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc keeps freed pages for a while before it returns them to the OS,
-/// and reads that delay only from the environment, at start. Under sustained
-/// ingest the kept pages were most of the RSS (peak 456 MiB against 274 MiB
-/// with the delay at 0, same load), and a sweep's peak fell from 1.2 GiB to
-/// 0.9 GiB for 4 % more time (BENCHMARKS.md). So when the operator has not
-/// chosen a delay, start again, as the same process, with it at 0.
+/// mimalloc keeps freed pages for a while before it returns them to the OS.
+/// The delay is an option it reads from the environment at start; setting it
+/// at run time takes an FFI call, and this crate forbids `unsafe`. Under
+/// sustained ingest the kept pages were most of the RSS (peak 456 MiB against
+/// 274 MiB with the delay at 0, same load), and a sweep's peak fell from
+/// 1.2 GiB to 0.9 GiB for about 5 % more time (BENCHMARKS.md). So when the
+/// operator has not chosen a delay, start again, as the same process (exec
+/// keeps the pid), with it at 0.
 #[cfg(target_os = "linux")]
 fn purge_freed_memory_promptly() {
     use std::os::unix::process::CommandExt;
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // Started through the dynamic loader (`ld.so ./stormwatch`), the
+    // running executable is the loader: leave it be.
+    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    if exe
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("ld-"))
+    {
         return;
     }
     let mut args = std::env::args_os();
@@ -143,9 +154,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 // The demo's clock stands still, so its scheduled sweeps see
                 // the incident as of the morning after.
                 sweep_now_ns: args.demo.then_some(stormwatch::demo::NOW_NS),
-                ingest_token: stormwatch::serve::auth::Token::new(args.ingest_token.as_deref()),
-                api_token: stormwatch::serve::auth::Token::new(args.api_token.as_deref()),
+                ingest_token: stormwatch::serve::auth::Token::new(
+                    args.ingest_token.as_deref(),
+                    false,
+                )
+                .map_err(anyhow::Error::msg)
+                .context("--ingest-token (STORMWATCH_INGEST_TOKEN)")?,
+                api_token: stormwatch::serve::auth::Token::new(
+                    args.api_token.as_deref(),
+                    cli.public_url
+                        .as_deref()
+                        .unwrap_or(&config.alert.public_url)
+                        .starts_with("https://"),
+                )
+                .map_err(anyhow::Error::msg)
+                .context("--api-token (STORMWATCH_API_TOKEN)")?,
                 insecure: args.insecure,
+                public_url: cli
+                    .public_url
+                    .clone()
+                    .unwrap_or_else(|| config.alert.public_url.clone()),
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

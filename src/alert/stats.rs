@@ -26,7 +26,7 @@ impl Stats {
             "# HELP stormwatch_alert_deliveries_total Alert delivery attempts by target and outcome.\n# TYPE stormwatch_alert_deliveries_total counter\n",
         );
         for (t, o, n) in self.snapshot() {
-            let t = t.replace('\\', "\\\\").replace('"', "\\\"");
+            let t = crate::serve::metrics::escape_label(&t);
             out.push_str(&format!(
                 "stormwatch_alert_deliveries_total{{target=\"{t}\",outcome=\"{o}\"}} {n}\n"
             ));

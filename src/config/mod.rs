@@ -223,10 +223,10 @@ impl Config {
         if self.sweep.since_days == 0 || self.sweep.since_days > 3660 {
             return bad("sweep.since_days", "must be from 1 to 3660");
         }
-        if self.sweep.interval_secs > 0 && self.sweep.interval_secs < 10 {
+        if self.sweep.interval_secs > 0 && !(10..=604_800).contains(&self.sweep.interval_secs) {
             return bad(
                 "sweep.interval_secs",
-                "must be 0 (off) or at least 10 seconds",
+                "must be 0 (off) or from 10 seconds to a week (604800)",
             );
         }
         if self.signals.evidence_limit == 0 || self.signals.resolve_after < 1 {

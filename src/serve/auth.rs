@@ -1,7 +1,7 @@
 //! Bearer tokens. Ingest checks its token in the OTLP handler (so a refusal
 //! answers in the request's encoding); the dashboard, API and `/metrics` sit
 //! behind [`require`]. API clients send `Authorization: Bearer <token>`;
-//! browsers sign in once at `/login`, which sets an HttpOnly, SameSite=Strict
+//! browsers sign in once at `/login`, which sets an HttpOnly, SameSite=Lax
 //! session cookie holding an HMAC of the token (never the token itself).
 //! `/healthz` and `/readyz` stay open for load balancers and probes.
 //!
@@ -26,6 +26,8 @@ const COOKIE: &str = "stormwatch_session";
 pub struct Token {
     digest: [u8; 32],
     session: String,
+    /// Mark the session cookie `Secure` (the dashboard is reached over https).
+    secure_cookie: bool,
 }
 
 impl std::fmt::Debug for Token {
@@ -35,9 +37,23 @@ impl std::fmt::Debug for Token {
 }
 
 impl Token {
-    /// `None` for no token (or an empty one, as an unset env var gives).
-    pub fn new(secret: Option<&str>) -> Option<Arc<Token>> {
-        let secret = secret.map(str::trim).filter(|s| !s.is_empty())?;
+    /// Tokens shorter than this are refused: they could be guessed.
+    pub const MIN_LEN: usize = 16;
+
+    /// `Ok(None)` for no token (or an empty one, as an unset env var gives);
+    /// an error for one too short to be a secret.
+    /// `secure_cookie`: the dashboard is reached over https.
+    pub fn new(secret: Option<&str>, secure_cookie: bool) -> Result<Option<Arc<Token>>, String> {
+        let Some(secret) = secret.map(str::trim).filter(|s| !s.is_empty()) else {
+            return Ok(None);
+        };
+        if secret.len() < Token::MIN_LEN {
+            return Err(format!(
+                "a token must be at least {} characters (got {}); e.g. `openssl rand -hex 24`",
+                Token::MIN_LEN,
+                secret.len()
+            ));
+        }
         let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret.as_bytes())
             .expect("HMAC takes keys of any length");
         mac.update(b"stormwatch-session-v1");
@@ -47,10 +63,11 @@ impl Token {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        Some(Arc::new(Token {
+        Ok(Some(Arc::new(Token {
             digest: Sha256::digest(secret.as_bytes()).into(),
             session,
-        }))
+            secure_cookie,
+        })))
     }
 
     /// Whether `presented` is the token, in time independent of where they differ.
@@ -116,11 +133,55 @@ pub fn check_bind(
     ))
 }
 
+/// Whether a `Host` header names this machine's loopback: `localhost`,
+/// `*.localhost`, or a loopback address, with any port.
+pub fn loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(n, _)| n)
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The guard of a loopback listener without a token: only requests
+/// addressed to localhost (or to the configured public host) are answered,
+/// so a web page cannot reach it by pointing its own name at 127.0.0.1
+/// (DNS rebinding).
+pub async fn loopback_only(
+    State(public_host): State<Arc<Option<String>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    match host {
+        Some(h) if !loopback_host(&h) && public_host.as_deref() != Some(h.as_str()) => {
+            tracing::warn!(host = %h, "refused a request addressed to another host (loopback listener without a token)");
+            (
+                StatusCode::FORBIDDEN,
+                "this server listens on loopback without a token and answers only requests addressed to localhost; \
+                 set a token to serve it under another name\n",
+            )
+                .into_response()
+        }
+        _ => next.run(req).await,
+    }
+}
+
 /// Paths open without a token.
 fn open_path(path: &str) -> bool {
     matches!(
         path,
-        "/healthz" | "/readyz" | "/login" | "/logout" | "/favicon.ico"
+        "/healthz" | "/readyz" | "/login" | "/logout" | "/favicon.ico" | "/api/openapi.json"
     )
 }
 
@@ -175,9 +236,14 @@ struct NextQuery {
     next: String,
 }
 
-/// Only a path on this server: no scheme, no `//host`.
+/// Only a path on this server: it starts with one `/`, and holds only the
+/// characters of a plain path and query (browsers drop tabs and newlines from
+/// a URL, so `/\t/evil.example` would become `//evil.example`).
 fn safe_next(next: &str) -> &str {
-    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
+    let plain = next
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._~%?=&+-:,;@!$'()*".contains(&b));
+    if plain && next.starts_with('/') && !next.starts_with("//") {
         next
     } else {
         "/"
@@ -239,9 +305,12 @@ async fn login(
         )
             .into_response();
     }
+    // Lax, not Strict: a trace link in a Slack alert must arrive signed in.
+    // State changes are guarded by their Origin check, not by the cookie.
     let cookie = format!(
-        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000",
-        token.session
+        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age=2592000{}",
+        token.session,
+        if token.secure_cookie { "; Secure" } else { "" }
     );
     (
         StatusCode::SEE_OTHER,
@@ -259,7 +328,7 @@ async fn logout() -> Response {
         [
             (
                 header::SET_COOKIE,
-                format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+                format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"),
             ),
             (header::LOCATION, "/login".to_string()),
         ],
@@ -273,14 +342,17 @@ mod tests {
 
     #[test]
     fn tokens_match_only_themselves_and_debug_hides_them() {
-        let t = Token::new(Some("s3cret-token")).unwrap();
-        assert!(t.matches("s3cret-token"));
-        assert!(!t.matches("s3cret-tokeN"));
+        let t = Token::new(Some("s3cret-token-0123"), false)
+            .unwrap()
+            .unwrap();
+        assert!(t.matches("s3cret-token-0123"));
+        assert!(!t.matches("s3cret-token-012X"));
         assert!(!t.matches(""));
         assert!(!format!("{t:?}").contains("s3cret"));
         assert!(!t.session.contains("s3cret"));
-        assert!(Token::new(Some("  ")).is_none());
-        assert!(Token::new(None).is_none());
+        assert!(Token::new(Some("  "), false).unwrap().is_none());
+        assert!(Token::new(None, false).unwrap().is_none());
+        assert!(Token::new(Some("short"), false).unwrap_err().contains("16"));
         let mut h = HeaderMap::new();
         h.insert(
             header::AUTHORIZATION,
@@ -296,7 +368,9 @@ mod tests {
 
     #[test]
     fn non_loopback_needs_a_token_or_insecure() {
-        let t = Token::new(Some("x")).unwrap();
+        let t = Token::new(Some("x".repeat(16).as_str()), false)
+            .unwrap()
+            .unwrap();
         let public: SocketAddr = "0.0.0.0:8080".parse().unwrap();
         let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
         assert!(check_bind(local, None, "the API", "--api-token", false).is_ok());
@@ -310,9 +384,42 @@ mod tests {
     }
 
     #[test]
+    fn only_loopback_names_pass_the_rebinding_guard() {
+        for ok in [
+            "localhost",
+            "localhost:8080",
+            "LOCALHOST.",
+            "127.0.0.1:4318",
+            "127.9.9.9",
+            "[::1]:8080",
+            "app.localhost:80",
+        ] {
+            assert!(loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8080",
+            "127.0.0.1.evil.example",
+            "10.0.0.1:8080",
+            "[2001:db8::1]:80",
+            "localhost.evil.example",
+        ] {
+            assert!(!loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
     fn next_stays_on_this_server() {
         assert_eq!(safe_next("/signals?state=open"), "/signals?state=open");
-        for bad in ["//evil.example/", "https://evil.example/", "/\\evil", ""] {
+        for bad in [
+            "//evil.example/",
+            "https://evil.example/",
+            "/\\evil",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/ /evil",
+            "",
+        ] {
             assert_eq!(safe_next(bad), "/", "{bad}");
         }
     }

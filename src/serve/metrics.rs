@@ -24,6 +24,35 @@ pub struct Sources {
     pub otlp: Arc<OtlpState>,
     pub sweeper: Arc<Sweeper>,
     pub alerts: Arc<AlertStats>,
+    pub http: Arc<HttpCounts>,
+}
+
+/// Dashboard and API responses by status code.
+#[derive(Debug, Default)]
+pub struct HttpCounts(std::sync::Mutex<std::collections::BTreeMap<u16, u64>>);
+
+impl HttpCounts {
+    fn count(&self, status: StatusCode) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry(status.as_u16()).or_insert(0) += 1;
+    }
+
+    fn snapshot(&self) -> Vec<(u16, u64)> {
+        let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.iter().map(|(c, n)| (*c, *n)).collect()
+    }
+}
+
+/// The middleware that counts every HTTP response (outermost, so refusals
+/// by the token check count too).
+pub async fn count_responses(
+    axum::extract::State(counts): axum::extract::State<Arc<HttpCounts>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let resp = next.run(req).await;
+    counts.count(resp.status());
+    resp
 }
 
 pub fn router(sources: Sources) -> Router {
@@ -52,6 +81,13 @@ pub fn router(sources: Sources) -> Router {
     )
 }
 
+/// A label value as the text format wants it.
+pub fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 /// A metric family being written.
 struct Out(String);
 
@@ -68,11 +104,7 @@ impl Out {
                 if i > 0 {
                     self.0.push(',');
                 }
-                let v = v
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('\n', "\\n");
-                let _ = write!(self.0, "{k}=\"{v}\"");
+                let _ = write!(self.0, "{k}=\"{}\"", escape_label(v));
             }
             self.0.push('}');
         }
@@ -96,6 +128,18 @@ pub fn render(s: &Sources) -> String {
     store(&mut o, &s.store);
     sweeps(&mut o, &s.sweeper);
     state(&mut o, &s.store);
+    o.family(
+        "stormwatch_http_responses_total",
+        "counter",
+        "Dashboard, API and metrics responses by status code.",
+    );
+    for (code, n) in s.http.snapshot() {
+        o.sample(
+            "stormwatch_http_responses_total",
+            &[("code", &code.to_string())],
+            n,
+        );
+    }
     o.0.push_str(&s.alerts.prometheus());
     o.0
 }
@@ -195,26 +239,25 @@ fn store(o: &mut Out, store: &Store) {
         "histogram",
         "Latency of one group commit: WAL append and fdatasync.",
     );
+    // One read of the count for +Inf and _count, never below the buckets.
+    let buckets: Vec<u64> = st.wal_sync_buckets.iter().map(load).collect();
+    let count = load(&st.wal_syncs).max(buckets.iter().sum());
     let mut cumulative = 0;
     for (i, bound) in WAL_SYNC_BUCKETS.iter().enumerate() {
-        cumulative += load(&st.wal_sync_buckets[i]);
+        cumulative += buckets[i];
         o.sample(
             &format!("{name}_bucket"),
             &[("le", &bound.to_string())],
             cumulative,
         );
     }
-    o.sample(
-        &format!("{name}_bucket"),
-        &[("le", "+Inf")],
-        load(&st.wal_syncs),
-    );
+    o.sample(&format!("{name}_bucket"), &[("le", "+Inf")], count);
     o.sample(
         &format!("{name}_sum"),
         &[],
         load(&st.wal_sync_nanos) as f64 / 1e9,
     );
-    o.sample(&format!("{name}_count"), &[], load(&st.wal_syncs));
+    o.sample(&format!("{name}_count"), &[], count);
     o.one(
         "stormwatch_flushes_total",
         "counter",
@@ -269,7 +312,7 @@ fn sweeps(o: &mut Out, sweeper: &Sweeper) {
         o.sample("stormwatch_sweeps_total", &[("outcome", outcome)], load(n));
     }
     o.one(
-        "stormwatch_sweep_duration_seconds_sum",
+        "stormwatch_sweep_seconds_total",
         "counter",
         "Time spent sweeping, in all.",
         load(&st.duration_nanos_sum) as f64 / 1e9,
@@ -313,7 +356,7 @@ fn state(o: &mut Out, store: &Store) {
     o.family(
         "stormwatch_alert_outbox",
         "gauge",
-        "Alert messages in the outbox, by target and status (pending, sent, dead).",
+        "Alert messages in the outbox, by target and status (pending, delivered, dead).",
     );
     match crate::alert::commands::open(&path).and_then(|c| crate::alert::outbox::counts(&c)) {
         Ok(rows) => {

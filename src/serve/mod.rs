@@ -42,6 +42,27 @@ pub struct ServeOptions {
     pub api_token: Option<Arc<auth::Token>>,
     /// Allow non-loopback listeners without a token.
     pub insecure: bool,
+    /// The dashboard's address as people reach it (`https://…` makes the
+    /// session cookie `Secure`; its host passes the loopback guard).
+    pub public_url: String,
+}
+
+/// The host (with port, as a `Host` header carries it) of a URL.
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let host = rest.split(['/', '?', '#']).next()?;
+    (!host.is_empty()).then(|| host.to_string())
+}
+
+/// Behind a loopback listener without a token: only localhost names.
+fn guard(app: Router, addr: SocketAddr, token: bool, public_host: &Option<String>) -> Router {
+    if token || !addr.ip().is_loopback() {
+        return app;
+    }
+    app.layer(axum::middleware::from_fn_with_state(
+        Arc::new(public_host.clone()),
+        auth::loopback_only,
+    ))
 }
 
 /// The HTTP server's routes: health, the dashboard and its API, `/metrics`
@@ -54,6 +75,7 @@ pub fn http_router(
     token: Option<Arc<auth::Token>>,
 ) -> anyhow::Result<Router> {
     let reader = store.reader();
+    let counts = Arc::clone(&metrics.http);
     let app = crate::dash::router(reader, panels)?
         .merge(metrics::router(metrics))
         .route(
@@ -66,7 +88,12 @@ pub fn http_router(
             .layer(axum::middleware::from_fn_with_state(t, auth::require)),
         None => app,
     };
-    Ok(health::router(store).merge(app))
+    Ok(health::router(store)
+        .merge(app)
+        .layer(axum::middleware::from_fn_with_state(
+            counts,
+            metrics::count_responses,
+        )))
 }
 
 /// `POST /api/sweep`: sweep now and answer its summary; 409 while one runs.
@@ -85,7 +112,16 @@ async fn sweep_now(
             "sweeps are started from this dashboard or an API client, not from another site".into(),
         );
     }
-    match sweeper.sweep_now(scheduler::Trigger::Api).await {
+    // In a task of its own, so a client that hangs up does not cut the
+    // sweep's bookkeeping short.
+    let run = tokio::spawn(async move { sweeper.sweep_now(scheduler::Trigger::Api).await });
+    let Ok(result) = run.await else {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the sweep task failed".into(),
+        );
+    };
+    match result {
         Ok(summary) => axum::Json(summary).into_response(),
         Err(e @ scheduler::ScheduleError::Busy { .. }) => {
             let mut resp = error(StatusCode::CONFLICT, e.to_string());
@@ -132,7 +168,13 @@ pub async fn run(
             opts.max_inflight_bytes,
         )
     });
-    let otlp_app = otlp::router(Arc::clone(&otlp_state));
+    let public_host = url_host(&opts.public_url);
+    let otlp_app = guard(
+        otlp::router(Arc::clone(&otlp_state)),
+        opts.otlp_addr,
+        opts.ingest_token.is_some(),
+        &public_host,
+    );
     let alert_stats = Arc::new(crate::alert::stats::Stats::default());
     let sweeper = Arc::new(scheduler::Sweeper::new(
         Arc::clone(&store),
@@ -145,14 +187,20 @@ pub async fn run(
         otlp: otlp_state,
         sweeper: Arc::clone(&sweeper),
         alerts: Arc::clone(&alert_stats),
+        http: Arc::default(),
     };
-    let http_app = http_router(
-        Arc::clone(&store),
-        &opts.panels,
-        Arc::clone(&sweeper),
-        sources,
-        opts.api_token.clone(),
-    )?;
+    let http_app = guard(
+        http_router(
+            Arc::clone(&store),
+            &opts.panels,
+            Arc::clone(&sweeper),
+            sources,
+            opts.api_token.clone(),
+        )?,
+        opts.http_addr,
+        opts.api_token.is_some(),
+        &public_host,
+    );
     let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
         .await
         .with_context(|| format!("cannot listen for OTLP on {}", opts.otlp_addr))?;
@@ -219,7 +267,9 @@ pub async fn run(
     // Undelivered alerts stay in the outbox for the next start.
     senders.abort_all();
     tracing::info!("shutting down: finishing in-flight requests and flushing");
-    let drained = tokio::time::timeout(opts.shutdown_timeout, async {
+    // One deadline for all of it: requests, a running sweep, the final flush.
+    let deadline = tokio::time::Instant::now() + opts.shutdown_timeout;
+    let drained = tokio::time::timeout_at(deadline, async {
         let _ = otlp.await;
         let _ = http.await;
         if let Some(s) = schedule {
@@ -233,7 +283,9 @@ pub async fn run(
         tracing::warn!(timeout_s = opts.shutdown_timeout.as_secs(), "in-flight requests did not finish in time; closing anyway (unacknowledged requests are retried by exporters)");
     }
     let closing = tokio::task::spawn_blocking(move || store.close());
-    match tokio::time::timeout(opts.shutdown_timeout, closing).await {
+    // The flush gets what is left, and at least a second to try.
+    let flush_by = deadline.max(tokio::time::Instant::now() + Duration::from_secs(1));
+    match tokio::time::timeout_at(flush_by, closing).await {
         Ok(Ok(Ok(()))) => tracing::info!("store flushed and closed"),
         Ok(Ok(Err(e))) => tracing::error!(error = %e, "final flush failed; the spans stay in the WAL and are recovered on the next start"),
         Ok(Err(e)) => tracing::error!(error = %e, "closing the store panicked"),

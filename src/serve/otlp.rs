@@ -31,6 +31,11 @@ pub struct OtlpState {
     pub counters: OtlpCounters,
     /// The bearer token exporters must send, when one is set.
     pub token: Option<Arc<super::auth::Token>>,
+    /// The in-flight budget's size, in KiB permits.
+    pub inflight_total: u32,
+    /// Refused bodies being read and dropped at once (bounded: shedding load
+    /// must not cost unbounded reads).
+    pub drains: Arc<Semaphore>,
 }
 
 /// Counters of what the receiver did, for `/metrics`.
@@ -79,11 +84,11 @@ impl OtlpState {
         OtlpState {
             store,
             max_body_bytes,
-            inflight: Arc::new(Semaphore::new(
-                (max_inflight_bytes / 1024).clamp(1, Semaphore::MAX_PERMITS),
-            )),
+            inflight: Arc::new(Semaphore::new(kib(max_inflight_bytes) as usize)),
             counters: OtlpCounters::default(),
             token: None,
+            inflight_total: kib(max_inflight_bytes),
+            drains: Arc::new(Semaphore::new(MAX_DRAINS)),
         }
     }
 }
@@ -115,15 +120,31 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Refused bodies read and dropped at once.
+const MAX_DRAINS: usize = 16;
+
 /// Read and drop a refused request's body (up to `limit`, for at most a few
-/// seconds), so the client, still sending, gets the 429 and its Retry-After
-/// instead of a reset connection. Nothing is kept: memory stays flat.
-async fn drain(body: Body, limit: usize) {
+/// seconds), so the client, still sending, gets the answer and its
+/// Retry-After instead of a reset connection. Nothing is kept: memory stays
+/// flat. With `MAX_DRAINS` running already, mark the answer to close the
+/// connection instead.
+async fn drain(state: &OtlpState, body: Body, limit: usize, mut answer: AppError) -> AppError {
+    let Ok(_slot) = state.drains.try_acquire() else {
+        answer.close = true;
+        return answer;
+    };
     let mut body = http_body_util::Limited::new(body, limit);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-        while let Some(Ok(_)) = body.frame().await {}
+    let done = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while let Some(frame) = body.frame().await {
+            if frame.is_err() {
+                return false;
+            }
+        }
+        true
     })
     .await;
+    answer.close = !matches!(done, Ok(true));
+    answer
 }
 
 /// A request body must arrive within this.
@@ -156,12 +177,13 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
         if !token.bearer_ok(headers) {
             let format = Format::from_content_type(header_str(headers, header::CONTENT_TYPE))
                 .unwrap_or(Format::Json);
-            return Err(AppError::new(
+            let refusal = AppError::new(
                 StatusCode::UNAUTHORIZED,
                 "this receiver needs a token: send `Authorization: Bearer <token>` \
                  (OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>)",
                 format,
-            ));
+            );
+            return Err(drain(state, body, state.max_body_bytes, refusal).await);
         }
     }
     let format = Format::from_content_type(header_str(headers, header::CONTENT_TYPE))
@@ -189,10 +211,7 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
     let permit =
         match Arc::clone(&state.inflight).try_acquire_many_owned(kib(declared.unwrap_or(limit))) {
             Ok(p) => p,
-            Err(_) => {
-                drain(body, limit).await;
-                return Err(busy());
-            }
+            Err(_) => return Err(drain(state, body, limit, busy()).await),
         };
     let read = http_body_util::Limited::new(body, limit).collect();
     let body = tokio::time::timeout(BODY_READ_TIMEOUT, read)
@@ -221,18 +240,34 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
             }
         })?
         .to_bytes();
+    // A body of unknown length was charged the whole limit: give back what
+    // it did not use, so what follows is judged by its real size.
+    let mut permit = permit;
+    let used = kib(body.len()) as usize;
+    if permit.num_permits() > used {
+        drop(permit.split(permit.num_permits() - used));
+    }
     // Decompressed output and a parsed JSON tree are charged as they grow.
     let semaphore = Arc::clone(&state.inflight);
+    let total = state.inflight_total as usize;
     let decoded = tokio::task::spawn_blocking(move || {
         let mut permit = permit;
-        let mut reserve =
-            |bytes: usize| match Arc::clone(&semaphore).try_acquire_many_owned(kib(bytes)) {
+        // A request that needs more than the whole budget can never be
+        // admitted: that is a 413, not a 429 to retry forever.
+        let mut never_fits = false;
+        let mut reserve = |bytes: usize| {
+            if permit.num_permits() + kib(bytes) as usize > total {
+                never_fits = true;
+                return false;
+            }
+            match Arc::clone(&semaphore).try_acquire_many_owned(kib(bytes)) {
                 Ok(more) => {
                     permit.merge(more);
                     true
                 }
                 Err(_) => false,
-            };
+            }
+        };
         let prepared = ingest::prepare_body_with(body, format, encoding, limit, &mut reserve)
             .and_then(|p| {
                 // The decoded rows are held until the WAL takes them: charge them too.
@@ -243,6 +278,13 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
                     Err(ingest::IngestError::Busy)
                 }
             });
+        let prepared = match prepared {
+            Err(ingest::IngestError::Busy) if never_fits => Err(ingest::IngestError::TooLarge {
+                limit: total * 1024,
+                decompressed: true,
+            }),
+            other => other,
+        };
         (prepared, permit)
     })
     .await

@@ -36,6 +36,8 @@ pub struct AppError {
     pub message: String,
     pub format: Format,
     pub retry_after: Option<u64>,
+    /// Close the connection after answering (a body was left unread).
+    pub close: bool,
 }
 
 // gRPC codes for the body: INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE, UNIMPLEMENTED.
@@ -52,6 +54,7 @@ impl AppError {
             message: message.into(),
             format,
             retry_after: None,
+            close: false,
         }
     }
 
@@ -126,6 +129,9 @@ impl IntoResponse for AppError {
         );
         if let Some(secs) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if self.close {
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         if self.status == StatusCode::UNAUTHORIZED {
             headers.insert(

@@ -79,7 +79,9 @@ pub struct Sweeper {
     alerting: Option<crate::alert::Alerting>,
     /// A fixed "now" (the demo's), instead of the clock.
     fixed_now_ns: Option<i64>,
-    running: tokio::sync::Mutex<()>,
+    /// Held by the running sweep, to its end: the guard moves into the
+    /// blocking task, so a caller that goes away does not release it early.
+    running: Arc<tokio::sync::Mutex<()>>,
     started: std::sync::Mutex<Option<Instant>>,
     pub stats: SweepStats,
 }
@@ -96,7 +98,7 @@ impl Sweeper {
             config,
             alerting,
             fixed_now_ns,
-            running: tokio::sync::Mutex::new(()),
+            running: Arc::new(tokio::sync::Mutex::new(())),
             started: std::sync::Mutex::new(None),
             stats: SweepStats::default(),
         }
@@ -104,7 +106,7 @@ impl Sweeper {
 
     /// Sweep now, unless one is running.
     pub async fn sweep_now(self: &Arc<Self>, trigger: Trigger) -> Result<Summary, ScheduleError> {
-        let Ok(_guard) = self.running.try_lock() else {
+        let Ok(guard) = Arc::clone(&self.running).try_lock_owned() else {
             self.stats.skipped_busy.fetch_add(1, Ordering::Relaxed);
             let started_secs_ago = self
                 .started
@@ -122,9 +124,12 @@ impl Sweeper {
             tracing::warn!(error = %e, "flush before the sweep failed; sweeping what is already in Parquet");
         }
         let me = Arc::clone(self);
-        let result = tokio::task::spawn_blocking(move || me.sweep_blocking())
-            .await
-            .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")));
+        let result = tokio::task::spawn_blocking(move || {
+            let _running = guard;
+            me.sweep_blocking()
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")));
         let took = begun.elapsed();
         let nanos = took.as_nanos().min(u64::MAX as u128) as u64;
         self.stats

@@ -82,7 +82,7 @@ fn export_with(
 fn the_sdk_sends_the_ingest_token_from_otel_exporter_otlp_headers() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let token = "ingest-9f2c7e51";
+    let token = "ingest-9f2c7e51a0b3d4";
     let server = Server::start(&data, &["--ingest-token", token], &[]);
     let run = &RUNS[0];
     for (id, headers) in [

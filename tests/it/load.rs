@@ -85,11 +85,12 @@ fn peak_rss_mib(pid: u32) -> f64 {
     kib / 1024.0
 }
 
-/// The memory bound stated for these settings (README, Limits): request
+/// The memory bound stated for these settings (README, Running it): request
 /// bodies and their decoded rows in flight (8 MiB by estimate), the WAL queue
 /// (8 MiB), unflushed rows (32 MiB), the Parquet flush of a frozen table, and
-/// about 25 MiB for the idle binary. Measured peaks: 255-275 MiB.
-const RSS_BOUND_MIB: f64 = 320.0;
+/// about 25 MiB for the idle binary. Measured peaks: 255-275 MiB; the
+/// bound leaves room for other kernels and huge-page settings.
+const RSS_BOUND_MIB: f64 = 384.0;
 
 #[test]
 fn overload_is_refused_with_retry_after_under_a_memory_bound_and_nothing_acked_is_lost() {

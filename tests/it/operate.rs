@@ -81,20 +81,31 @@ fn a_public_address_needs_a_token_or_insecure() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let public = format!("0.0.0.0:{}", free_addr().port());
-    let out = run(
-        &[
-            "serve",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--http-addr",
-            &public,
-            "--otlp-addr",
-            &free_addr().to_string(),
-        ],
-        &[],
-    );
-    assert!(!out.status.success());
-    let msg = text(&out);
+    // Refused before it listens; were the rule gone, it would serve: give
+    // it a deadline rather than wait forever.
+    let refused_log = dir.path().join("refused.log");
+    let mut refused = std::process::Command::new(crate::common::BIN)
+        .args(["serve", "--http-addr", &public, "--otlp-addr"])
+        .arg(free_addr().to_string())
+        .arg("--data-dir")
+        .arg(&data)
+        .env_remove("STORMWATCH_FAULTS")
+        .stderr(std::fs::File::create(&refused_log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = refused.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = refused.kill();
+            panic!("serve on {public} without a token did not refuse to start");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success());
+    let msg = std::fs::read_to_string(&refused_log).unwrap();
     assert!(
         msg.contains("--api-token") && msg.contains(&public),
         "{msg}"
@@ -135,14 +146,14 @@ fn a_public_address_needs_a_token_or_insecure() {
 fn the_api_token_guards_the_dashboard_api_and_metrics_but_not_health() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let token = "api-4b1d0c7a";
+    let token = "api-4b1d0c7a99e1f2aa";
     let server = Server::start(&data, &["--demo", "--api-token", token], &[]);
     let no_redirect = Client::builder()
         .redirect(reqwest_blocking::redirect::Policy::none())
         .build()
         .unwrap();
     let url = |p: &str| format!("http://{}{p}", server.http);
-    for p in ["/healthz", "/readyz"] {
+    for p in ["/healthz", "/readyz", "/api/openapi.json"] {
         assert_eq!(no_redirect.get(url(p)).send().unwrap().status(), 200, "{p}");
     }
     for p in [
@@ -200,7 +211,7 @@ fn the_api_token_guards_the_dashboard_api_and_metrics_but_not_health() {
     assert_eq!(ok.headers()["location"], "/", "an off-site next is ignored");
     let cookie = ok.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
         "{cookie}"
     );
     assert!(!cookie.contains(token), "the cookie never holds the token");
@@ -218,7 +229,8 @@ fn the_api_token_guards_the_dashboard_api_and_metrics_but_not_health() {
 /// Prometheus text format 0.0.4: every family has HELP and TYPE before its
 /// samples, every sample line is `name{labels} value`.
 fn assert_prometheus(text: &str) -> std::collections::BTreeMap<String, f64> {
-    let mut typed = std::collections::BTreeSet::new();
+    let mut typed = std::collections::BTreeMap::new();
+    let mut helped = std::collections::BTreeSet::new();
     let mut samples = std::collections::BTreeMap::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
@@ -226,10 +238,29 @@ fn assert_prometheus(text: &str) -> std::collections::BTreeMap<String, f64> {
             let name = it.next().unwrap();
             let kind = it.next().unwrap();
             assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
-            typed.insert(name.to_string());
+            assert!(helped.contains(name), "{name}: TYPE without HELP");
+            if kind == "counter" {
+                assert!(
+                    name.ends_with("_total"),
+                    "counter {name} does not end in _total"
+                );
+            } else {
+                assert!(
+                    !name.ends_with("_total") && !name.ends_with("_sum"),
+                    "{kind} {name}"
+                );
+            }
+            assert!(
+                typed.insert(name.to_string(), kind).is_none(),
+                "{name} typed twice"
+            );
             continue;
         }
-        if line.starts_with("# HELP ") || line.is_empty() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            helped.insert(rest.split(' ').next().unwrap().to_string());
+            continue;
+        }
+        if line.is_empty() {
             continue;
         }
         let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line}"));
@@ -242,15 +273,29 @@ fn assert_prometheus(text: &str) -> std::collections::BTreeMap<String, f64> {
         );
         let family = ["_bucket", "_sum", "_count"]
             .iter()
-            .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|f| typed.get(*f) == Some(&"histogram"))
+            })
             .unwrap_or(name);
-        assert!(typed.contains(family), "{name} has no TYPE before it");
+        assert!(typed.contains_key(family), "{name} has no TYPE before it");
         if let Some(labels) = series.strip_prefix(name) {
             if !labels.is_empty() {
                 assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
             }
         }
         samples.insert(series.to_string(), value);
+    }
+    // Histograms: cumulative buckets, +Inf equal to the count.
+    for (name, _) in typed.iter().filter(|(_, k)| **k == "histogram") {
+        let buckets: Vec<f64> = samples
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("{name}_bucket{{")))
+            .map(|(_, v)| *v)
+            .collect();
+        let inf = samples[&format!("{name}_bucket{{le=\"+Inf\"}}")];
+        assert_eq!(inf, samples[&format!("{name}_count")], "{name}");
+        assert!(buckets.iter().all(|b| *b <= inf), "{name}: {buckets:?}");
     }
     samples
 }
@@ -264,22 +309,38 @@ fn metric(m: &std::collections::BTreeMap<String, f64>, series: &str) -> f64 {
 fn sweeps_run_on_schedule_and_on_demand_one_at_a_time_and_metrics_count_them() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    // Each sweep takes at least 1.5 s, so two can be asked for at once.
+    // Each sweep takes at least 3 s, so two can be asked for at once.
     let server = Server::start(
         &data,
         &["--demo", "--sweep-interval", "10"],
-        &[("STORMWATCH_FAULTS", "sweep=delay:1500")],
+        &[("STORMWATCH_FAULTS", "sweep=delay:3000")],
     );
     let client = Client::new();
     let url = format!("http://{}/api/sweep", server.http);
-    let (a, b) = std::thread::scope(|s| {
-        let first = s.spawn(|| client.post(&url).send().unwrap());
-        std::thread::sleep(Duration::from_millis(300));
-        let second = client.post(&url).send().unwrap();
-        (first.join().unwrap(), second)
-    });
-    assert_eq!(b.status(), 409, "a second sweep while one runs");
-    assert!(b.headers().contains_key("retry-after"));
+    // A client that gives up does not end the sweep: it runs on, holding
+    // the lock, and its result is counted.
+    let gave_up = client
+        .post(&url)
+        .timeout(Duration::from_millis(1000))
+        .send();
+    assert!(gave_up.is_err(), "the sweep answered within 1 s");
+    let busy = client.post(&url).send().unwrap();
+    assert_eq!(busy.status(), 409, "a second sweep while one runs");
+    assert!(busy.headers().contains_key("retry-after"));
+    let metrics_url = format!("http://{}/metrics", server.http);
+    let ok_sweeps = |m: &std::collections::BTreeMap<String, f64>| {
+        metric(m, "stormwatch_sweeps_total{outcome=\"ok\"}")
+    };
+    let scrape = || assert_prometheus(&client.get(&metrics_url).send().unwrap().text().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ok_sweeps(&scrape()) < 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the abandoned sweep never finished"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let a = client.post(&url).send().unwrap();
     assert_eq!(a.status(), 200);
     let summary: serde_json::Value = serde_json::from_str(&a.text().unwrap()).unwrap();
     assert_eq!(summary["trigger"], "api");
@@ -295,7 +356,7 @@ fn sweeps_run_on_schedule_and_on_demand_one_at_a_time_and_metrics_count_them() {
             .unwrap()
             .starts_with("text/plain; version=0.0.4"));
         let m = assert_prometheus(&r.text().unwrap());
-        if metric(&m, "stormwatch_sweeps_total{outcome=\"ok\"}") >= 2.0 {
+        if metric(&m, "stormwatch_sweeps_total{outcome=\"ok\"}") >= 3.0 {
             break m;
         }
         assert!(
@@ -313,7 +374,7 @@ fn sweeps_run_on_schedule_and_on_demand_one_at_a_time_and_metrics_count_them() {
         metric(&m, "stormwatch_sweeps_total{outcome=\"failed\"}"),
         0.0
     );
-    assert!(metric(&m, "stormwatch_sweep_last_duration_seconds") >= 1.5);
+    assert!(metric(&m, "stormwatch_sweep_last_duration_seconds") >= 3.0);
     assert_eq!(metric(&m, "stormwatch_signals{state=\"new\"}"), 7.0);
     assert_eq!(metric(&m, "stormwatch_spans_stored_total"), 745.0);
     assert!(metric(&m, "stormwatch_wal_fsync_seconds_count") >= 1.0);
@@ -449,4 +510,40 @@ fn serve_sweeps_and_delivers_its_alert_through_injected_503s() {
     let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(rows[0]["attempts"], 3, "{rows:#}");
     assert_eq!(rows[0]["status"], "delivered");
+}
+
+/// A loopback server without tokens answers only requests addressed to
+/// localhost: a web page that points its own name at 127.0.0.1 (DNS
+/// rebinding) gets 403 from the dashboard, the API and the receiver.
+#[test]
+fn a_loopback_server_without_a_token_answers_only_localhost_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[], &[]);
+    let client = Client::new();
+    let get = |host: &str| {
+        client
+            .get(format!("http://{}/api/signals", server.http))
+            .header("host", host)
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(get("evil.example"), 403);
+    assert_eq!(get(&format!("evil.example:{}", server.http.port())), 403);
+    assert_eq!(get(&format!("localhost:{}", server.http.port())), 200);
+    assert_eq!(get(&server.http.to_string()), 200);
+    let post = client
+        .post(server.traces_url())
+        .header("host", "evil.example")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .unwrap();
+    assert_eq!(post.status(), 403);
+    let log = server.stop();
+    assert!(
+        log.contains("refused a request addressed to another host"),
+        "{log}"
+    );
 }

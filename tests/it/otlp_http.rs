@@ -457,6 +457,39 @@ async fn a_full_write_path_answers_429_with_retry_after() {
     assert_eq!(headers["retry-after"], "1");
 }
 
+/// A body that fits the size cap but whose decoding would need more than the
+/// whole in-flight budget can never be admitted: 413, not a 429 to retry.
+#[tokio::test]
+async fn a_body_that_can_never_fit_the_budget_is_413_not_429() {
+    let rig = rig_with(256 << 10, 256 << 10, StoreOptions::default());
+    let body = spec_json(9, 200);
+    assert!(
+        body.len() > 64 << 10 && body.len() < 256 << 10,
+        "{}",
+        body.len()
+    );
+    let (status, headers, _) = rig
+        .send(post(
+            "/v1/traces",
+            "application/json",
+            None,
+            body.into_bytes(),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(headers.get("retry-after").is_none());
+    // The same spans in smaller requests go in.
+    let (status, _, _) = rig
+        .send(post(
+            "/v1/traces",
+            "application/json",
+            None,
+            spec_json(9, 20).into_bytes(),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
 #[tokio::test]
 async fn duplicate_deliveries_are_stored_once() {
     let rig = rig();
