@@ -356,12 +356,12 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(
             header::AUTHORIZATION,
-            HeaderValue::from_static("bearer s3cret-token"),
+            HeaderValue::from_static("bearer s3cret-token-0123"),
         );
         assert!(t.bearer_ok(&h));
         h.insert(
             header::AUTHORIZATION,
-            HeaderValue::from_static("Basic s3cret-token"),
+            HeaderValue::from_static("Basic s3cret-token-0123"),
         );
         assert!(!t.bearer_ok(&h));
     }
