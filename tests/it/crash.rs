@@ -63,6 +63,21 @@ pub fn batch_of(id: u64, n: usize) -> Vec<u8> {
     .encode_to_vec()
 }
 
+/// Post batch `id` and return the answer.
+fn send_batch(
+    client: &reqwest_blocking::blocking::Client,
+    url: &str,
+    id: u64,
+) -> reqwest_blocking::blocking::Response {
+    client
+        .post(url)
+        .header("content-type", "application/x-protobuf")
+        .body(batch(id))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .unwrap()
+}
+
 fn post(client: &reqwest_blocking::blocking::Client, url: &str, id: u64) -> bool {
     client
         .post(url)
@@ -178,14 +193,7 @@ fn an_fsync_failure_refuses_that_request_and_loses_nothing_acknowledged() {
     let data = dir.path().join("data");
     let server = Server::start(&data, &[], &[("STORMWATCH_FAULTS", "wal_fsync=fail_once")]);
     let client = reqwest_blocking::blocking::Client::new();
-    let send = |id: u64| {
-        client
-            .post(server.traces_url())
-            .header("content-type", "application/x-protobuf")
-            .body(batch(id))
-            .send()
-            .unwrap()
-    };
+    let send = |id: u64| send_batch(&client, &server.traces_url(), id);
     let refused = send(1);
     assert_eq!(refused.status(), 503);
     assert!(refused.headers().contains_key("retry-after"));
@@ -300,15 +308,7 @@ fn a_full_disk_turns_ingest_to_503_and_recovers_when_space_returns() {
         f.sync_all().unwrap();
     }
     let client = reqwest_blocking::blocking::Client::new();
-    let send = |id: u64| {
-        client
-            .post(server.traces_url())
-            .header("content-type", "application/x-protobuf")
-            .body(batch(id))
-            .timeout(Duration::from_secs(30))
-            .send()
-            .unwrap()
-    };
+    let send = |id: u64| send_batch(&client, &server.traces_url(), id);
     let mut acked = BTreeSet::new();
     let mut refused = None;
     for id in 0..5000 {
