@@ -9,6 +9,9 @@
 //!   without being sent (`webhook=status:503x2`);
 //! - `kill`: SIGKILL the process at a [`kill_point`], for crash tests.
 //!
+//! Any action may end in `@N`: the first N-1 calls pass, the N-th is the
+//! first one hit (`wal_fsync=fail_once@3`).
+//!
 //! Points: `wal_write`, `wal_fsync`, `parquet_write`, `sweep`, `webhook`
 //! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`.
 //! Unset, every check is one relaxed atomic load.
@@ -32,11 +35,13 @@ pub enum Action {
     Kill,
 }
 
-/// An armed point: its action and how many more calls it hits (`None`: all).
+/// An armed point: its action, how many more calls it hits (`None`: all),
+/// and how many calls pass before it starts (`@N`: from the N-th call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {
     pub action: Action,
     pub remaining: Option<u32>,
+    pub skip: u32,
 }
 
 fn count(entry: &str, n: &str) -> Result<u32, String> {
@@ -45,7 +50,20 @@ fn count(entry: &str, n: &str) -> Result<u32, String> {
 }
 
 fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
-    let fault = |action, remaining| Ok(Fault { action, remaining });
+    let (action, skip) = match action.split_once('@') {
+        Some((a, n)) => match count(entry, n)? {
+            0 => return Err(format!("fault {entry:?}: @N counts calls from 1")),
+            n => (a, n - 1),
+        },
+        None => (action, 0),
+    };
+    let fault = |action, remaining| {
+        Ok(Fault {
+            action,
+            remaining,
+            skip,
+        })
+    };
     let (name, arg) = match action.split_once(':') {
         Some((n, a)) => (n, Some(a)),
         None => (action, None),
@@ -150,6 +168,10 @@ fn hit(point: &str) -> Option<Action> {
     }
     let mut points = POINTS.get()?.lock().unwrap_or_else(|e| e.into_inner());
     let fault = points.get_mut(point)?;
+    if fault.skip > 0 {
+        fault.skip -= 1;
+        return None;
+    }
     match &mut fault.remaining {
         Some(0) => None,
         Some(n) => {
@@ -210,7 +232,11 @@ mod tests {
              webhook=status:503x2, alert_kill_after_send=kill",
         )
         .unwrap();
-        let f = |action, remaining| Fault { action, remaining };
+        let f = |action, remaining| Fault {
+            action,
+            remaining,
+            skip: 0,
+        };
         assert_eq!(p["wal_write"], f(Action::Fail, Some(1)));
         assert_eq!(p["wal_fsync"], f(Action::Fail, Some(2)));
         assert_eq!(p["parquet_write"], f(Action::NoSpace, None));
@@ -238,6 +264,12 @@ mod tests {
             assert!(err.contains(named), "{bad}: {err}");
         }
         assert!(parse("").unwrap().is_empty());
+        let later = parse("wal_fsync=fail_once@3").unwrap()["wal_fsync"];
+        assert_eq!(
+            (later.action, later.remaining, later.skip),
+            (Action::Fail, Some(1), 2)
+        );
+        assert!(parse("wal_fsync=fail@0").unwrap_err().contains("@N"));
     }
 
     /// Unset, nothing is armed: every point passes (this test binary never

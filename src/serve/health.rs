@@ -1,5 +1,5 @@
-//! `/healthz` (the process answers) and `/readyz` (the WAL directory is
-//! writable and the store readable).
+//! `/healthz` (the process answers) and `/readyz` (the WAL's filesystem
+//! takes a 64 KiB synced write, and the store is readable).
 
 use std::sync::Arc;
 
@@ -9,6 +9,16 @@ use axum::routing::get;
 use axum::{Json, Router};
 
 use crate::store::Store;
+
+/// Bytes the readiness probe writes to the WAL's filesystem.
+const PROBE_BYTES: usize = 64 << 10;
+
+fn write_synced(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
 
 pub fn router(store: Arc<Store>) -> Router {
     Router::new()
@@ -20,8 +30,11 @@ pub fn router(store: Arc<Store>) -> Router {
 async fn ready(State(store): State<Arc<Store>>) -> (StatusCode, Json<serde_json::Value>) {
     let layout = store.layout().clone();
     let checks = tokio::task::spawn_blocking(move || {
+        // As much as a small request's WAL record, written and synced, so
+        // a disk too full for a write answers not ready.
         let probe = layout.wal_dir().join(".ready-probe");
-        let wal = std::fs::write(&probe, b"ok").and_then(|()| std::fs::remove_file(&probe));
+        let wal = write_synced(&probe, &[0u8; PROBE_BYTES]);
+        let _ = std::fs::remove_file(&probe);
         let spans = std::fs::read_dir(layout.spans_dir()).map(|_| ());
         (
             wal.map_err(|e| e.to_string()),

@@ -124,6 +124,16 @@ fn load(a: &std::sync::atomic::AtomicU64) -> u64 {
 /// The whole exposition.
 pub fn render(s: &Sources) -> String {
     let mut o = Out(String::with_capacity(8 << 10));
+    o.family(
+        "stormwatch_build_info",
+        "gauge",
+        "Always 1; the version in a label.",
+    );
+    o.sample(
+        "stormwatch_build_info",
+        &[("version", env!("CARGO_PKG_VERSION"))],
+        1,
+    );
     ingest(&mut o, &s.otlp);
     store(&mut o, &s.store);
     sweeps(&mut o, &s.sweeper);

@@ -191,24 +191,38 @@ fn kill_9_mid_stream_loses_no_acknowledged_span_and_doubles_none() {
 fn an_fsync_failure_refuses_that_request_and_loses_nothing_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let server = Server::start(&data, &[], &[("STORMWATCH_FAULTS", "wal_fsync=fail_once")]);
+    // The third group commit's fdatasync fails.
+    let server = Server::start(
+        &data,
+        &[],
+        &[("STORMWATCH_FAULTS", "wal_fsync=fail_once@3")],
+    );
     let client = reqwest_blocking::blocking::Client::new();
     let send = |id: u64| send_batch(&client, &server.traces_url(), id);
-    let refused = send(1);
+    assert_eq!(send(1).status(), 200);
+    assert_eq!(send(2).status(), 200);
+    let refused = send(3);
     assert_eq!(refused.status(), 503);
     assert!(refused.headers().contains_key("retry-after"));
-    assert_eq!(send(2).status(), 200);
-    assert_eq!(send(1).status(), 200, "the retried request succeeds");
+    assert_eq!(send(4).status(), 200);
+    assert_eq!(send(3).status(), 200, "the retried request succeeds");
     let log = server.stop();
-    assert_eq!(
-        log.lines()
-            .filter(|l| l.contains("WAL write failed"))
-            .count(),
-        1,
-        "{log}"
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WAL write failed"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].contains("injected fault at wal_fsync"),
+        "{}",
+        lines[0]
     );
-    let stored = rows_by_key(&spans(&data), &[]);
-    assert_eq!(stored.len(), 2 * SPANS_PER_BATCH);
+    let stored = stored_batches(&data);
+    assert_eq!(
+        stored,
+        (1..=4).map(|id| (id, SPANS_PER_BATCH)).collect(),
+        "the two batches acknowledged before the failure, the two after"
+    );
 }
 
 #[test]
@@ -224,21 +238,75 @@ fn a_parquet_write_failure_keeps_the_wal_and_the_next_flush_succeeds() {
     );
     let client = reqwest_blocking::blocking::Client::new();
     for id in 0..3 {
-        let r = client
-            .post(server.traces_url())
-            .header("content-type", "application/x-protobuf")
-            .body(batch(100 + id))
-            .send()
-            .unwrap();
-        assert_eq!(r.status(), 200);
+        assert_eq!(
+            send_batch(&client, &server.traces_url(), 100 + id).status(),
+            200
+        );
     }
-    let log = server.stop();
-    assert!(
-        log.contains("flush to Parquet failed; the WAL keeps the spans, retrying"),
-        "{log}"
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(&client, &server, "stormwatch_flushes_total") < 1.0 {
+        assert!(Instant::now() < deadline, "no flush succeeded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        metric(&client, &server, "stormwatch_flush_failures_total"),
+        2.0
     );
+    let log = server.stop();
+    let failures: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("flush to Parquet failed; the WAL keeps the spans, retrying"))
+        .collect();
+    assert_eq!(failures.len(), 2, "one line per failure:\n{log}");
     assert_eq!(rows_by_key(&spans(&data), &[]).len(), 3 * SPANS_PER_BATCH);
     assert!(!log.contains("giving up on this flush"), "{log}");
+}
+
+/// One unlabelled sample of the server's `/metrics`.
+fn metric(client: &reqwest_blocking::blocking::Client, server: &Server, name: &str) -> f64 {
+    let text = client
+        .get(format!("http://{}/metrics", server.http))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+/// While flushes fail, the WAL is what holds the acknowledged spans: kill
+/// the server then, start it without the fault, and they are all there.
+#[test]
+fn while_flushes_fail_the_wal_holds_everything_acknowledged_through_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = dir.path().join("stormwatch.toml");
+    std::fs::write(&config, "[store]\nflush_interval_secs = 1\n").unwrap();
+    let cfg = ["--config", config.to_str().unwrap()];
+    let server = Server::start(&data, &cfg, &[("STORMWATCH_FAULTS", "parquet_write=fail")]);
+    let client = reqwest_blocking::blocking::Client::new();
+    for id in 0..3 {
+        assert_eq!(
+            send_batch(&client, &server.traces_url(), 200 + id).status(),
+            200
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(&client, &server, "stormwatch_flush_failures_total") < 1.0 {
+        assert!(Instant::now() < deadline, "no flush was tried");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(metric(&client, &server, "stormwatch_wal_bytes") > 0.0);
+    assert_eq!(metric(&client, &server, "stormwatch_flushes_total"), 0.0);
+    server.kill();
+    let server = Server::start(&data, &cfg, &[]);
+    let log = server.stop();
+    assert!(log.contains("recovered the write-ahead log"), "{log}");
+    assert_eq!(
+        stored_batches(&data),
+        (200..203).map(|id| (id, SPANS_PER_BATCH)).collect()
+    );
 }
 
 /// Stored spans per batch id (the first 8 bytes of the batch's trace id).
@@ -327,8 +395,17 @@ fn a_full_disk_turns_ingest_to_503_and_recovers_when_space_returns() {
     let refused = refused.expect("the disk never filled");
     assert!(refused.headers().contains_key("retry-after"));
     assert!(!acked.is_empty());
-    // Space returns; the same server takes spans again.
+    let ready = || {
+        client
+            .get(format!("http://{}/readyz", server.http))
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(ready(), 503, "a full disk is not ready");
+    // Space returns; the same server is ready and takes spans again.
     std::fs::remove_file(&filler).unwrap();
+    assert_eq!(ready(), 200);
     for id in 10_000..10_020 {
         assert_eq!(send(id).status(), 200, "batch {id} after space returned");
         acked.insert(id);
