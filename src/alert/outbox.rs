@@ -124,7 +124,6 @@ pub fn enqueue(
     Ok(id)
 }
 
-/// The oldest pending row of `target`.
 /// Outbox rows by target and status, for `/metrics`.
 pub fn counts(c: &Connection) -> rusqlite::Result<Vec<(String, String, u64)>> {
     let mut stmt = c.prepare(
@@ -136,6 +135,16 @@ pub fn counts(c: &Connection) -> rusqlite::Result<Vec<(String, String, u64)>> {
     rows.collect()
 }
 
+/// Delete delivered and dead-lettered rows finished before `before_ns`
+/// (pending rows are never pruned); how many went.
+pub fn prune(c: &Connection, before_ns: i64) -> rusqlite::Result<usize> {
+    c.execute(
+        "DELETE FROM outbox WHERE status IN ('delivered', 'dead') AND coalesce(done_ns, created_ns) < ?1",
+        params![before_ns],
+    )
+}
+
+/// The oldest pending row of `target`.
 pub fn next_pending(c: &Connection, target: &str) -> rusqlite::Result<Option<Row>> {
     c.query_row(
         &format!("SELECT {COLUMNS} FROM outbox WHERE target = ?1 AND status = 'pending' ORDER BY id LIMIT 1"),

@@ -491,3 +491,30 @@ fn a_regression_held_by_the_cooldown_is_told_once_the_cooldown_ends() {
     assert_eq!(step(None, 7 * HOUR), vec![Event::Regressed]);
     assert!(step(None, 8 * HOUR).is_empty());
 }
+
+#[test]
+fn pruning_the_outbox_keeps_pending_and_recent_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = commands::open(&dir.path().join("state.sqlite")).unwrap();
+    let day = 86_400_000_000_000i64;
+    for (i, status) in ["delivered", "dead", "pending", "delivered"]
+        .iter()
+        .enumerate()
+    {
+        outbox::enqueue(&c, "t", &[format!("SW-{i}")], "{}", i as i64).unwrap();
+        let id = c.last_insert_rowid();
+        if *status != "pending" {
+            // The last one finished recently, the others 40 days ago.
+            let done = if i == 3 { 40 * day } else { day };
+            outbox::finish(&c, id, 1, status, None, done).unwrap();
+        }
+    }
+    assert_eq!(outbox::prune(&c, 10 * day).unwrap(), 2);
+    let left: Vec<String> = outbox::list(&c, 10)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.contains(&"pending".to_string()) && left.contains(&"delivered".to_string()));
+}

@@ -13,6 +13,9 @@ use crate::config::Config;
 use crate::store::Store;
 use crate::sweep::{SweepError, SweepOptions};
 
+/// How long finished alert messages stay in the outbox.
+const OUTBOX_KEEP: Duration = Duration::from_secs(30 * 86_400);
+
 /// What asked for a sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
@@ -210,7 +213,7 @@ impl Sweeper {
             changes: 0,
             alerts_queued: 0,
         };
-        match crate::sweep::run(&reader, &mut state, &self.config.detect, &opts) {
+        let result = match crate::sweep::run(&reader, &mut state, &self.config.detect, &opts) {
             Ok(report) => {
                 summary.spans_scanned = report.spans_scanned;
                 summary.days_scanned = report.days_scanned;
@@ -226,6 +229,29 @@ impl Sweeper {
                 Ok(summary)
             }
             Err(e) => Err(e.to_string()),
+        };
+        if result.is_ok() {
+            self.prune_outbox(&reader.layout().state_db());
+        }
+        result
+    }
+
+    /// Finished alert messages are kept 30 days (for `alerts list` and
+    /// `alerts retry`), then deleted, so a year of running does not pile
+    /// them up. Best effort: a failure is logged and tried next sweep.
+    fn prune_outbox(&self, state_db: &std::path::Path) {
+        let before = now_ns().saturating_sub(OUTBOX_KEEP.as_nanos() as i64);
+        match crate::alert::commands::open(state_db)
+            .and_then(|c| crate::alert::outbox::prune(&c, before))
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                rows = n,
+                "pruned finished alert messages older than 30 days"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not prune the alert outbox; trying again next sweep")
+            }
         }
     }
 
