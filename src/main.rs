@@ -22,14 +22,18 @@ use stormwatch::store::Store;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc keeps freed pages for a while before it returns them to the OS.
-/// The delay is an option it reads from the environment at start; setting it
-/// at run time takes an FFI call, and this crate forbids `unsafe`. Under
-/// sustained ingest the kept pages were most of the RSS (peak 456 MiB against
-/// 274 MiB with the delay at 0, same load), and a sweep's peak fell from
-/// 1.2 GiB to 0.9 GiB for about 5 % more time (BENCHMARKS.md). So when the
-/// operator has not chosen a delay, start again, as the same process (exec
-/// keeps the pid), with it at 0.
+/// mimalloc keeps freed pages for a while before it returns them to the OS:
+/// 1 s by default in the version used. The delay is an option it reads from
+/// the environment at start; setting it at run time takes an FFI call, and
+/// this crate forbids `unsafe`. Measured (BENCHMARKS.md, "Freed memory"):
+/// at 10 ms, ingest keeps 90 % of its throughput, the overload test's peak
+/// RSS falls from about 500 MiB to about 315 MiB and a cold sweep's from
+/// 1.2 GiB to 1.0 GiB; at 0 the memory falls further but ingest loses a
+/// quarter. So when the operator has not chosen a delay, start again, as
+/// the same process (exec keeps the pid), with it at 10 ms.
+#[cfg(target_os = "linux")]
+const PURGE_DELAY_MS: &str = "10";
+
 #[cfg(target_os = "linux")]
 fn purge_freed_memory_promptly() {
     use std::os::unix::process::CommandExt;
@@ -50,10 +54,10 @@ fn purge_freed_memory_promptly() {
     let err = std::process::Command::new("/proc/self/exe")
         .arg0(arg0)
         .args(args)
-        .env("MIMALLOC_PURGE_DELAY", "0")
+        .env("MIMALLOC_PURGE_DELAY", PURGE_DELAY_MS)
         .exec();
     // exec returns only when it failed: run as we are.
-    eprintln!("note: could not restart with MIMALLOC_PURGE_DELAY=0 ({err}); freed memory is returned later");
+    eprintln!("note: could not restart with MIMALLOC_PURGE_DELAY={PURGE_DELAY_MS} ({err}); freed memory is returned later");
 }
 
 #[cfg(not(target_os = "linux"))]

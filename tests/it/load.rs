@@ -88,7 +88,7 @@ fn peak_rss_mib(pid: u32) -> f64 {
 /// The memory bound stated for these settings (README, Running it): request
 /// bodies and their decoded rows in flight (8 MiB by estimate), the WAL queue
 /// (8 MiB), unflushed rows (32 MiB), the Parquet flush of a frozen table, and
-/// about 25 MiB for the idle binary. Measured peaks: 255-275 MiB; the
+/// about 25 MiB for the idle binary. Measured peaks: 305-325 MiB; the
 /// bound leaves room for other kernels and huge-page settings.
 const RSS_BOUND_MIB: f64 = 384.0;
 
