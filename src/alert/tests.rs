@@ -109,54 +109,27 @@ fn twice_the_findings_escalates() {
 
 #[test]
 fn resolved_then_regressed_each_once_and_flapping_is_held_by_the_cooldown() {
-    let s = |state| vec![signal("SW-A", "x", 4, state, 1)];
-    let (_, told) = decide(
-        &s(Lifecycle::New),
-        &changes(&[("SW-A", Lifecycle::New)]),
-        &BTreeMap::new(),
-        0,
-        timing(),
-    );
-    let (n, told) = decide(
-        &s(Lifecycle::Resolved),
-        &changes(&[("SW-A", Lifecycle::Resolved)]),
-        &told,
-        10 * HOUR,
-        timing(),
-    );
+    // One sweep in which SW-A changed to `state`, at `hours`.
+    let step = |state, told: &BTreeMap<String, Told>, hours: i64| {
+        decide(
+            &[signal("SW-A", "x", 4, state, 1)],
+            &changes(&[("SW-A", state)]),
+            told,
+            hours * HOUR,
+            timing(),
+        )
+    };
+    let (_, told) = step(Lifecycle::New, &BTreeMap::new(), 0);
+    let (n, told) = step(Lifecycle::Resolved, &told, 10);
     assert_eq!(n[0].event, Event::Resolved);
-    let (n, told) = decide(
-        &s(Lifecycle::Regressed),
-        &changes(&[("SW-A", Lifecycle::Regressed)]),
-        &told,
-        20 * HOUR,
-        timing(),
-    );
+    let (n, told) = step(Lifecycle::Regressed, &told, 20);
     assert_eq!(n[0].event, Event::Regressed);
     // Clears and fires again within six hours: both kept quiet.
-    let (n, told) = decide(
-        &s(Lifecycle::Resolved),
-        &changes(&[("SW-A", Lifecycle::Resolved)]),
-        &told,
-        21 * HOUR,
-        timing(),
-    );
+    let (n, told) = step(Lifecycle::Resolved, &told, 21);
     assert_eq!(n[0].event, Event::Resolved);
-    let (n, told) = decide(
-        &s(Lifecycle::Regressed),
-        &changes(&[("SW-A", Lifecycle::Regressed)]),
-        &told,
-        22 * HOUR,
-        timing(),
-    );
+    let (n, told) = step(Lifecycle::Regressed, &told, 22);
     assert!(n.is_empty(), "{n:?}");
-    let (n, _) = decide(
-        &s(Lifecycle::Resolved),
-        &changes(&[("SW-A", Lifecycle::Resolved)]),
-        &told,
-        23 * HOUR,
-        timing(),
-    );
+    let (n, _) = step(Lifecycle::Resolved, &told, 23);
     assert!(
         n.is_empty(),
         "the quiet regression's resolution is quiet too: {n:?}"

@@ -405,12 +405,7 @@ fn cli(args: &[&str]) -> std::process::Output {
 
 fn import_history(data: &Path) {
     let f = repo().join("fixtures/search_flights_history.json");
-    cli(&[
-        "import",
-        "--data-dir",
-        data.to_str().unwrap(),
-        f.to_str().unwrap(),
-    ]);
+    crate::common::import_files(data, &[&f]);
 }
 
 /// Case 11, 12 and the end-to-end acceptance: fixtures → sweep → one grouped

@@ -163,6 +163,24 @@ pub fn rows_by_key(df: &DataFrame, columns: &[&str]) -> HashMap<String, Vec<Opti
     out
 }
 
+/// `stormwatch import` of `paths` into `data`, which must succeed.
+pub fn import_files(data: &Path, paths: &[&Path]) -> std::process::Output {
+    let mut args = vec![
+        "import".to_string(),
+        "--data-dir".into(),
+        data.display().to_string(),
+    ];
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&args, &[]);
+    assert!(
+        out.status.success(),
+        "import {paths:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Run the binary to completion.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let mut cmd = Command::new(BIN);

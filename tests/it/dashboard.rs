@@ -134,20 +134,7 @@ fn otlp(spans: &[ToolSpan]) -> Value {
 
 fn import(data: &Path, file: &Path, body: &Value) {
     std::fs::write(file, body.to_string()).unwrap();
-    let out = run(
-        &[
-            "import",
-            "--data-dir",
-            data.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::import_files(data, &[file]);
 }
 
 const HOSTILE: [&str; 2] = [

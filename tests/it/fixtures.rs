@@ -181,20 +181,7 @@ fn the_error_spike_rule_flags_the_seed_days_through_the_real_rollup() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let file = repo().join("fixtures/search_flights_history.json");
-    let out = run(
-        &[
-            "import",
-            "--data-dir",
-            data.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::import_files(&data, &[&file]);
     let rollup = Reader::open(&data)
         .unwrap()
         .tool_daily()

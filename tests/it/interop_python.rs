@@ -214,20 +214,7 @@ fn python_json_file_exporter_output_imports() {
     );
     let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let data = dir.path().join("data");
-    let import = crate::common::run(
-        &[
-            "import",
-            "--data-dir",
-            data.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+    crate::common::import_files(&data, &[&file]);
     let df = spans(&data);
     let stored = rows_by_key(&df, &["tool_name", "error_class", "session_id"]);
     let list = manifest["spans"].as_array().unwrap();

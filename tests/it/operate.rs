@@ -445,16 +445,7 @@ fn serve_sweeps_and_delivers_its_alert_through_injected_503s() {
     )
     .unwrap();
     let fixture = repo().join("fixtures/search_flights_history.json");
-    let imported = run(
-        &[
-            "import",
-            "--data-dir",
-            data.to_str().unwrap(),
-            fixture.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert!(imported.status.success(), "{}", text(&imported));
+    crate::common::import_files(&data, &[&fixture]);
     let server = Server::start(
         &data,
         &["--config", cfg.to_str().unwrap()],

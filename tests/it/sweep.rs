@@ -6,23 +6,12 @@ use std::path::Path;
 use crate::common::{repo, run};
 
 fn import(data: &Path, files: &[&str]) {
-    let mut args = vec![
-        "import".to_string(),
-        "--data-dir".into(),
-        data.display().to_string(),
-    ];
-    args.extend(
-        files
-            .iter()
-            .map(|f| repo().join("fixtures").join(f).display().to_string()),
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run(&args, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let paths: Vec<std::path::PathBuf> = files
+        .iter()
+        .map(|f| repo().join("fixtures").join(f))
+        .collect();
+    let paths: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+    crate::common::import_files(data, &paths);
 }
 
 fn sweep_json(data: &Path, now: &str) -> serde_json::Value {
@@ -294,20 +283,7 @@ fn a_storm_across_midnight_is_one_finding_of_the_day_it_began() {
     let doc = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]});
     let file = dir.path().join("midnight.json");
     std::fs::write(&file, doc.to_string()).unwrap();
-    let out = run(
-        &[
-            "import",
-            "--data-dir",
-            data.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::import_files(&data, &[&file]);
     let report = sweep_json(&data, "2026-07-31");
     let storms = by_kind(&report, "retry_storm");
     assert_eq!(storms.len(), 1, "{report:#}");
