@@ -20,6 +20,8 @@ use axum::{Form, Router};
 use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
+use crate::alert::sign::same_bytes;
+
 const COOKIE: &str = "stormwatch_session";
 
 /// A configured token, kept only as digests.
@@ -73,19 +75,7 @@ impl Token {
     /// Whether `presented` is the token, in time independent of where they differ.
     pub fn matches(&self, presented: &str) -> bool {
         let d: [u8; 32] = Sha256::digest(presented.trim().as_bytes()).into();
-        d.iter()
-            .zip(self.digest.iter())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-    }
-
-    fn session_matches(&self, cookie: &str) -> bool {
-        cookie.len() == self.session.len()
-            && cookie
-                .bytes()
-                .zip(self.session.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
+        same_bytes(&d, &self.digest)
     }
 
     /// The request's `Authorization: Bearer …` holds the token.
@@ -108,7 +98,7 @@ impl Token {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .filter_map(|kv| kv.trim().split_once('='))
-            .any(|(k, v)| k == COOKIE && self.session_matches(v))
+            .any(|(k, v)| k == COOKIE && same_bytes(v.as_bytes(), self.session.as_bytes()))
     }
 }
 
