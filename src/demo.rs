@@ -40,20 +40,21 @@ pub fn load(store: &Store) -> Result<usize, StoreError> {
 /// The demo's "now": the morning after the incident's last day.
 pub const NOW_NS: i64 = 1_786_600_800_000_000_000;
 
+/// The config the demo sweeps with: the whole incident in the window,
+/// whatever the configured one.
+pub fn sweep_config(cfg: &crate::config::Config) -> crate::config::Config {
+    let mut c = cfg.clone();
+    c.sweep.since_days = c.sweep.since_days.max(40);
+    c
+}
+
 pub fn sweep(
     store: &Store,
     cfg: &crate::config::Config,
 ) -> Result<usize, crate::sweep::SweepError> {
     let reader = store.reader();
     let mut state = crate::signal::StateDb::open(&reader.layout().state_db())?;
-    let opts = crate::sweep::SweepOptions {
-        now_ns: NOW_NS,
-        since_days: cfg.sweep.since_days.max(40) as i32,
-        evidence_limit: cfg.signals.evidence_limit,
-        resolve_after: cfg.signals.resolve_after,
-        reuse: true,
-        alerting: None,
-    };
+    let opts = sweep_config(cfg).sweep_options(NOW_NS, None);
     Ok(crate::sweep::run(&reader, &mut state, &cfg.detect, &opts)?
         .signals
         .len())

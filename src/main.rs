@@ -131,6 +131,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     args.http_addr
                 );
             }
+            let public_url = cli
+                .public_url
+                .clone()
+                .unwrap_or_else(|| config.alert.public_url.clone());
             let opts = stormwatch::serve::ServeOptions {
                 otlp_addr: args.otlp_addr,
                 http_addr: args.http_addr,
@@ -139,17 +143,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
                 alerting: stormwatch::alert::commands::alerting(
                     &config.alert,
-                    cli.public_url.as_deref(),
+                    Some(&public_url),
                     true,
                 )?,
                 panels: args.dashboard.clone(),
-                config: {
-                    let mut c = config.clone();
-                    if args.demo {
-                        // The whole incident, as `demo::sweep` saw it.
-                        c.sweep.since_days = c.sweep.since_days.max(40);
-                    }
-                    c
+                config: if args.demo {
+                    stormwatch::demo::sweep_config(&config)
+                } else {
+                    config.clone()
                 },
                 sweep_interval: match args.sweep_interval.unwrap_or(config.sweep.interval_secs) {
                     0 => None,
@@ -166,18 +167,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .context("--ingest-token (STORMWATCH_INGEST_TOKEN)")?,
                 api_token: stormwatch::serve::auth::Token::new(
                     args.api_token.as_deref(),
-                    cli.public_url
-                        .as_deref()
-                        .unwrap_or(&config.alert.public_url)
-                        .starts_with("https://"),
+                    public_url.starts_with("https://"),
                 )
                 .map_err(anyhow::Error::msg)
                 .context("--api-token (STORMWATCH_API_TOKEN)")?,
                 insecure: args.insecure,
-                public_url: cli
-                    .public_url
-                    .clone()
-                    .unwrap_or_else(|| config.alert.public_url.clone()),
+                public_url,
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -300,24 +295,20 @@ fn sweep(
     args: &SweepArgs,
 ) -> anyhow::Result<ExitCode> {
     use stormwatch::sweep;
-    let opts = sweep::SweepOptions {
-        now_ns: match &args.now {
-            Some(s) => sweep::parse_now(s)
-                .map_err(anyhow::Error::msg)
-                .context("--now")?,
-            None => now_ns(),
-        },
-        since_days: match &args.since {
-            Some(since) => sweep::parse_since(since)
-                .map_err(anyhow::Error::msg)
-                .context("--since")?,
-            None => config.sweep.since_days as i32,
-        },
-        evidence_limit: config.signals.evidence_limit,
-        resolve_after: config.signals.resolve_after,
-        reuse: !args.rescan,
-        alerting: stormwatch::alert::commands::alerting(&config.alert, public_url, false)?,
+    let now = match &args.now {
+        Some(s) => sweep::parse_now(s)
+            .map_err(anyhow::Error::msg)
+            .context("--now")?,
+        None => now_ns(),
     };
+    let alerting = stormwatch::alert::commands::alerting(&config.alert, public_url, false)?;
+    let mut opts = config.sweep_options(now, alerting);
+    if let Some(since) = &args.since {
+        opts.since_days = sweep::parse_since(since)
+            .map_err(anyhow::Error::msg)
+            .context("--since")?;
+    }
+    opts.reuse = !args.rescan;
     let reader = stormwatch::store::Reader::open(data_dir)?;
     let mut state = stormwatch::signal::StateDb::open(&reader.layout().state_db())?;
     let report = sweep::run(&reader, &mut state, &config.detect, &opts)?;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::store::Store;
-use crate::sweep::{SweepError, SweepOptions};
+use crate::sweep::{SweepError, SweepReport};
 
 /// How long finished alert messages stay in the outbox.
 const OUTBOX_KEEP: Duration = Duration::from_secs(30 * 86_400);
@@ -49,6 +49,31 @@ pub struct Summary {
     pub alerts_queued: usize,
 }
 
+impl Summary {
+    /// `report` is `None` when the store held no spans yet.
+    fn new(
+        trigger: Trigger,
+        started: String,
+        took: Duration,
+        report: Option<&SweepReport>,
+    ) -> Summary {
+        let count = |f: fn(&SweepReport) -> usize| report.map_or(0, f);
+        Summary {
+            trigger: trigger.as_str(),
+            started,
+            duration_ms: took.as_millis() as u64,
+            outcome: if report.is_some() { "ok" } else { "empty" },
+            spans_scanned: count(|r| r.spans_scanned),
+            days_scanned: count(|r| r.days_scanned),
+            days_reused: count(|r| r.days_reused),
+            signals: count(|r| r.signals.len()),
+            findings: count(|r| r.signals.iter().map(|s| s.draft.findings).sum()) as u64,
+            changes: count(|r| r.changes.len()),
+            alerts_queued: count(|r| r.queued.len()),
+        }
+    }
+}
+
 /// Why `sweep_now` did not sweep.
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
@@ -70,7 +95,6 @@ pub struct SweepStats {
     pub duration_nanos_sum: AtomicU64,
     pub last_duration_nanos: AtomicU64,
     pub last_findings: AtomicU64,
-    pub last_signals: AtomicU64,
     /// Unix seconds of the last sweep that succeeded (0: none yet).
     pub last_success_unix: AtomicI64,
 }
@@ -142,22 +166,17 @@ impl Sweeper {
             .last_duration_nanos
             .store(nanos, Ordering::Relaxed);
         match result {
-            Ok(mut summary) => {
-                summary.trigger = trigger.as_str();
-                summary.started = started;
-                summary.duration_ms = took.as_millis() as u64;
-                let counter = if summary.outcome == "empty" {
-                    &self.stats.empty
-                } else {
+            Ok(report) => {
+                let summary = Summary::new(trigger, started, took, report.as_ref());
+                let counter = if report.is_some() {
                     &self.stats.ok
+                } else {
+                    &self.stats.empty
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
                 self.stats
                     .last_findings
                     .store(summary.findings, Ordering::Relaxed);
-                self.stats
-                    .last_signals
-                    .store(summary.signals as u64, Ordering::Relaxed);
                 self.stats
                     .last_success_unix
                     .store(chrono::Utc::now().timestamp(), Ordering::Relaxed);
@@ -187,47 +206,19 @@ impl Sweeper {
         }
     }
 
-    fn sweep_blocking(&self) -> Result<Summary, String> {
+    /// One sweep; `None` when the store holds no spans yet.
+    fn sweep_blocking(&self) -> Result<Option<SweepReport>, String> {
         crate::faults::check("sweep").map_err(|e| e.to_string())?;
         let reader = self.store.reader();
         let mut state =
             crate::signal::StateDb::open(&reader.layout().state_db()).map_err(|e| e.to_string())?;
-        let opts = SweepOptions {
-            now_ns: self.fixed_now_ns.unwrap_or_else(now_ns),
-            since_days: self.config.sweep.since_days as i32,
-            evidence_limit: self.config.signals.evidence_limit,
-            resolve_after: self.config.signals.resolve_after,
-            reuse: true,
-            alerting: self.alerting.clone(),
-        };
-        let mut summary = Summary {
-            trigger: "",
-            started: String::new(),
-            duration_ms: 0,
-            outcome: "ok",
-            spans_scanned: 0,
-            days_scanned: 0,
-            days_reused: 0,
-            signals: 0,
-            findings: 0,
-            changes: 0,
-            alerts_queued: 0,
-        };
+        let opts = self.config.sweep_options(
+            self.fixed_now_ns.unwrap_or_else(now_ns),
+            self.alerting.clone(),
+        );
         let result = match crate::sweep::run(&reader, &mut state, &self.config.detect, &opts) {
-            Ok(report) => {
-                summary.spans_scanned = report.spans_scanned;
-                summary.days_scanned = report.days_scanned;
-                summary.days_reused = report.days_reused;
-                summary.signals = report.signals.len();
-                summary.findings = report.signals.iter().map(|s| s.draft.findings as u64).sum();
-                summary.changes = report.changes.len();
-                summary.alerts_queued = report.queued.len();
-                Ok(summary)
-            }
-            Err(SweepError::Empty(_)) => {
-                summary.outcome = "empty";
-                Ok(summary)
-            }
+            Ok(report) => Ok(Some(report)),
+            Err(SweepError::Empty(_)) => Ok(None),
             Err(e) => Err(e.to_string()),
         };
         if result.is_ok() {
