@@ -84,6 +84,21 @@ fn counters(outcomes: &[ToolDay], signals: &[&Signal]) -> String {
     )
 }
 
+/// An evidence trace's first cells: the link to its trace (with `link_attrs`
+/// on the anchor), its day, calls, failures and rhythm.
+fn evidence_cells(e: &crate::signal::Evidence, link_attrs: &str) -> String {
+    format!(
+        r#"<td><a{link_attrs} href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td>"#,
+        seg(&e.trace_id),
+        seg(&e.day),
+        esc(&e.trace_id),
+        esc(&e.day),
+        e.calls,
+        e.failures,
+        esc(e.rhythm.as_deref().unwrap_or(""))
+    )
+}
+
 /// Per day: retries, what they achieved, the share of blips rescued.
 fn outcome_table(outcomes: &[ToolDay]) -> String {
     if outcomes.is_empty() {
@@ -334,14 +349,8 @@ pub fn tool(
     for e in ev.iter().take(20) {
         let _ = write!(
             b,
-            r#"<tr><td><a href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td class="n">{:.1} s</td></tr>"#,
-            seg(&e.trace_id),
-            seg(&e.day),
-            esc(&e.trace_id),
-            esc(&e.day),
-            e.calls,
-            e.failures,
-            esc(e.rhythm.as_deref().unwrap_or("")),
+            r#"<tr>{}<td class="n">{:.1} s</td></tr>"#,
+            evidence_cells(e, ""),
             e.wasted_seconds
         );
     }
@@ -413,14 +422,8 @@ pub fn signal(s: &Signal, history: &[(i64, Option<String>, String, String)]) -> 
         };
         let _ = write!(
             b,
-            r#"<tr><td><a class="trace" href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td>{}</td><td class="n">{:.1} s</td><td>{}</td></tr>"#,
-            seg(&e.trace_id),
-            seg(&e.day),
-            esc(&e.trace_id),
-            esc(&e.day),
-            e.calls,
-            e.failures,
-            esc(e.rhythm.as_deref().unwrap_or("")),
+            r#"<tr>{}<td>{}</td><td class="n">{:.1} s</td><td>{}</td></tr>"#,
+            evidence_cells(e, r#" class="trace""#),
             esc(e.outcome.as_deref().unwrap_or("")),
             e.wasted_seconds,
             esc(&vs)

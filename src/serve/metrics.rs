@@ -229,14 +229,13 @@ fn store(o: &mut Out, store: &Store) {
         "WAL writes that failed (their requests were refused with 503).",
         load(&st.wal_failures),
     );
-    let wal_on_disk: u64 = std::fs::read_dir(store.layout().wal_dir())
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0);
+    let wal_dir = store.layout().wal_dir();
+    let wal_on_disk: u64 = crate::store::wal::list(&wal_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|seq| std::fs::metadata(crate::store::wal::segment_path(&wal_dir, seq)).ok())
+        .map(|m| m.len())
+        .sum();
     o.one(
         "stormwatch_wal_bytes",
         "gauge",

@@ -102,9 +102,14 @@ pub fn router(state: Arc<OtlpState>) -> Router {
         .with_state(state)
 }
 
+/// The encoding to answer a refusal in: the request's, or JSON when it has
+/// none we speak.
+fn reply_format(headers: &HeaderMap) -> Format {
+    Format::from_content_type(header_str(headers, header::CONTENT_TYPE)).unwrap_or(Format::Json)
+}
+
 async fn method_not_allowed(headers: HeaderMap) -> Response {
-    let format = Format::from_content_type(header_str(&headers, header::CONTENT_TYPE))
-        .unwrap_or(Format::Json);
+    let format = reply_format(&headers);
     let mut resp = AppError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "only POST is accepted on an OTLP traces endpoint",
@@ -175,13 +180,11 @@ async fn export(
 async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Response, AppError> {
     if let Some(token) = &state.token {
         if !token.bearer_ok(headers) {
-            let format = Format::from_content_type(header_str(headers, header::CONTENT_TYPE))
-                .unwrap_or(Format::Json);
             let refusal = AppError::new(
                 StatusCode::UNAUTHORIZED,
                 "this receiver needs a token: send `Authorization: Bearer <token>` \
                  (OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>)",
-                format,
+                reply_format(headers),
             );
             return Err(drain(state, body, state.max_body_bytes, refusal).await);
         }
