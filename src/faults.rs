@@ -156,11 +156,6 @@ pub fn install(spec: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether any fault is installed (the inert state is `false`).
-pub fn active() -> bool {
-    ACTIVE.load(Ordering::Relaxed)
-}
-
 /// Take one hit of `point`'s fault, if it is armed.
 fn hit(point: &str) -> Option<Action> {
     if !ACTIVE.load(Ordering::Relaxed) {
@@ -276,7 +271,7 @@ mod tests {
     /// installs faults; the process-wide table stays empty).
     #[test]
     fn inert_when_unset() {
-        assert!(!active());
+        assert!(!ACTIVE.load(Ordering::Relaxed));
         assert!(check("wal_fsync").is_ok());
         assert_eq!(status("webhook"), None);
         kill_point("alert_kill_before_send");
