@@ -53,6 +53,46 @@ pub fn float(attrs: &[KeyValue], key: &str) -> Option<f64> {
     }
 }
 
+/// An attribute as a JSON value: a string holding JSON is parsed (other
+/// strings stay strings); structured values (maps, arrays — the GenAI
+/// conventions' `gen_ai.tool.call.arguments` may be either) are converted.
+pub fn json(attrs: &[KeyValue], key: &str) -> Option<serde_json::Value> {
+    Some(match get(attrs, key)? {
+        Value::StringValue(s) => {
+            serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::String(s.clone()))
+        }
+        other => to_value(other),
+    })
+}
+
+/// An OTLP value as a JSON value.
+pub fn to_value(v: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Value::StringValue(s) => J::String(s.clone()),
+        Value::BoolValue(b) => J::Bool(*b),
+        Value::IntValue(i) => J::from(*i),
+        Value::DoubleValue(d) => serde_json::Number::from_f64(*d).map_or(J::Null, J::Number),
+        Value::ArrayValue(a) => J::Array(
+            a.values
+                .iter()
+                .map(|item| item.value.as_ref().map_or(J::Null, to_value))
+                .collect(),
+        ),
+        Value::KvlistValue(kv) => J::Object(
+            kv.values
+                .iter()
+                .map(|kv| {
+                    let v = kv.value.as_ref().and_then(|v| v.value.as_ref());
+                    (kv.key.clone(), v.map_or(J::Null, to_value))
+                })
+                .collect(),
+        ),
+        Value::BytesValue(b) => J::String(crate::model::to_hex(b)),
+        Value::StringValueStrindex(i) => J::from(*i),
+    }
+}
+
 /// The first key of `keys` that holds a non-empty string.
 pub fn first_string(attrs: &[KeyValue], keys: &[&str]) -> Option<String> {
     keys.iter().find_map(|k| string(attrs, k))

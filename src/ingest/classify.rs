@@ -5,7 +5,7 @@
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{span::Event, status::StatusCode, Status};
 
-use super::attrs;
+use super::{attrs, message};
 use crate::model::ErrorClass;
 
 /// What classification found out about one span.
@@ -19,13 +19,16 @@ pub struct Verdict {
     pub error_type: Option<String>,
 }
 
-/// Attribute keys that hold a tool's result, across conventions.
-const RESULT_KEYS: &[&str] = &[
+/// Attribute keys that hold a tool's result, across conventions
+/// (pydantic-ai's `tool_response` before it wrote the GenAI key).
+pub const RESULT_KEYS: &[&str] = &[
     "gen_ai.tool.call.result",
     "output.value",
     "ai.toolCall.result",
     "traceloop.entity.output",
     "mcp.tool.result",
+    "tool.output",
+    "tool_response",
 ];
 
 pub fn classify(attrs: &[KeyValue], status: Option<&Status>, events: &[Event]) -> Verdict {
@@ -47,6 +50,12 @@ pub fn classify(attrs: &[KeyValue], status: Option<&Status>, events: &[Event]) -
         .map(|s| s.message.as_str())
         .filter(|m| !m.is_empty() && is_error_status);
 
+    // MCP (OTel MCP conventions): the JSON-RPC error code, in `error.type`
+    // or `rpc.response.status_code`.
+    let jsonrpc_code = attrs::string(attrs, "rpc.response.status_code")
+        .into_iter()
+        .chain(error_type.clone())
+        .find_map(|c| message::jsonrpc(&c));
     let class = http_status
         .and_then(from_http)
         .or_else(|| rpc_status.and_then(from_grpc))
@@ -57,16 +66,18 @@ pub fn classify(attrs: &[KeyValue], status: Option<&Status>, events: &[Event]) -
                 .and_then(|t| t.trim().parse::<i32>().ok())
                 .and_then(from_http)
         })
+        .or(jsonrpc_code)
         .or_else(|| {
-            [
-                error_type.as_deref(),
-                exception_type.as_deref().filter(|_| failed),
-                exception_message.as_deref().filter(|_| failed),
-                status_message,
-            ]
-            .into_iter()
-            .flatten()
-            .find_map(from_text)
+            message::classify(
+                [
+                    error_type.as_deref(),
+                    exception_type.as_deref().filter(|_| failed),
+                    exception_message.as_deref().filter(|_| failed),
+                    status_message,
+                ]
+                .into_iter()
+                .flatten(),
+            )
         })
         .or_else(|| tool_result_failed(attrs))
         .unwrap_or(if failed {
@@ -112,47 +123,15 @@ pub fn from_grpc(code: i32) -> Option<ErrorClass> {
     })
 }
 
-/// Words in an error name or message → class.
+/// Words in an error name or message → class (a status code or reason
+/// phrase in it first).
 pub fn from_text(text: &str) -> Option<ErrorClass> {
-    let t = text.to_ascii_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
-    if has(&["timeout", "timed out", "deadline"]) {
-        Some(ErrorClass::Timeout)
-    } else if has(&[
-        "connection reset",
-        "connection refused",
-        "connectionreset",
-        "connectionrefused",
-        "econnreset",
-        "econnrefused",
-        "fetch failed",
-        "dns",
-        "name resolution",
-        "getaddrinfo",
-        "enotfound",
-    ]) {
-        Some(ErrorClass::Network)
-    } else if has(&[
-        "rate limit",
-        "ratelimit",
-        "rate_limit",
-        "too many requests",
-        "quota",
-    ]) {
-        Some(ErrorClass::RateLimited)
-    } else if has(&["validation", "invalid"]) {
-        Some(ErrorClass::InvalidRequest)
-    } else if has(&["moderation", "content policy", "content_policy", "safety"]) {
-        Some(ErrorClass::Policy)
-    } else {
-        None
-    }
+    message::classify([text])
 }
 
 /// A tool result that says it failed: `unknown`, unless a status inside decides.
 fn tool_result_failed(attrs: &[KeyValue]) -> Option<ErrorClass> {
-    let raw = RESULT_KEYS.iter().find_map(|k| attrs::str_ref(attrs, k))?;
-    let value: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let value = RESULT_KEYS.iter().find_map(|k| attrs::json(attrs, k))?;
     let obj = value.as_object()?;
     let flag = |k: &str, failed: bool| obj.get(k).and_then(|v| v.as_bool()) == Some(failed);
     let error = obj.get("error").filter(|e| match e {
@@ -183,9 +162,19 @@ fn tool_result_failed(attrs: &[KeyValue]) -> Option<ErrorClass> {
         serde_json::Value::String(s) => from_text(s),
         _ => None,
     });
+    // An MCP `CallToolResult` with `isError`: its text content says why.
+    let content = || {
+        let items = obj.get("content")?.as_array()?;
+        message::classify(
+            items
+                .iter()
+                .filter_map(|i| i.get("text").and_then(|t| t.as_str())),
+        )
+    };
     Some(
         inner
             .or_else(|| status_in(obj))
+            .or_else(content)
             .unwrap_or(ErrorClass::Unknown),
     )
 }

@@ -9,6 +9,7 @@ pub mod decode;
 mod error;
 pub mod file;
 pub mod json;
+pub mod message;
 pub mod normalize;
 pub mod toolcall;
 

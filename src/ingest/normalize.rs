@@ -149,6 +149,7 @@ fn row(
         tool_name: tool.as_ref().map(|t| t.name.clone()),
         tool_call_id: tool.as_ref().and_then(|t| t.call_id.clone()),
         tool_args_hash: tool.as_ref().and_then(|t| t.args_hash.clone()),
+        tool_result_hash: tool.as_ref().and_then(|t| t.result_hash.clone()),
         tool_convention: tool.as_ref().map(|t| t.convention),
         session_id: toolcall::session_id(a, resource_attrs),
         turn_id: None,

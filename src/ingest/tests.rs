@@ -639,3 +639,148 @@ proptest! {
         let _ = decode::decompress(bytes.into(), Encoding::Deflate, 1 << 16);
     }
 }
+
+/// A failure whose only clue is its words: status ERROR with `message` as
+/// the status message and as an exception event's message, no HTTP attribute.
+fn from_words(error_type: Option<&str>, message: &str) -> ErrorClass {
+    let attrs: Vec<KeyValue> = error_type.map(|t| s("error.type", t)).into_iter().collect();
+    let events = vec![Event {
+        name: "exception".into(),
+        attributes: vec![s("exception.message", message)],
+        ..Default::default()
+    }];
+    classify::classify(&attrs, error_status(message).as_ref(), &events).class
+}
+
+#[test]
+fn seven_names_of_one_429_in_the_words_alone_are_rate_limited() {
+    // The seed's table: one HTTP 429 logged under seven names, each with
+    // nothing but its message (the Vercel AI SDK and pydantic-ai record a
+    // failed tool so: status ERROR plus an exception event).
+    for (name, message) in [
+        (Some("extract_failed"), "product page: HTTP 429"),
+        (
+            None,
+            "ig-3 coverage 0/11: all sources failed (429 from IG private API)",
+        ),
+        (Some("TypeError"), "fetch failed: status code 429"),
+        (None, "enrich: web_profile_info returned 429"),
+        (None, "HTTP 429 Too Many Requests"),
+        (
+            Some("HTTPError"),
+            "429 Client Error: Too Many Requests for url: https://x/y",
+        ),
+        (Some("AxiosError"), "Request failed with status code 429"),
+    ] {
+        assert_eq!(
+            from_words(name, message),
+            ErrorClass::RateLimited,
+            "{name:?} {message:?}"
+        );
+    }
+}
+
+#[test]
+fn status_codes_and_reason_phrases_in_messages_decide_the_class() {
+    use ErrorClass::*;
+    for (message, class) in [
+        ("upstream 503 Service Unavailable", Unavailable),
+        ("status code 502", Unavailable),
+        ("Bad Gateway", Unavailable),
+        ("HTTP/1.1 504 Gateway Timeout", Unavailable),
+        ("Error: 401 Unauthorized", Auth),
+        ("got 404 for /v2/contracts/7", NotFound),
+        ("response 422 Unprocessable Entity", InvalidRequest),
+        ("500 Internal Server Error", ServerError),
+        // Numbers that are not statuses, and words as before.
+        ("took 503 ms, then: connection reset by peer", Network),
+        ("line 404: unexpected token", Unknown),
+        ("merge conflict in src/main.rs", Unknown),
+        ("deadline exceeded after 30s", Timeout),
+        ("connect ECONNREFUSED 127.0.0.1:443", Network),
+    ] {
+        assert_eq!(from_words(None, message), class, "{message:?}");
+    }
+}
+
+#[test]
+fn mcp_errors_get_a_class() {
+    use ErrorClass::*;
+    // JSON-RPC error codes, as the OTel MCP conventions put them in error.type.
+    for (code, class) in [
+        ("-32602", InvalidRequest),
+        ("-32601", NotFound),
+        ("-32603", ServerError),
+        ("-32001", Timeout),
+    ] {
+        let attrs = vec![s("mcp.method.name", "tools/call"), s("error.type", code)];
+        let got = classify::classify(&attrs, error_status("").as_ref(), &[]).class;
+        assert_eq!(got, class, "{code}");
+    }
+    // `isError` with a text content that says why.
+    let result =
+        r#"{"content":[{"type":"text","text":"upstream 503 Service Unavailable"}],"isError":true}"#;
+    let attrs = vec![
+        s("mcp.method.name", "tools/call"),
+        s("error.type", "tool_error"),
+        s("gen_ai.tool.call.result", result),
+    ];
+    let got = classify::classify(&attrs, error_status("").as_ref(), &[]).class;
+    assert_eq!(got, Unavailable);
+}
+
+#[test]
+fn a_tools_call_span_is_mcp_whatever_else_it_carries() {
+    // The OTel MCP conventions set gen_ai.operation.name = execute_tool on
+    // the client span too: still an MCP call (so its server span pairs up).
+    tool(
+        "tools/call get-weather",
+        vec![
+            s("mcp.method.name", "tools/call"),
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "get-weather"),
+        ],
+        Some(("get-weather", ToolConvention::Mcp)),
+    );
+}
+
+#[test]
+fn structured_arguments_hash_like_their_json_text_and_empty_ones_not_at_all() {
+    let structured = kv(
+        "gen_ai.tool.call.arguments",
+        Value::KvlistValue(opentelemetry_proto::tonic::common::v1::KeyValueList {
+            values: vec![s("to", "BER"), s("from", "LIS")],
+        }),
+    );
+    let base = || {
+        vec![
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "search_flights"),
+        ]
+    };
+    let hash = |extra: KeyValue| {
+        let mut a = base();
+        a.push(extra);
+        toolcall::detect("execute_tool search_flights", &a)
+            .unwrap()
+            .args_hash
+    };
+    let text = hash(s(
+        "gen_ai.tool.call.arguments",
+        r#"{"from":"LIS","to":"BER"}"#,
+    ));
+    assert!(text.is_some());
+    assert_eq!(hash(structured), text);
+    for empty in ["{}", "[]", "", "null", "  "] {
+        assert_eq!(
+            hash(s("gen_ai.tool.call.arguments", empty)),
+            None,
+            "{empty:?}"
+        );
+    }
+    // Results are hashed too, for loops and polling.
+    let mut a = base();
+    a.push(s("gen_ai.tool.call.result", r#"{"status":"running"}"#));
+    let t = toolcall::detect("execute_tool job", &a).unwrap();
+    assert!(t.result_hash.is_some());
+}

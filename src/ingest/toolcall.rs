@@ -11,8 +11,11 @@ use crate::model::ToolConvention;
 pub struct ToolCall {
     pub name: String,
     pub call_id: Option<String>,
-    /// Hash of the canonical JSON of the arguments, when they were recorded.
+    /// Hash of the canonical JSON of the arguments, when they were recorded
+    /// and not empty (`{}`, `[]`, `""`, `null` are no arguments).
     pub args_hash: Option<String>,
+    /// Hash of the canonical JSON of the result, when it was recorded.
+    pub result_hash: Option<String>,
     pub convention: ToolConvention,
 }
 
@@ -22,62 +25,87 @@ const SESSION_KEYS: &[&str] = &[
     "gen_ai.session.id",
     "langfuse.session.id",
     "traceloop.association.properties.session_id",
+    // The Vercel AI SDK 6: `experimental_telemetry.metadata.sessionId`.
+    "ai.telemetry.metadata.sessionId",
 ];
 
-/// The tool call a span describes, if any; the first convention that marks
-/// it wins (GenAI, OpenInference, OpenLLMetry, Vercel AI SDK, bare
-/// `gen_ai.tool.name` / `tool.name`, MCP `tools/call`).
+/// The tool call a span describes, if any. An MCP `tools/call` span is an
+/// MCP call whatever else it carries (the OTel MCP conventions also set
+/// `gen_ai.operation.name = execute_tool` on it); otherwise the first
+/// convention that marks it wins (GenAI, OpenInference, OpenLLMetry, Vercel
+/// AI SDK, bare `gen_ai.tool.name` / `tool.name`).
 pub fn detect(span_name: &str, attrs: &[KeyValue]) -> Option<ToolCall> {
     let is = |key: &str, value: &str| attrs::str_ref(attrs, key) == Some(value);
     let s = |key: &str| attrs::string(attrs, key);
-    let (convention, name, call_id, args) = if is("gen_ai.operation.name", "execute_tool") {
-        (
-            ToolConvention::GenAi,
-            s("gen_ai.tool.name"),
-            s("gen_ai.tool.call.id"),
-            attrs::str_ref(attrs, "gen_ai.tool.call.arguments"),
-        )
-    } else if is("openinference.span.kind", "TOOL") {
-        (
-            ToolConvention::OpenInference,
-            s("tool.name"),
-            s("tool_call.id"),
-            attrs::str_ref(attrs, "tool.parameters")
-                .or_else(|| attrs::str_ref(attrs, "input.value")),
-        )
-    } else if is("traceloop.span.kind", "tool") {
-        (
-            ToolConvention::OpenLlmetry,
-            s("traceloop.entity.name"),
-            None,
-            attrs::str_ref(attrs, "traceloop.entity.input"),
-        )
-    } else if let Some(name) = s("ai.toolCall.name") {
-        (
-            ToolConvention::VercelAi,
-            Some(name),
-            s("ai.toolCall.id"),
-            attrs::str_ref(attrs, "ai.toolCall.args"),
-        )
-    } else if is("mcp.method.name", "tools/call") {
-        (
-            ToolConvention::Mcp,
-            s("gen_ai.tool.name").or_else(|| s("mcp.tool.name")),
-            s("gen_ai.tool.call.id").or_else(|| s("jsonrpc.request.id")),
-            attrs::str_ref(attrs, "gen_ai.tool.call.arguments"),
-        )
-    } else if let Some(name) = s("gen_ai.tool.name").or_else(|| s("tool.name")) {
-        (ToolConvention::Fallback, Some(name), None, None)
-    } else {
-        return None;
-    };
+    let (convention, name, call_id, args_keys): (_, _, _, &[&str]) =
+        if is("mcp.method.name", "tools/call") {
+            (
+                ToolConvention::Mcp,
+                s("gen_ai.tool.name").or_else(|| s("mcp.tool.name")),
+                s("gen_ai.tool.call.id").or_else(|| s("jsonrpc.request.id")),
+                &["gen_ai.tool.call.arguments"],
+            )
+        } else if is("gen_ai.operation.name", "execute_tool") {
+            (
+                ToolConvention::GenAi,
+                s("gen_ai.tool.name"),
+                s("gen_ai.tool.call.id"),
+                &["gen_ai.tool.call.arguments", "tool_arguments"],
+            )
+        } else if is("openinference.span.kind", "TOOL") {
+            (
+                ToolConvention::OpenInference,
+                s("tool.name"),
+                s("tool_call.id"),
+                &["tool.parameters", "input.value"],
+            )
+        } else if is("traceloop.span.kind", "tool") {
+            (
+                ToolConvention::OpenLlmetry,
+                s("traceloop.entity.name"),
+                None,
+                &["traceloop.entity.input"],
+            )
+        } else if let Some(name) = s("ai.toolCall.name") {
+            (
+                ToolConvention::VercelAi,
+                Some(name),
+                s("ai.toolCall.id"),
+                &["ai.toolCall.args", "ai.toolCall.input"],
+            )
+        } else if let Some(name) = s("gen_ai.tool.name").or_else(|| s("tool.name")) {
+            (
+                ToolConvention::Fallback,
+                Some(name),
+                s("gen_ai.tool.call.id"),
+                &["gen_ai.tool.call.arguments", "tool_arguments"],
+            )
+        } else {
+            return None;
+        };
     let name = name.unwrap_or_else(|| name_from_span(span_name, convention));
+    let args = args_keys.iter().find_map(|k| attrs::json(attrs, k));
+    let result = super::classify::RESULT_KEYS
+        .iter()
+        .find_map(|k| attrs::json(attrs, k));
     Some(ToolCall {
         name,
         call_id,
-        args_hash: args.map(args_hash),
+        args_hash: args.filter(|v| !is_empty(v)).map(|v| value_hash(&v)),
+        result_hash: result.map(|v| value_hash(&v)),
         convention,
     })
+}
+
+/// No arguments: `null`, `{}`, `[]`, `""` (or only whitespace).
+fn is_empty(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::Object(o) => o.is_empty(),
+        serde_json::Value::Array(a) => a.is_empty(),
+        serde_json::Value::String(s) => s.trim().is_empty(),
+        _ => false,
+    }
 }
 
 /// The tool name when no attribute gave one: the span name, less the
@@ -97,10 +125,24 @@ fn name_from_span(span_name: &str, convention: ToolConvention) -> String {
 /// Hash of the arguments' canonical JSON (keys sorted, no whitespace); text
 /// that is not JSON is hashed as it is.
 pub fn args_hash(raw: &str) -> String {
-    let canonical = serde_json::from_str::<serde_json::Value>(raw)
-        .map(|v| v.to_string())
-        .unwrap_or_else(|_| raw.to_string());
-    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(canonical.as_bytes()))
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(v) => value_hash(&v),
+        Err(_) => text_hash(raw),
+    }
+}
+
+/// Hash of a JSON value's canonical form: keys sorted, no whitespace; a
+/// string is hashed as its text, so `"ls"` and a bare `ls` agree, and a
+/// structured attribute agrees with the same object sent as a JSON string.
+pub fn value_hash(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => text_hash(s),
+        other => text_hash(&other.to_string()),
+    }
+}
+
+fn text_hash(text: &str) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
 }
 
 /// The session a span belongs to: the span's own attributes first, then the resource's.

@@ -1,0 +1,147 @@
+//! What an error's words say (detection.md §3): an HTTP status code or
+//! reason phrase inside a message (`upstream 503 Service Unavailable`,
+//! `Request failed with status code 429`), a JSON-RPC error code (MCP), and
+//! the words that name a kind of failure (`timed out`, `connection reset`).
+//! Frameworks that record a failed tool as status ERROR plus an exception
+//! event — the Vercel AI SDK, pydantic-ai — leave only these.
+
+use super::classify::from_http;
+use crate::model::ErrorClass;
+
+/// Words that, just before a three-digit number, make it a status code.
+const CODE_CUES: &[&str] = &[
+    "http", "http/1.0", "http/1.1", "http/2", "status", "code", "upstream", "returned", "response",
+    "error", "got", "received", "failed", "with",
+];
+
+/// Reason phrases (RFC 9110) and the status they stand for.
+const PHRASES: &[(&str, i32)] = &[
+    ("too many requests", 429),
+    ("service unavailable", 503),
+    ("bad gateway", 502),
+    ("gateway timeout", 504),
+    ("gateway time-out", 504),
+    ("internal server error", 500),
+    ("request timeout", 408),
+    ("unprocessable entity", 422),
+    ("unprocessable content", 422),
+    ("bad request", 400),
+    ("unauthorized", 401),
+    ("forbidden", 403),
+    ("not found", 404),
+    ("payload too large", 413),
+];
+
+/// Phrases too common in other senses ("merge conflict") to decide alone.
+const AFTER_CODE_ONLY: &[&str] = &["conflict"];
+
+/// An HTTP status (400–599) the text names: a three-digit number after a
+/// cue word (`HTTP 429`, `status code 502`, `returned 503`), at the very
+/// start (`429 Client Error`), or followed by its reason phrase; failing
+/// that, a reason phrase alone.
+pub fn http_status(text: &str) -> Option<i32> {
+    let t = text.to_ascii_lowercase();
+    let b = t.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i - start != 3 || (start > 0 && b[start - 1] == b'.') || b.get(i) == Some(&b'.') {
+            continue;
+        }
+        let Ok(code) = t[start..i].parse::<i32>() else {
+            continue;
+        };
+        if !(400..=599).contains(&code) {
+            continue;
+        }
+        let before = t[..start].trim_end_matches([' ', ':', '=', '(', '[', '#', '-', '_']);
+        let cue = CODE_CUES.iter().any(|c| before.ends_with(c));
+        let after = t[i..].trim_start_matches([' ', ':', '-', ')', ']', ',']);
+        let phrase = PHRASES.iter().any(|(p, _)| after.starts_with(p))
+            || AFTER_CODE_ONLY.iter().any(|p| after.starts_with(p));
+        let client_error = after.starts_with("client error") || after.starts_with("server error");
+        if cue || phrase || client_error || before.is_empty() {
+            return Some(code);
+        }
+    }
+    PHRASES
+        .iter()
+        .find(|(p, _)| t.contains(p))
+        .map(|(_, code)| *code)
+}
+
+/// A JSON-RPC error code (`-32602`), as MCP spans carry it in `error.type`
+/// or `rpc.response.status_code`.
+pub fn jsonrpc(text: &str) -> Option<ErrorClass> {
+    let code: i32 = text.trim().parse().ok()?;
+    Some(match code {
+        -32700 | -32600 | -32602 => ErrorClass::InvalidRequest,
+        -32601 | -32002 => ErrorClass::NotFound,
+        -32603 => ErrorClass::ServerError,
+        -32001 => ErrorClass::Timeout,
+        -32000 => ErrorClass::Network,
+        -32099..=-32003 => ErrorClass::ServerError,
+        _ => return None,
+    })
+}
+
+/// The class a status code or reason phrase in `text` decides.
+pub fn status_class(text: &str) -> Option<ErrorClass> {
+    http_status(text).and_then(from_http)
+}
+
+/// Words in an error name or message → class.
+pub fn words(text: &str) -> Option<ErrorClass> {
+    let t = text.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
+    if has(&["timeout", "timed out", "deadline"]) {
+        Some(ErrorClass::Timeout)
+    } else if has(&[
+        "rate limit",
+        "ratelimit",
+        "rate_limit",
+        "too many requests",
+        "quota",
+        "throttl",
+    ]) {
+        Some(ErrorClass::RateLimited)
+    } else if has(&[
+        "connection reset",
+        "connection refused",
+        "connectionreset",
+        "connectionrefused",
+        "econnreset",
+        "econnrefused",
+        "fetch failed",
+        "dns",
+        "name resolution",
+        "getaddrinfo",
+        "enotfound",
+    ]) {
+        Some(ErrorClass::Network)
+    } else if has(&["validation", "invalid"]) {
+        Some(ErrorClass::InvalidRequest)
+    } else if has(&["moderation", "content policy", "content_policy", "safety"]) {
+        Some(ErrorClass::Policy)
+    } else {
+        None
+    }
+}
+
+/// The class of a set of texts (error name, exception type and message,
+/// status message, in that order): a status code or reason phrase in any
+/// of them first — it is the most exact clue — then the words.
+pub fn classify<'a>(texts: impl IntoIterator<Item = &'a str> + Clone) -> Option<ErrorClass> {
+    texts
+        .clone()
+        .into_iter()
+        .find_map(status_class)
+        .or_else(|| texts.into_iter().find_map(words))
+}
