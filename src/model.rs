@@ -138,6 +138,8 @@ pub struct SpanRow {
     pub tool_name: Option<String>,
     pub tool_call_id: Option<String>,
     pub tool_args_hash: Option<String>,
+    /// Hash of the recorded result, when there is one (loops and polling).
+    pub tool_result_hash: Option<String>,
     pub tool_convention: Option<ToolConvention>,
     pub session_id: Option<String>,
     pub turn_id: Option<String>,

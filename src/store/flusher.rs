@@ -250,7 +250,7 @@ fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
             let Some(part) = remaining.next() else {
                 return Ok(None);
             };
-            let df = parquet::scan(std::slice::from_ref(part))
+            let df = parquet::scan_parts(std::slice::from_ref(part))
                 .and_then(|lf| lf.collect())
                 .and_then(|df| dedup(df, &mut seen))
                 .map_err(|e| StoreError::data(context(), e))?;

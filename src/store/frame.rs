@@ -25,6 +25,7 @@ pub fn schema() -> Schema {
         ("tool_name", s.clone()),
         ("tool_call_id", s.clone()),
         ("tool_args_hash", s.clone()),
+        ("tool_result_hash", s.clone()),
         ("tool_convention", s.clone()),
         ("session_id", s.clone()),
         ("turn_id", s.clone()),
@@ -82,6 +83,7 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         strs("tool_name", rows, |r| r.tool_name.as_deref()),
         strs("tool_call_id", rows, |r| r.tool_call_id.as_deref()),
         strs("tool_args_hash", rows, |r| r.tool_args_hash.as_deref()),
+        strs("tool_result_hash", rows, |r| r.tool_result_hash.as_deref()),
         strs("tool_convention", rows, |r| {
             r.tool_convention.map(|c| c.as_str())
         }),

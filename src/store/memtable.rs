@@ -30,6 +30,7 @@ pub fn row_bytes(r: &SpanRow) -> usize {
         + o(&r.tool_name)
         + o(&r.tool_call_id)
         + o(&r.tool_args_hash)
+        + o(&r.tool_result_hash)
         + o(&r.session_id)
         + o(&r.turn_id)
         + o(&r.agent_call_id)

@@ -109,12 +109,28 @@ pub fn scan(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
     LazyFrame::scan_parquet_files(paths.into(), args)
 }
 
+/// A lazy scan over span parts, with the span schema of this version:
+/// columns added since a part was written (`tool_result_hash`) read as null.
+pub fn scan_parts(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
+    let paths: Vec<PlRefPath> = paths
+        .iter()
+        .map(|p| PlRefPath::try_from_path(p))
+        .collect::<PolarsResult<_>>()?;
+    let args = ScanArgsParquet {
+        glob: false,
+        schema: Some(std::sync::Arc::new(super::frame::schema())),
+        allow_missing_columns: true,
+        ..Default::default()
+    };
+    LazyFrame::scan_parquet_files(paths.into(), args)
+}
+
 /// The dedup keys stored in a set of parts.
 pub fn read_keys(paths: &[PathBuf]) -> PolarsResult<Vec<SpanKey>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let df = scan(paths)?
+    let df = scan_parts(paths)?
         .select([col("trace_id"), col("span_id")])
         .collect()?;
     Ok(super::frame::keys(&df)?.into_iter().flatten().collect())

@@ -50,7 +50,7 @@ impl Reader {
         if paths.is_empty() {
             return Ok(frame::empty().lazy());
         }
-        parquet::scan(&paths).map_err(|e| StoreError::data("scanning span parts", e))
+        parquet::scan_parts(&paths).map_err(|e| StoreError::data("scanning span parts", e))
     }
 
     /// Every stored span.

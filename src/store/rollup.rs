@@ -2,7 +2,7 @@
 //! day's parts with `queries/tool_daily.sql`, refreshed for the days a commit
 //! touched, so later reads never rescan raw spans for daily numbers.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 
 use polars::prelude::*;
@@ -23,7 +23,7 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
         return Ok(None);
     }
     let context = || format!("reading the tool calls of {}", day_to_string(day));
-    let tools = parquet::scan(&parts)
+    let tools = parquet::scan_parts(&parts)
         .map_err(|e| StoreError::data(context(), e))?
         .filter(col("is_tool_call"));
     let counted = [
@@ -36,23 +36,32 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
         col("error_type"),
     ];
     let day_lit = lit(day_to_string(day)).alias("day");
-    // The ids are read only when the day has MCP spans to pair up: most
-    // days have none, and the ids are the bulk of the bytes.
-    let mcp = tools
+    // The ids are read only when the day may hold one call as two spans
+    // (an MCP span, or two conventions): most days have neither, and the
+    // ids are the bulk of the bytes.
+    let shape = tools
         .clone()
-        .filter(col("tool_convention").eq(lit("mcp")))
-        .select([len().alias("n")])
+        .select([
+            col("tool_convention")
+                .eq(lit("mcp"))
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("mcp"),
+            col("tool_convention")
+                .n_unique()
+                .cast(DataType::UInt64)
+                .alias("conventions"),
+        ])
         .collect()
-        .and_then(|df| {
-            Ok(df
-                .column("n")?
-                .cast(&DataType::UInt64)?
-                .u64()?
-                .get(0)
-                .unwrap_or(0))
-        })
         .map_err(|e| StoreError::data(context(), e))?;
-    if mcp == 0 {
+    let first = |name: &str| -> u64 {
+        shape
+            .column(name)
+            .ok()
+            .and_then(|c| c.u64().ok().and_then(|c| c.get(0)))
+            .unwrap_or(0)
+    };
+    if first("mcp") == 0 && first("conventions") <= 1 {
         return Ok(Some(tools.select(counted).with_column(day_lit)));
     }
     let mut wanted = counted.to_vec();
@@ -60,54 +69,112 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
         col("trace_id"),
         col("span_id"),
         col("parent_span_id"),
-        col("tool_convention"),
+        col("start_ns"),
+        col("end_ns"),
     ]);
     let df = tools
         .select(wanted)
         .collect()
         .map_err(|e| StoreError::data(context(), e))?;
-    let keep = !mcp_duplicates(&df).map_err(|e| StoreError::data(context(), e))?;
-    let df = df
-        .filter(&keep)
-        .map_err(|e| StoreError::data(context(), e))?;
+    let df = once_per_call(&df).map_err(|e| StoreError::data(context(), e))?;
     Ok(Some(df.lazy().with_column(day_lit)))
 }
 
-/// Rows that are MCP `tools/call` spans describing the same call as a GenAI
-/// (or other convention's) tool span: its parent or its child, same tool.
-/// Such a call is counted once, as the non-MCP span.
-pub fn mcp_duplicates(df: &DataFrame) -> PolarsResult<BooleanChunked> {
-    let conv = df.column("tool_convention")?.str()?;
-    let is_mcp = |i: usize| conv.get(i) == Some("mcp");
-    if !(0..df.height()).any(is_mcp) {
-        return Ok(BooleanChunked::full(
-            "mcp_duplicate".into(),
-            false,
-            df.height(),
-        ));
-    }
+/// For each tool row, the row of the call it duplicates: a tool span whose
+/// parent is a tool span of the same tool in the same trace, overlapping it
+/// in time, is the same call seen twice — an MCP client span and its server
+/// span (the OTel MCP conventions make the client the server's parent), or
+/// a framework's tool span around an MCP `tools/call`. It maps to the
+/// outermost span of such a nest. `df` holds `trace_id`, `span_id`,
+/// `parent_span_id`, `tool_name`, `start_ns`, `end_ns` (and `is_tool_call`,
+/// when it holds other spans too).
+pub fn nested_duplicates(df: &DataFrame) -> PolarsResult<Vec<Option<usize>>> {
     let trace = df.column("trace_id")?.str()?;
     let span = df.column("span_id")?.str()?;
     let parent = df.column("parent_span_id")?.str()?;
     let tool = df.column("tool_name")?.str()?;
-    type Set<'a> =
-        HashSet<(Option<&'a str>, Option<&'a str>, &'a str), foldhash::fast::RandomState>;
-    let (mut by_id, mut by_parent) = (Set::default(), Set::default());
+    let start = df.column("start_ns")?.i64()?;
+    let end = df.column("end_ns")?.i64()?;
+    let is_tool: Option<Vec<bool>> = match df.column("is_tool_call") {
+        Ok(c) => Some(c.bool()?.iter().map(|b| b == Some(true)).collect()),
+        Err(_) => None,
+    };
+    let tool_row = |i: usize| is_tool.as_ref().is_none_or(|t| t[i]) && tool.get(i).is_some();
+    let mut rows: HashMap<(&str, &str), usize, foldhash::fast::RandomState> = HashMap::default();
     for i in 0..df.height() {
-        if let (false, Some(t)) = (is_mcp(i), tool.get(i)) {
-            by_id.insert((trace.get(i), span.get(i), t));
-            by_parent.insert((trace.get(i), parent.get(i), t));
+        if let (true, Some(t), Some(s)) = (tool_row(i), trace.get(i), span.get(i)) {
+            rows.insert((t, s), i);
         }
     }
-    Ok((0..df.height())
-        .map(|i| {
-            let Some(t) = tool.get(i).filter(|_| is_mcp(i)) else {
-                return false;
-            };
-            by_id.contains(&(trace.get(i), parent.get(i), t))
-                || by_parent.contains(&(trace.get(i), span.get(i), t))
-        })
-        .collect())
+    let outer = |i: usize| -> Option<usize> {
+        let p = rows.get(&(trace.get(i)?, parent.get(i)?)).copied()?;
+        let overlaps = start.get(i)? < end.get(p)? && start.get(p)? < end.get(i)?
+            || start.get(i) == start.get(p);
+        (p != i && tool.get(p) == tool.get(i) && overlaps).then_some(p)
+    };
+    let mut out = vec![None; df.height()];
+    for (i, slot) in out.iter_mut().enumerate() {
+        if !tool_row(i) {
+            continue;
+        }
+        // Walk up to the outermost span of the nest (bounded: bad data may loop).
+        let mut cur = i;
+        for _ in 0..16 {
+            match outer(cur) {
+                Some(p) if p != i => cur = p,
+                _ => break,
+            }
+        }
+        if cur != i {
+            *slot = Some(cur);
+        }
+    }
+    Ok(out)
+}
+
+/// `df` with each call once: nested duplicates ([`nested_duplicates`])
+/// dropped, and a failure seen only on an inner span (an MCP server span's
+/// `isError`) moved onto the outer one, with its class and name.
+pub fn once_per_call(df: &DataFrame) -> PolarsResult<DataFrame> {
+    let dup = nested_duplicates(df)?;
+    if dup.iter().all(Option::is_none) {
+        return Ok(df.clone());
+    }
+    let class = df.column("error_class")?.str()?;
+    let mut classes: Vec<Option<String>> = class.iter().map(|c| c.map(str::to_string)).collect();
+    let mut names: Option<Vec<Option<String>>> = match df.column("error_type") {
+        Ok(c) => Some(c.str()?.iter().map(|c| c.map(str::to_string)).collect()),
+        Err(_) => None,
+    };
+    for (i, p) in dup.iter().enumerate() {
+        let Some(p) = *p else { continue };
+        let inner_failed = class.get(i).is_some_and(|c| c != "ok");
+        if inner_failed && classes[p].as_deref() == Some("ok") {
+            classes[p] = classes[i].clone();
+            if let Some(n) = names.as_mut() {
+                n[p] = n[i].clone();
+            }
+        }
+    }
+    let mut out = df.clone();
+    out.with_column(Column::new("error_class".into(), classes))?;
+    if let Some(n) = names {
+        out.with_column(Column::new("error_type".into(), n))?;
+    }
+    if out.schema().contains("retryable") {
+        let retryable: Vec<Option<bool>> = out
+            .column("error_class")?
+            .str()?
+            .iter()
+            .map(|c| {
+                c.and_then(crate::model::ErrorClass::parse)
+                    .and_then(|c| c.retryable())
+            })
+            .collect();
+        out.with_column(Column::new("retryable".into(), retryable))?;
+    }
+    let keep: BooleanChunked = dup.iter().map(|d| d.is_none()).collect();
+    out.filter(&keep)
 }
 
 fn run_sql(rows: LazyFrame, sql: &str) -> PolarsResult<DataFrame> {

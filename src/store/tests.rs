@@ -280,20 +280,21 @@ fn a_second_writer_is_refused() {
 }
 
 #[test]
-fn mcp_and_genai_spans_of_one_call_count_once() {
+fn a_nested_span_of_the_same_tool_is_the_same_call() {
+    // a: book; b inside a (its MCP server span, overlapping); c: other, a
+    // root; d: other, its parent never arrived; e: book under a but after
+    // it ended (a second call, not the same one); f inside b (a third layer).
     let df = df! {
-        "trace_id" => ["t", "t", "t", "t"],
-        "span_id" => ["a", "b", "c", "d"],
-        "parent_span_id" => [None, Some("a"), None, Some("x")],
-        "tool_name" => ["book", "book", "other", "other"],
-        "tool_convention" => ["gen_ai", "mcp", "mcp", "mcp"],
+        "trace_id" => ["t", "t", "t", "t", "t", "t"],
+        "span_id" => ["a", "b", "c", "d", "e", "f"],
+        "parent_span_id" => [None, Some("a"), None, Some("x"), Some("a"), Some("b")],
+        "tool_name" => ["book", "book", "other", "other", "book", "book"],
+        "start_ns" => [0i64, 10, 0, 0, 200, 20],
+        "end_ns" => [100i64, 90, 50, 50, 300, 80],
     }
     .unwrap();
-    let dup = rollup::mcp_duplicates(&df).unwrap();
-    assert_eq!(
-        dup.iter().collect::<Vec<_>>(),
-        vec![Some(false), Some(true), Some(false), Some(false)]
-    );
+    let dup = rollup::nested_duplicates(&df).unwrap();
+    assert_eq!(dup, vec![None, Some(0), None, None, None, Some(0)]);
 }
 
 #[test]
