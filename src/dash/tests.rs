@@ -56,15 +56,15 @@ fn escaping_leaves_nothing_active() {
     );
 }
 
-/// Two requests of one tool in one turn are two loops, each with its own
-/// rhythm; a corrected request is not a retry.
+/// Two retry chains of one tool in one turn, split by a success, are two
+/// loops in the trace view, each with its own rhythm.
 #[test]
 fn each_request_loop_in_a_trace_has_its_own_rhythm() {
     use polars::prelude::*;
     let ms = |m: i64| (1_785_000_000_000i64 + m) * 1_000_000;
-    // Request a: four no-backoff attempts (all 503). Request b: four
-    // attempts with growing gaps, the last ok.
-    let starts = [0i64, 110, 220, 330, 1000, 2100, 4200, 8300];
+    // Chain one: four no-backoff 503s, then ok. Chain two (after that
+    // success, so a loop of its own): three 503s with growing gaps, then ok.
+    let starts = [0i64, 110, 220, 330, 440, 1000, 2100, 4200, 8300];
     let n = starts.len();
     let df = df! {
         "trace_id" => vec!["ab".repeat(16); n + 1],
@@ -76,9 +76,9 @@ fn each_request_loop_in_a_trace_has_its_own_rhythm() {
         "agent_call_id" => vec![None::<String>; n + 1],
         "is_tool_call" => (0..=n).map(|i| i > 0).collect::<Vec<_>>(),
         "tool_name" => (0..=n).map(|i| (i > 0).then_some("search")).collect::<Vec<_>>(),
-        "tool_args_hash" => (0..=n).map(|i| match i { 0 => None, 1..=4 => Some("a"), _ => Some("b") }).collect::<Vec<_>>(),
+        "tool_args_hash" => (0..=n).map(|i| match i { 0 => None, 1..=5 => Some("a"), _ => Some("b") }).collect::<Vec<_>>(),
         "tool_convention" => (0..=n).map(|i| (i > 0).then_some("gen_ai")).collect::<Vec<_>>(),
-        "error_class" => (0..=n).map(|i| match i { 0 | 8 => "ok", _ => "unavailable" }).collect::<Vec<_>>(),
+        "error_class" => (0..=n).map(|i| match i { 0 | 5 | 9 => "ok", _ => "unavailable" }).collect::<Vec<_>>(),
         "attributes" => vec!["{}"; n + 1],
         "start_ns" => std::iter::once(ms(0)).chain(starts.iter().map(|s| ms(*s))).collect::<Vec<_>>(),
         "end_ns" => std::iter::once(ms(9000)).chain(starts.iter().map(|s| ms(*s + 100))).collect::<Vec<_>>(),
@@ -92,12 +92,14 @@ fn each_request_loop_in_a_trace_has_its_own_rhythm() {
             .unwrap()
     };
     assert_eq!(by_id(1).verdict, "failed");
-    assert_eq!(by_id(4).verdict, "wasted");
+    assert_eq!(by_id(4).verdict, "rescued");
+    assert_eq!(by_id(5).verdict, "rescued");
     assert_eq!(by_id(4).rhythm.as_deref(), Some("no_backoff"));
-    // The second request starts fresh, then is rescued with growing gaps.
-    assert_eq!(by_id(5).verdict, "failed");
-    assert_eq!(by_id(8).verdict, "rescued");
-    assert_eq!(by_id(8).rhythm.as_deref(), Some("exponential"));
+    // After the success the next failure starts fresh, then is rescued
+    // with growing gaps.
+    assert_eq!(by_id(6).verdict, "failed");
+    assert_eq!(by_id(9).verdict, "rescued");
+    assert_eq!(by_id(9).rhythm.as_deref(), Some("exponential"));
 }
 
 fn query(pairs: &[(&str, &str)]) -> std::collections::HashMap<String, String> {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use polars::prelude::*;
 use serde::Serialize;
 
-use crate::detect::outcomes::{judge, Verdict};
+use crate::detect::chains::{judge, Attempt, Verdict};
 use crate::detect::storm::{rhythm, StormParams};
 use crate::detect::turns;
 use crate::model::ErrorClass;
@@ -54,7 +54,7 @@ fn strs<'a>(df: &'a DataFrame, name: &str) -> PolarsResult<Vec<Option<&'a str>>>
 /// Build the view of a trace's spans (a frame with the span schema).
 pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     let turn_ids = turns::resolve(df)?;
-    let dup = crate::store::rollup::mcp_duplicates(df)?;
+    let nested = crate::store::rollup::nested_duplicates(df)?;
     let span = strs(df, "span_id")?;
     let parent = strs(df, "parent_span_id")?;
     let name = strs(df, "name")?;
@@ -63,6 +63,11 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     let class = strs(df, "error_class")?;
     let attrs = strs(df, "attributes")?;
     let args = strs(df, "tool_args_hash")?;
+    // Parts written before results were hashed have none.
+    let results = match df.column("tool_result_hash") {
+        Ok(c) => c.str()?.iter().collect(),
+        Err(_) => vec![None; df.height()],
+    };
     let start: Vec<i64> = df
         .column("start_ns")?
         .i64()?
@@ -103,7 +108,7 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
     for (i, s) in spans.iter().enumerate() {
         if let Some(t) = &s.tool {
-            if dup.get(i) != Some(true) {
+            if nested[i].is_none() {
                 groups
                     .entry((s.turn.clone(), t.clone()))
                     .or_default()
@@ -115,16 +120,17 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     let params = StormParams::default();
     for idx in groups.values_mut() {
         idx.sort_by_key(|&i| spans[i].start_ns);
-        let attempts: Vec<(ErrorClass, Option<&str>)> = idx
+        let attempts: Vec<Attempt<'_>> = idx
             .iter()
-            .map(|&i| {
-                (
-                    ErrorClass::parse(&spans[i].error_class).unwrap_or(ErrorClass::Unknown),
-                    args[i],
-                )
+            .map(|&i| Attempt {
+                class: ErrorClass::parse(&spans[i].error_class).unwrap_or(ErrorClass::Unknown),
+                args: args[i],
+                result: results[i],
+                start_ns: spans[i].start_ns,
+                end_ns: spans[i].end_ns,
             })
             .collect();
-        let verdicts = judge(&attempts);
+        let verdicts = judge(&attempts, params.exponential_ratio);
         let gaps: Vec<f64> = idx
             .windows(2)
             .map(|w| (spans[w[1]].start_ns - spans[w[0]].end_ns).max(0) as f64 / 1e6)

@@ -30,14 +30,31 @@ pub struct Call {
     pub end_ns: i64,
     pub class: ErrorClass,
     pub args_hash: Option<String>,
+    pub result_hash: Option<String>,
+    /// The call's session, else its turn's (an agent span often carries
+    /// `session.id` where the tool spans do not).
     pub session_id: Option<String>,
     /// What the call cost, when its span says.
     pub cost_usd: Option<f64>,
+    /// Its place among all the turn's tool calls (any tool), in start order:
+    /// two calls are adjacent in the turn when their places are.
+    pub seq: u32,
 }
 
 impl Call {
     pub fn failed(&self) -> bool {
         self.class.is_error()
+    }
+
+    /// The call as the chain rules see it.
+    pub fn attempt(&self) -> super::chains::Attempt<'_> {
+        super::chains::Attempt {
+            class: self.class,
+            args: self.args_hash.as_deref(),
+            result: self.result_hash.as_deref(),
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+        }
     }
 }
 
@@ -50,6 +67,8 @@ pub struct Turn {
     pub spans: usize,
     /// The newest end of any span of the turn's trace, for settling.
     pub last_end_ns: i64,
+    /// The session of the turn's agent span (or root), else of any of its spans.
+    pub session_id: Option<String>,
 }
 
 impl Turn {
@@ -78,8 +97,9 @@ pub fn by_turn_and_tool(calls: &[Call]) -> Vec<((&str, &str), Vec<&Call>)> {
         .collect()
 }
 
-/// The columns [`collect`] reads (`cost_usd` only when present).
-pub const COLUMNS: [&str; 15] = [
+/// The columns [`collect`] reads (`cost_usd` and `tool_result_hash` only
+/// when present).
+pub const COLUMNS: [&str; 16] = [
     "trace_id",
     "span_id",
     "parent_span_id",
@@ -92,6 +112,7 @@ pub const COLUMNS: [&str; 15] = [
     "service_name",
     "error_class",
     "tool_args_hash",
+    "tool_result_hash",
     "session_id",
     "tool_convention",
     "cost_usd",
@@ -118,6 +139,9 @@ pub struct TurnCalls {
     /// Per (tool, UTC day the turn began), the turns where the tool failed
     /// most (at most [`WORST_TURNS`]), worst first: a spike's evidence.
     pub failing: BTreeMap<(String, i32), Vec<FailingTurn>>,
+    /// Per (tool, UTC day the turn began), the latest end of a call of it:
+    /// how far the tool's traffic reached, for resolving per-turn signals.
+    pub last_call: BTreeMap<(String, i32), i64>,
 }
 
 /// How many failing turns per tool and day are kept.
@@ -130,6 +154,7 @@ pub struct FailingTurn {
     pub trace_id: String,
     pub calls: usize,
     pub failures: usize,
+    pub session_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -140,17 +165,24 @@ struct TurnStat {
     spans: usize,
 }
 
-/// Tool calls and turns of `df`, which holds at least [`COLUMNS`] (without
-/// `tool_convention`, MCP spans are taken as they are). An MCP `tools/call`
-/// span that describes the same call as its GenAI parent or child counts as
-/// a span of the turn, not as a second call.
+/// Tool calls and turns of `df`, which holds at least [`COLUMNS`]. A tool
+/// span nested in a tool span of the same tool that it overlaps (an MCP
+/// client/server pair, a framework's wrapper) counts as a span of the turn,
+/// not as a second call; a failure seen only on the inner span fails the
+/// outer one.
 pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     let anchors = turns::anchors(df)?;
-    let duplicate = if df.schema().contains("tool_convention") {
-        Some(crate::store::rollup::mcp_duplicates(df)?)
-    } else {
-        None
-    };
+    let nested = crate::store::rollup::nested_duplicates(df)?;
+    let class_col = df.column("error_class")?.str()?;
+    // The class each call counts with: its own, or its inner duplicate's failure.
+    let mut class_of: Vec<Option<&str>> = class_col.iter().collect();
+    for (i, p) in nested.iter().enumerate() {
+        if let Some(p) = *p {
+            if class_col.get(i).is_some_and(|c| c != "ok") && class_of[p] == Some("ok") {
+                class_of[p] = class_col.get(i);
+            }
+        }
+    }
     let trace = df.column("trace_id")?.str()?;
     let span = df.column("span_id")?.str()?;
     let start = df.column("start_ns")?.i64()?;
@@ -186,17 +218,15 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
         turn_of.push(n);
     }
     let is_call: BooleanChunked = (0..df.height())
-        .map(|i| {
-            is_tool.get(i) == Some(true)
-                && duplicate.as_ref().is_none_or(|d| d.get(i) != Some(true))
-        })
+        .map(|i| is_tool.get(i) == Some(true) && nested[i].is_none())
         .collect();
 
     // Calls and failures per (turn, tool), by the shipped query.
     let turn_col = Column::new("turn".into(), &turn_of);
+    let merged_class = Column::new("error_class".into(), &class_of);
     let rows = df
-        .select(["tool_name", "error_class", "start_ns"])?
-        .hstack(&[turn_col])?
+        .select(["tool_name", "start_ns"])?
+        .hstack(&[merged_class, turn_col])?
         .filter(&is_call)?;
     let mut ctx = SQLContext::new();
     ctx.register("calls", rows.lazy());
@@ -207,6 +237,9 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     let p_calls = p_calls.i64()?;
     let p_fail = pairs.column("failures")?.cast(&DataType::Int64)?;
     let p_fail = p_fail.i64()?;
+    let p_last = pairs.column("last_start_ns")?.cast(&DataType::Int64)?;
+    let p_last = p_last.i64()?;
+    let mut last_call: HashMap<(&str, i32), i64, Fast> = HashMap::default();
     let mut repeated: HashSet<(u32, &str), Fast> = HashSet::default();
     let mut has_repeat = vec![false; stats.len()];
     // (tool, day) → (failures, calls, turn number) of the turns it failed in.
@@ -222,6 +255,9 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
             has_repeat[n as usize] = true;
         }
         let failures = p_fail.get(j).unwrap_or(0);
+        let turn_day = crate::model::day_of_ns(stats[n as usize].start_ns);
+        let last = last_call.entry((tool, turn_day)).or_insert(i64::MIN);
+        *last = (*last).max(p_last.get(j).unwrap_or(0));
         if failures > 0 {
             let st = &stats[n as usize];
             let day = crate::model::day_of_ns(st.start_ns);
@@ -242,9 +278,27 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     let parent = df.column("parent_span_id")?.str()?;
     let tool = df.column("tool_name")?.str()?;
     let service = df.column("service_name")?.str()?;
-    let class = df.column("error_class")?.str()?;
     let args = df.column("tool_args_hash")?.str()?;
+    // Optional: parts written before results were hashed have none.
+    let results = match df.column("tool_result_hash") {
+        Ok(c) => Some(c.str()?),
+        Err(_) => None,
+    };
     let session = df.column("session_id")?.str()?;
+    // The session of each turn: its anchor's, else the first any span has.
+    let mut turn_session: Vec<Option<&str>> = vec![None; stats.len()];
+    for (i, a) in anchors.iter().enumerate() {
+        if let Anchor::Row(r) = a {
+            if let Some(sess) = session.get(*r) {
+                turn_session[turn_of[i] as usize] = Some(sess);
+            }
+        }
+    }
+    for (i, &n) in turn_of.iter().enumerate() {
+        if turn_session[n as usize].is_none() {
+            turn_session[n as usize] = session.get(i);
+        }
+    }
     // Optional: frames without a cost column have no costs.
     let cost = match df.column("cost_usd") {
         Ok(c) => Some(c.cast(&DataType::Float64)?),
@@ -266,6 +320,20 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     for (t, e) in trace.iter().zip(end.iter()) {
         if let Some(te) = t.and_then(|t| trace_end.get_mut(t)) {
             *te = (*te).max(e.unwrap_or(0));
+        }
+    }
+    // The place of every call of a turn with a repeat, among its calls.
+    let mut order: Vec<(u32, i64, u32)> = turn_of
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| has_repeat[**n as usize] && is_call.get(*i) == Some(true))
+        .map(|(i, &n)| (n, start.get(i).unwrap_or(0), i as u32))
+        .collect();
+    order.sort_unstable();
+    let mut seq_of: HashMap<u32, u32, Fast> = HashMap::default();
+    for w in order.chunk_by(|a, b| a.0 == b.0) {
+        for (k, &(_, _, i)) in w.iter().enumerate() {
+            seq_of.insert(i, k as u32);
         }
     }
     for (i, &n) in turn_of.iter().enumerate() {
@@ -292,6 +360,7 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
                     end_ns: st.end_ns,
                     spans: st.spans,
                     last_end_ns: trace_end.get(anchor_trace).copied().unwrap_or(st.end_ns),
+                    session_id: turn_session[n as usize].map(str::to_string),
                 },
             );
         }
@@ -304,13 +373,17 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
             service: service.get(i).unwrap_or("").to_string(),
             start_ns: start.get(i).unwrap_or(0),
             end_ns: end.get(i).unwrap_or(0),
-            class: class
-                .get(i)
+            class: class_of[i]
                 .and_then(ErrorClass::parse)
                 .unwrap_or(ErrorClass::Unknown),
             args_hash: args.get(i).map(str::to_string),
-            session_id: session.get(i).map(str::to_string),
+            result_hash: results.and_then(|r| r.get(i)).map(str::to_string),
+            session_id: session
+                .get(i)
+                .or(turn_session[n as usize])
+                .map(str::to_string),
             cost_usd: cost.and_then(|c| c.get(i)),
+            seq: seq_of.get(&(i as u32)).copied().unwrap_or(0),
         });
     }
     for ((tool, day), mut turns_) in worst {
@@ -325,11 +398,16 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
                     trace_id: trace.get(row).unwrap_or("").to_string(),
                     calls: calls.max(0) as usize,
                     failures: failures.max(0) as usize,
+                    session_id: turn_session[n as usize].map(str::to_string),
                 }
             })
             .collect();
         out.failing.insert((tool.to_string(), day), kept);
     }
+    out.last_call = last_call
+        .into_iter()
+        .map(|((tool, day), ns)| ((tool.to_string(), day), ns))
+        .collect();
     out.calls
         .sort_by(|a, b| (&a.turn, &a.tool, a.start_ns).cmp(&(&b.turn, &b.tool, b.start_ns)));
     out.healthy = healthy

@@ -3,13 +3,16 @@
 //! an argument, so a sweep can be replayed.
 //!
 //! Daily, over the `tool_daily` rollup: the error-rate spike (§4.1) and the
-//! latency spike (§4.6). Per turn (§2), over stored spans: retry storms
-//! (§4.2), wasted retries on deterministic errors (§4.3), retries after
-//! success (§4.4) and stacked retry layers (§4.5).
+//! latency spike (§4.6). Per turn (§2), over stored spans: retry chains and
+//! the storms among them (§4.2), wasted retries on deterministic errors
+//! (§4.3), retries after success (§4.4), stacked retry layers (§4.5) and
+//! tool loops (§4.7).
 
 pub mod calls;
+pub mod chains;
 pub mod daily;
 pub mod error_spike;
+pub mod loops;
 pub mod outcomes;
 pub mod retries;
 pub mod storm;
@@ -18,6 +21,8 @@ pub mod wilson;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_turns;
 
 /// The most frequent class among (class, count) pairs (counts of one class
 /// add up; a tie goes to the class listed first in `ErrorClass`); `unknown`
@@ -52,6 +57,7 @@ pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
 pub use calls::{Call, Turn};
 pub use daily::{daily_rows, DailyRow};
 pub use error_spike::{judge, Basis, DayVerdict, SpikeParams};
+pub use loops::{tool_loops, LoopParams, ToolLoop};
 pub use retries::{
     retries_after_success, stacked_retries, wasted_retries, RetryAfterSuccess, StackedRetries,
     WastedRetry,

@@ -98,13 +98,20 @@ pub fn wasted_retries(calls: &[Call]) -> Vec<WastedRetry> {
     out
 }
 
-/// Requests sent again after a call of them succeeded.
-pub fn retries_after_success(calls: &[Call]) -> Vec<RetryAfterSuccess> {
+/// Requests sent again after a call of them succeeded — unless the
+/// request is polling (its result keeps changing, or its gaps grow:
+/// [`super::chains::polling`]; `growth` is that gap ratio). Empty arguments
+/// carry no hash and are never judged.
+pub fn retries_after_success(calls: &[Call], growth: f64) -> Vec<RetryAfterSuccess> {
     let mut out = Vec::new();
     for ((turn, tool, _), group) in same_requests(calls) {
         let Some(ok) = group.iter().position(|c| !c.failed()) else {
             continue;
         };
+        let attempts: Vec<super::chains::Attempt<'_>> = group.iter().map(|c| c.attempt()).collect();
+        if super::chains::polling(&attempts, growth) {
+            continue;
+        }
         // Calls that started after the success ended (not overlapping it).
         let repeats: Vec<&Call> = group[ok + 1..]
             .iter()

@@ -1,13 +1,15 @@
-//! Retry storms (detection.md §4.2): a turn that calls the same tool over
-//! and over. Overlapping calls are one round (parallel fan-out, not a
-//! retry); the gaps between rounds give the rhythm; the outcome and the
-//! seconds spent on attempts that could not help are the evidence.
+//! Retry storms (detection.md §4.2): a retry chain (see [`super::chains`])
+//! of `storm_min_calls` rounds or more — a turn that kept knocking on a
+//! failing tool. The gaps between the chain's rounds give the rhythm; the
+//! outcome, the seconds spent on attempts that could not help, and how
+//! often a retry repeated the previous arguments are the evidence.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::calls::{by_turn_and_tool, Call, TurnCalls};
+use super::calls::{by_turn_and_tool, TurnCalls};
+use super::chains::{chains, gaps_ms, rounds, Attempt, Round};
 use super::median;
 use crate::model::{day_of_ns, ErrorClass};
 
@@ -84,7 +86,7 @@ pub struct Storm {
     pub turn: String,
     pub trace_id: String,
     pub session_id: Option<String>,
-    /// UTC day of the first call.
+    /// UTC day the turn began.
     pub day: i32,
     pub calls: usize,
     pub rounds: usize,
@@ -96,6 +98,9 @@ pub struct Storm {
     pub wasted_seconds: f64,
     /// Failed calls by class.
     pub classes: BTreeMap<ErrorClass, usize>,
+    /// The share of retries (rounds after the first) whose arguments are
+    /// those of the round before; `None` when arguments were not recorded.
+    pub same_args: Option<f64>,
     pub first_start_ns: i64,
     pub last_end_ns: i64,
     pub turn_duration_s: f64,
@@ -103,43 +108,6 @@ pub struct Storm {
     /// The tool's median healthy turn (no failed call of the tool), for comparison.
     pub healthy_turn_duration_s: Option<f64>,
     pub healthy_turn_spans: Option<f64>,
-}
-
-/// Calls whose time ranges overlap, taken as one attempt.
-#[derive(Debug, Clone)]
-struct Round<'a> {
-    start: i64,
-    end: i64,
-    calls: Vec<&'a Call>,
-}
-
-impl Round<'_> {
-    fn failed(&self) -> bool {
-        self.calls.iter().any(|c| c.failed())
-    }
-
-    /// The class that decided the round (its first failed call's).
-    fn class(&self) -> Option<ErrorClass> {
-        self.calls.iter().find(|c| c.failed()).map(|c| c.class)
-    }
-}
-
-fn rounds<'a>(calls: &[&'a Call]) -> Vec<Round<'a>> {
-    let mut out: Vec<Round<'a>> = Vec::new();
-    for c in calls {
-        match out.last_mut() {
-            Some(r) if c.start_ns < r.end => {
-                r.end = r.end.max(c.end_ns);
-                r.calls.push(c);
-            }
-            _ => out.push(Round {
-                start: c.start_ns,
-                end: c.end_ns,
-                calls: vec![c],
-            }),
-        }
-    }
-    out
 }
 
 /// The rhythm of a sequence of gaps (milliseconds).
@@ -171,91 +139,113 @@ pub fn rhythm(gaps_ms: &[f64], p: &StormParams) -> Rhythm {
 /// Every storm among settled turns, worst (most wasted seconds) first.
 pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> {
     let (turns, healthy) = (&tc.turns, &tc.healthy);
-    let groups = by_turn_and_tool(&tc.calls);
     let mut out = Vec::new();
-    for ((turn_id, tool), group) in groups {
+    for ((turn_id, tool), group) in by_turn_and_tool(&tc.calls) {
         let Some(turn) = turns.get(turn_id) else {
             continue;
         };
         if !turn.settled(now_ns, p.settle_seconds) {
             continue;
         }
-        let rs = rounds(&group);
-        let failures = group.iter().filter(|c| c.failed()).count();
-        if rs.len() < p.storm_min_calls || failures < p.min_failures {
-            continue;
+        let attempts: Vec<Attempt<'_>> = group.iter().map(|c| c.attempt()).collect();
+        let rs = rounds(&attempts);
+        for chain in chains(&rs) {
+            if chain.len() < p.storm_min_calls {
+                continue;
+            }
+            let crs = &rs[chain.rounds.clone()];
+            let first_call = crs[0].calls.start;
+            let last_call = crs[crs.len() - 1].calls.end;
+            let members = &group[first_call..last_call];
+            let failures = members.iter().filter(|c| c.failed()).count();
+            if failures < p.min_failures {
+                continue;
+            }
+            let gaps_ms = gaps_ms(crs);
+            let rhythm = rhythm(&gaps_ms, p);
+            let outcome = if chain.recovered {
+                Outcome::Recovered
+            } else {
+                Outcome::GaveUp
+            };
+            // Backoff that grows and ends ok is a healthy retry policy
+            // (§4.2); retries of nothing but deterministic errors are §4.3's
+            // wasted retries, not a storm.
+            let deterministic_only = members
+                .iter()
+                .filter(|c| c.failed())
+                .all(|c| c.class.retryable() == Some(false));
+            if (rhythm == Rhythm::Exponential && outcome == Outcome::Recovered)
+                || deterministic_only
+            {
+                continue;
+            }
+            let mut classes = BTreeMap::new();
+            for c in members.iter().filter(|c| c.failed()) {
+                *classes.entry(c.class).or_insert(0) += 1;
+            }
+            let h = healthy.get(tool).copied().unwrap_or_default();
+            out.push(Storm {
+                tool: tool.to_string(),
+                service: members[0].service.clone(),
+                turn: turn_id.to_string(),
+                trace_id: members[0].trace_id.clone(),
+                session_id: members
+                    .iter()
+                    .find_map(|c| c.session_id.clone())
+                    .or_else(|| turn.session_id.clone()),
+                day: day_of_ns(turn.start_ns),
+                calls: members.len(),
+                rounds: crs.len(),
+                failures,
+                rhythm,
+                outcome,
+                median_gap_ms: median(gaps_ms.clone()).unwrap_or(0.0),
+                wasted_seconds: wasted_seconds(&attempts, crs, outcome),
+                gaps_ms,
+                classes,
+                same_args: same_args(&attempts, crs),
+                first_start_ns: crs[0].start_ns,
+                last_end_ns: crs[crs.len() - 1].end_ns,
+                turn_duration_s: turn.duration_ns() as f64 / 1e9,
+                turn_spans: turn.spans,
+                healthy_turn_duration_s: h.duration_s,
+                healthy_turn_spans: h.spans,
+            });
         }
-        let gaps_ms: Vec<f64> = rs
-            .windows(2)
-            .map(|w| (w[1].start - w[0].end).max(0) as f64 / 1e6)
-            .collect();
-        let rhythm = rhythm(&gaps_ms, p);
-        let outcome = if rs.last().is_some_and(|r| !r.failed()) {
-            Outcome::Recovered
-        } else {
-            Outcome::GaveUp
-        };
-        // Backoff that grows and ends ok is polling or a healthy retry
-        // policy (§4.2); retries of nothing but deterministic errors are
-        // §4.3's wasted retries, not a storm.
-        let deterministic_only = group
-            .iter()
-            .filter(|c| c.failed())
-            .all(|c| c.class.retryable() == Some(false));
-        if (rhythm == Rhythm::Exponential && outcome == Outcome::Recovered) || deterministic_only {
-            continue;
-        }
-        let mut classes = BTreeMap::new();
-        for c in group.iter().filter(|c| c.failed()) {
-            *classes.entry(c.class).or_insert(0) += 1;
-        }
-        let h = healthy.get(tool).copied().unwrap_or_default();
-        out.push(Storm {
-            tool: tool.to_string(),
-            service: group[0].service.clone(),
-            turn: turn_id.to_string(),
-            trace_id: group[0].trace_id.clone(),
-            session_id: group.iter().find_map(|c| c.session_id.clone()),
-            day: day_of_ns(group[0].start_ns),
-            calls: group.len(),
-            rounds: rs.len(),
-            failures,
-            rhythm,
-            outcome,
-            median_gap_ms: median(gaps_ms.clone()).unwrap_or(0.0),
-            wasted_seconds: wasted_seconds(&rs, outcome),
-            gaps_ms,
-            classes,
-            first_start_ns: rs[0].start,
-            last_end_ns: rs.last().map_or(rs[0].end, |r| r.end),
-            turn_duration_s: turn.duration_ns() as f64 / 1e9,
-            turn_spans: turn.spans,
-            healthy_turn_duration_s: h.duration_s,
-            healthy_turn_spans: h.spans,
-        });
     }
     out.sort_by(|a, b| {
         b.wasted_seconds
             .total_cmp(&a.wasted_seconds)
             .then_with(|| a.turn.cmp(&b.turn))
+            .then_with(|| a.first_start_ns.cmp(&b.first_start_ns))
     });
     out
 }
 
-/// Seconds (durations and the gaps before them) of attempts that could not
-/// help: after the first failure, every attempt when the loop gave up; when
-/// it recovered, only retries of a deterministic error.
-fn wasted_seconds(rs: &[Round<'_>], outcome: Outcome) -> f64 {
-    let Some(first) = rs.iter().position(Round::failed) else {
-        return 0.0;
-    };
+/// The share of a chain's retries whose (first call's) arguments are those
+/// of the round before; `None` unless every round's arguments are known.
+fn same_args(attempts: &[Attempt<'_>], crs: &[Round]) -> Option<f64> {
+    let args: Option<Vec<&str>> = crs.iter().map(|r| attempts[r.calls.start].args).collect();
+    let args = args?;
+    if args.len() < 2 {
+        return None;
+    }
+    let same = args.windows(2).filter(|w| w[0] == w[1]).count();
+    Some(same as f64 / (args.len() - 1) as f64)
+}
+
+/// Seconds (durations and the gaps before them) of retries that could not
+/// help: every retry of a chain that gave up; in a chain that recovered,
+/// only retries that repeated a deterministic error with the same arguments.
+fn wasted_seconds(attempts: &[Attempt<'_>], crs: &[Round], outcome: Outcome) -> f64 {
     let mut ns = 0i64;
-    for j in first + 1..rs.len() {
-        let prev_deterministic = rs[j - 1]
-            .class()
-            .is_some_and(|c| c.retryable() == Some(false));
-        if outcome == Outcome::GaveUp || prev_deterministic {
-            ns += (rs[j].start - rs[j - 1].end).max(0) + (rs[j].end - rs[j].start);
+    for j in 1..crs.len() {
+        let prev = &crs[j - 1];
+        let deterministic = prev.class.and_then(ErrorClass::retryable) == Some(false);
+        let same = attempts[crs[j].calls.start].args == attempts[prev.calls.start].args;
+        if outcome == Outcome::GaveUp || (deterministic && same) {
+            ns += (crs[j].start_ns - prev.end_ns).max(0) + (crs[j].end_ns - crs[j].start_ns);
         }
     }
     ns as f64 / 1e9

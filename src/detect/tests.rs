@@ -256,7 +256,7 @@ use super::{retries_after_success, wasted_retries};
 use polars::prelude::*;
 
 /// A fixture file, through the real decoder and normalizer, as a frame.
-fn fixture_frame(name: &str) -> DataFrame {
+pub(super) fn fixture_frame(name: &str) -> DataFrame {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(name);
@@ -266,11 +266,11 @@ fn fixture_frame(name: &str) -> DataFrame {
     crate::store::frame::rows_to_frame(&refs).unwrap()
 }
 
-fn fixture_calls(name: &str) -> TurnCalls {
+pub(super) fn fixture_calls(name: &str) -> TurnCalls {
     calls::collect(&fixture_frame(name)).unwrap()
 }
 
-const FAR_FUTURE: i64 = i64::MAX / 2;
+pub(super) const FAR_FUTURE: i64 = i64::MAX / 2;
 
 #[test]
 fn the_four_jul_29_storms_are_no_backoff_and_gave_up() {
@@ -348,7 +348,7 @@ fn the_fixed_retry_loop_produces_nothing() {
     let tc = fixture_calls("fixed_loop.json");
     assert!(retry_storms(&tc, FAR_FUTURE, &StormParams::default()).is_empty());
     assert!(wasted_retries(&tc.calls).is_empty());
-    assert!(retries_after_success(&tc.calls).is_empty());
+    assert!(retries_after_success(&tc.calls, 1.5).is_empty());
 }
 
 #[test]
@@ -372,7 +372,7 @@ fn the_retry_gate_cases() {
     );
     // Backoff of 1 + 2 + 4 + 8 s is wasted on top of the four retries' durations.
     assert!(wasted.iter().all(|w| w.wasted_seconds > 15.0), "{wasted:?}");
-    let doubles = retries_after_success(&tc.calls);
+    let doubles = retries_after_success(&tc.calls, 1.5);
     assert_eq!(doubles.len(), 1, "{doubles:?}");
     assert_eq!(doubles[0].tool, "book_flight");
     assert_eq!(doubles[0].repeats, 1);
@@ -380,9 +380,22 @@ fn the_retry_gate_cases() {
 
 /// A synthetic span: (trace byte, span byte, parent byte or 0, is agent,
 /// tool or "", start ms, end ms, class).
-type Syn = (u8, u8, u8, bool, &'static str, i64, i64, &'static str);
+pub(super) type Syn = (u8, u8, u8, bool, &'static str, i64, i64, &'static str);
 
-fn synthetic(spans: &[Syn]) -> DataFrame {
+pub(super) fn synthetic(spans: &[Syn]) -> DataFrame {
+    synthetic_with(
+        spans,
+        &vec![Some("same"); spans.len()],
+        &vec![None; spans.len()],
+    )
+}
+
+/// [`synthetic`] with each span's arguments and result hash given.
+pub(super) fn synthetic_with(
+    spans: &[Syn],
+    args: &[Option<&str>],
+    results: &[Option<&str>],
+) -> DataFrame {
     let hex = |b: u8, n: usize| format!("{b:02x}").repeat(n);
     let base = 1_785_000_000_000i64;
     df! {
@@ -397,13 +410,14 @@ fn synthetic(spans: &[Syn]) -> DataFrame {
         "tool_name" => spans.iter().map(|s| (!s.4.is_empty()).then_some(s.4)).collect::<Vec<_>>(),
         "service_name" => spans.iter().map(|_| "svc").collect::<Vec<_>>(),
         "error_class" => spans.iter().map(|s| s.7).collect::<Vec<_>>(),
-        "tool_args_hash" => spans.iter().map(|_| Some("same")).collect::<Vec<_>>(),
+        "tool_args_hash" => args.to_vec(),
+        "tool_result_hash" => results.to_vec(),
         "session_id" => spans.iter().map(|_| Some("s")).collect::<Vec<_>>(),
     }
     .unwrap()
 }
 
-fn storms_of(spans: &[Syn]) -> Vec<super::Storm> {
+pub(super) fn storms_of(spans: &[Syn]) -> Vec<super::Storm> {
     let tc = calls::collect(&synthetic(spans)).unwrap();
     retry_storms(&tc, FAR_FUTURE, &StormParams::default())
 }
@@ -673,8 +687,23 @@ fn an_mcp_span_of_the_same_call_is_not_a_retry() {
     let calls = calls::collect(&frame("mcp")).unwrap().calls;
     assert!(calls.is_empty());
     assert!(wasted_retries(&calls).is_empty());
-    // Two GenAI calls of the same request are a retry.
-    let calls = calls::collect(&frame("gen_ai")).unwrap().calls;
+    // Nested and overlapping, two GenAI spans of one tool are one call too.
+    assert!(calls::collect(&frame("gen_ai")).unwrap().calls.is_empty());
+    // Two GenAI calls of the same request one after the other are a retry.
+    let mut siblings = frame("gen_ai");
+    siblings
+        .with_column(Column::new(
+            "parent_span_id".into(),
+            [None, Some(id(1)), Some(id(1))],
+        ))
+        .unwrap();
+    siblings
+        .with_column(Column::new("start_ns".into(), [ms(0), ms(10), ms(600)]))
+        .unwrap();
+    siblings
+        .with_column(Column::new("end_ns".into(), [ms(1000), ms(500), ms(900)]))
+        .unwrap();
+    let calls = calls::collect(&siblings).unwrap().calls;
     assert_eq!(wasted_retries(&calls).len(), 1);
 }
 
@@ -705,20 +734,35 @@ fn exponential_backoff_that_gives_up_on_a_retryable_error_is_a_storm() {
 
 #[test]
 fn each_retry_is_judged_by_what_it_achieved() {
-    use super::outcomes::{judge, Verdict as V};
+    use super::chains::{judge, Attempt, Verdict as V};
     use crate::model::ErrorClass as C;
+    // One attempt a second, each 100 ms long.
+    let run = |calls: &[(C, Option<&'static str>)]| {
+        let attempts: Vec<Attempt<'_>> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, &(class, args))| Attempt {
+                class,
+                args,
+                result: None,
+                start_ns: i as i64 * 1_000_000_000,
+                end_ns: i as i64 * 1_000_000_000 + 100_000_000,
+            })
+            .collect();
+        judge(&attempts, 1.5)
+    };
     let a = Some("a");
     assert_eq!(
-        judge(&[(C::Unavailable, a), (C::Ok, a)]),
+        run(&[(C::Unavailable, a), (C::Ok, a)]),
         vec![V::Failed, V::Rescued]
     );
     assert_eq!(
-        judge(&[(C::InvalidRequest, a), (C::InvalidRequest, a)]),
+        run(&[(C::InvalidRequest, a), (C::InvalidRequest, a)]),
         vec![V::Failed, V::Wasted]
     );
     // A feed that never answers: every retry wasted.
     assert_eq!(
-        judge(&[
+        run(&[
             (C::Unavailable, a),
             (C::Unavailable, a),
             (C::Unavailable, a)
@@ -727,30 +771,40 @@ fn each_retry_is_judged_by_what_it_achieved() {
     );
     // A blip rescued after two tries: both retries belong to the rescue.
     assert_eq!(
-        judge(&[(C::RateLimited, a), (C::RateLimited, a), (C::Ok, a)]),
+        run(&[(C::RateLimited, a), (C::RateLimited, a), (C::Ok, a)]),
         vec![V::Failed, V::Rescued, V::Rescued]
     );
+    assert_eq!(run(&[(C::Ok, a), (C::Ok, a)]), vec![V::Ok, V::AfterSuccess]);
+    // A failure retried with corrected arguments that succeed: rescued.
     assert_eq!(
-        judge(&[(C::Ok, a), (C::Ok, a)]),
-        vec![V::Ok, V::AfterSuccess]
-    );
-    // Other arguments are another request: a corrected call, a second search.
-    assert_eq!(
-        judge(&[(C::InvalidRequest, a), (C::Ok, Some("b"))]),
-        vec![V::Failed, V::Ok]
-    );
-    assert_eq!(judge(&[(C::Ok, a), (C::Ok, Some("b"))]), vec![V::Ok, V::Ok]);
-    // Unknown arguments: taken as the same request.
-    assert_eq!(
-        judge(&[(C::Timeout, None), (C::Ok, None)]),
+        run(&[(C::InvalidRequest, a), (C::Ok, Some("b"))]),
         vec![V::Failed, V::Rescued]
+    );
+    // After a success, other arguments are another request; unknown
+    // arguments are never taken for a repeat of a success.
+    assert_eq!(run(&[(C::Ok, a), (C::Ok, Some("b"))]), vec![V::Ok, V::Ok]);
+    assert_eq!(run(&[(C::Ok, None), (C::Ok, None)]), vec![V::Ok, V::Ok]);
+    assert_eq!(
+        run(&[(C::Timeout, None), (C::Ok, None)]),
+        vec![V::Failed, V::Rescued]
+    );
+    // A success in between ends the chain: the next failure is fresh.
+    assert_eq!(
+        run(&[
+            (C::Unavailable, a),
+            (C::Ok, Some("b")),
+            (C::Unavailable, Some("c")),
+            (C::Unavailable, Some("c"))
+        ]),
+        vec![V::Failed, V::Rescued, V::Failed, V::Wasted]
     );
 }
 
 #[test]
 fn retry_outcomes_per_tool_and_day_from_the_seed_storms() {
     let tc = fixture_calls("storms_jul29.json");
-    let out = super::outcomes::per_tool_day(&tc.calls, |_| true);
+    let jul29 = day_from_str("2026-07-29").unwrap();
+    let out = super::outcomes::per_tool_day(&tc.calls, jul29, 1.5, |_| true);
     let sf: Vec<_> = out.iter().filter(|o| o.tool == "search_flights").collect();
     assert_eq!(sf.len(), 1);
     // Four dead-feed loops of 15, 14, 12 and 12 attempts: 49 wasted retries.
