@@ -21,7 +21,10 @@ pub struct SweepOptions {
     /// How far back findings are collected.
     pub since_days: i32,
     pub evidence_limit: usize,
-    pub resolve_after: i64,
+    /// A daily signal resolves after this many complete days without a finding …
+    pub resolve_after_days: i64,
+    /// … a per-turn one after this many hours of its tool's traffic without one.
+    pub resolve_after_hours: i64,
     /// Reuse the stored per-day results of days whose data is unchanged
     /// (`sweep --rescan` turns it off).
     pub reuse: bool,
@@ -109,50 +112,62 @@ pub fn run(
     }
 
     // Per-turn rules, one day at a time so memory holds a day of spans, not
-    // the window: each day is read with an hour on either side so a turn
-    // across midnight is whole, and its findings belong to the day it began.
-    // A day whose parts have not changed since a sweep that saw it final is
-    // not read again.
+    // the window: each day's turns are read whole — the day before for the
+    // traces that began then, the days after for as long as the day's traces
+    // go on — and their findings belong to the day the turn began. A day
+    // whose parts have not changed since a sweep that saw it final is not
+    // read again.
     let now = opts.now_ns;
     let mut horizon_ns = 0;
     let (mut spans_scanned, mut days_scanned, mut days_reused) = (0, 0, 0);
     let mut outcomes = Vec::new();
+    let mut traffic: std::collections::BTreeMap<String, i64> = Default::default();
     let mut worst: std::collections::HashMap<(String, i32), Vec<signal::Evidence>> =
         Default::default();
     if let Some(first) = days.first() {
         state.forget_days_before(first - 1)?;
     }
+    let mut take =
+        |result: signal::DayResult, day: i32, findings: &mut Vec<Finding>, horizon_ns: &mut i64| {
+            *horizon_ns = (*horizon_ns).max(result.horizon_ns);
+            findings.extend(result.findings);
+            outcomes.extend(result.outcomes);
+            for (tool, ns) in result.traffic {
+                let t = traffic.entry(tool).or_insert(i64::MIN);
+                *t = (*t).max(ns);
+            }
+            worst.extend(result.worst.into_iter().map(|(t, e)| ((t, day), e)));
+        };
     for day in days.iter().copied().filter(|d| (since..=today).contains(d)) {
-        let fingerprint = day_fingerprint(reader, day, cfg)?;
         if opts.reuse {
-            if let Some(kept) = state.day_result(day, &fingerprint)? {
-                horizon_ns = horizon_ns.max(kept.horizon_ns);
-                findings.extend(kept.findings);
-                outcomes.extend(kept.outcomes);
-                worst.extend(kept.worst.into_iter().map(|(t, e)| ((t, day), e)));
-                days_reused += 1;
-                continue;
+            if let Some(through) = state.day_read_through(day)? {
+                let fingerprint = day_fingerprint(reader, day, through, cfg)?;
+                if let Some(kept) = state.day_result(day, &fingerprint)? {
+                    take(kept, day, &mut findings, &mut horizon_ns);
+                    days_reused += 1;
+                    continue;
+                }
             }
         }
         let t0 = std::time::Instant::now();
-        let result = turn_day(reader, day, now, cfg)?;
+        let (result, fingerprint) = turn_day(reader, day, today, now, cfg)?;
         tracing::debug!(
             day = %day_to_string(day),
             spans = result.spans,
+            through = %day_to_string(result.read_through),
             ms = t0.elapsed().as_millis() as u64,
             "per-turn rules"
         );
         spans_scanned += result.spans;
         days_scanned += 1;
-        horizon_ns = horizon_ns.max(result.horizon_ns);
-        // Final: every turn that began on the day has settled by `now`.
+        // Final: the day is over and every trace the read saw has settled.
         let settle_ns = cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000;
-        if now >= i64::from(day + 1) * NANOS_PER_DAY + MARGIN_NS + settle_ns {
+        if now >= i64::from(day + 1) * NANOS_PER_DAY + settle_ns
+            && result.horizon_ns <= now - settle_ns
+        {
             state.put_day_result(day, &fingerprint, &result)?;
         }
-        findings.extend(result.findings);
-        outcomes.extend(result.outcomes);
-        worst.extend(result.worst.into_iter().map(|(t, e)| ((t, day), e)));
+        take(result, day, &mut findings, &mut horizon_ns);
     }
     // A spike's evidence: the turn where the tool failed most that day.
     for f in findings
@@ -168,7 +183,18 @@ pub fn run(
     let drafts = signal::group(&findings, opts.evidence_limit);
     let mut queued = Vec::new();
     let state_path = reader.layout().state_db();
-    let outcome = state.apply_then(&drafts, now, horizon_ns, opts.resolve_after, |c, out| {
+    let settle_ns = cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000;
+    let quiet = signal::state::Quiet {
+        horizon_ns,
+        after_days: opts.resolve_after_days,
+        after_hours: opts.resolve_after_hours,
+        // Only traffic whose turns had time to settle counts as quiet.
+        traffic: traffic
+            .into_iter()
+            .map(|(t, ns)| (t, ns.min(now - settle_ns)))
+            .collect(),
+    };
+    let outcome = state.apply_then(&drafts, now, &quiet, |c, out| {
         let Some(alerting) = &opts.alerting else {
             return Ok(());
         };
@@ -212,69 +238,177 @@ pub fn run(
     })
 }
 
-/// How far into the neighbouring days a day's turns are read.
-const MARGIN_NS: i64 = 3_600 * 1_000_000_000;
-
 /// Bumped whenever a per-turn rule changes what it finds, so stored day
 /// results from an older version are recomputed.
-const RULES_VERSION: u32 = 3;
+const RULES_VERSION: u32 = 4;
+
+/// The rules' version and parameters: the start of every day's fingerprint.
+fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(
+        format!(
+            "v{RULES_VERSION} {:?} {:?} {:?}",
+            cfg.retry_storm, cfg.tool_loop, cfg.retry_after_success
+        )
+        .as_bytes(),
+    );
+    h
+}
+
+/// Add the Parquet parts (name, size, modification time) of `day` to `h`.
+fn hash_parts(
+    h: &mut xxhash_rust::xxh3::Xxh3,
+    reader: &Reader,
+    day: i32,
+) -> Result<(), SweepError> {
+    h.update(&day.to_le_bytes());
+    for part in reader.layout().parts(day)? {
+        let meta = std::fs::metadata(&part).map_err(|e| {
+            SweepError::Store(StoreError::io(format!("reading {}", part.display()), e))
+        })?;
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        h.update(reader.layout().relative(&part).as_bytes());
+        h.update(&meta.len().to_le_bytes());
+        h.update(&mtime.to_le_bytes());
+    }
+    Ok(())
+}
 
 /// What a day's per-turn result depends on: the rules, their parameters,
-/// and the Parquet parts (name, size, modification time) of the day and its
-/// neighbours.
-fn day_fingerprint(reader: &Reader, day: i32, cfg: &DetectConfig) -> Result<String, SweepError> {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(format!("v{RULES_VERSION} {:?}", cfg.retry_storm).as_bytes());
-    for d in day - 1..=day + 1 {
-        for part in reader.layout().parts(d)? {
-            let meta = std::fs::metadata(&part).map_err(|e| {
-                SweepError::Store(StoreError::io(format!("reading {}", part.display()), e))
-            })?;
-            let mtime = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            h.update(reader.layout().relative(&part).as_bytes());
-            h.update(&meta.len().to_le_bytes());
-            h.update(&mtime.to_le_bytes());
-        }
+/// and the parts of every day its read took spans from (`day - 1 ..= through`).
+fn day_fingerprint(
+    reader: &Reader,
+    day: i32,
+    through: i32,
+    cfg: &DetectConfig,
+) -> Result<String, SweepError> {
+    let mut h = rules_hasher(cfg);
+    for d in day - 1..=through.max(day) {
+        hash_parts(&mut h, reader, d)?;
     }
     Ok(format!("{:032x}", h.digest128()))
 }
 
-/// Read one day (with an hour of each neighbour) and run the per-turn rules.
+/// Traces of `df` whose turns may reach outside it, as a literal list for
+/// `is_in`: those with no root span in it (their turn may have begun
+/// earlier — a parent still to be read) when `rootless`, and those with a
+/// span still running at `open_at` (they may go on past it).
+fn traces_reaching(df: &DataFrame, open_at: Option<i64>) -> Result<Option<Expr>, SweepError> {
+    let context = "finding the traces a day's turns share with its neighbours";
+    let trace = df
+        .column("trace_id")
+        .and_then(|c| c.str().cloned())
+        .map_err(data(context))?;
+    let parent = df
+        .column("parent_span_id")
+        .and_then(|c| c.str().cloned())
+        .map_err(data(context))?;
+    let end = df
+        .column("end_ns")
+        .and_then(|c| c.i64().cloned())
+        .map_err(data(context))?;
+    // trace → (has a root here, latest end)
+    let mut seen: std::collections::HashMap<&str, (bool, i64), foldhash::fast::RandomState> =
+        Default::default();
+    for ((t, p), e) in trace.iter().zip(parent.iter()).zip(end.iter()) {
+        let Some(t) = t else { continue };
+        let entry = seen.entry(t).or_insert((false, i64::MIN));
+        entry.0 |= p.is_none();
+        entry.1 = entry.1.max(e.unwrap_or(0));
+    }
+    let ids: Vec<&str> = seen
+        .iter()
+        .filter(|(_, (root, last))| match open_at {
+            None => !root,
+            Some(at) => !root || *last >= at,
+        })
+        .map(|(t, _)| *t)
+        .collect();
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let ids = Series::new("trace_id".into(), ids);
+    Ok(Some(lit(ids).implode(false)))
+}
+
+/// Read one day's turns whole and run the per-turn rules: the spans that
+/// started on `day`; the day before, the spans of the day's traces that have
+/// no root on it (their turn may have begun then); and the days after, up to
+/// `today`, the spans of the traces still running (or rootless) at each
+/// midnight, for as long as there are any. Returns the result and its
+/// fingerprint, each day's parts hashed before that day is read.
 fn turn_day(
     reader: &Reader,
     day: i32,
+    today: i32,
     now: i64,
     cfg: &DetectConfig,
-) -> Result<signal::DayResult, SweepError> {
+) -> Result<(signal::DayResult, String), SweepError> {
+    let columns = || calls::COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>();
     let from = i64::from(day) * NANOS_PER_DAY;
-    let (lo, hi) = (
-        from - MARGIN_NS,
-        (from + NANOS_PER_DAY + MARGIN_NS).min(now),
-    );
-    let spans = reader.collect_spans(day - 1..=day + 1, |lf| {
+    let mut h = rules_hasher(cfg);
+    hash_parts(&mut h, reader, day - 1)?;
+    hash_parts(&mut h, reader, day)?;
+    let mut spans = reader.collect_spans(day..=day, |lf| {
         lf.filter(
             col("start_ns")
-                .gt_eq(lit(lo))
-                .and(col("start_ns").lt(lit(hi))),
+                .gt_eq(lit(from))
+                .and(col("start_ns").lt(lit((from + NANOS_PER_DAY).min(now)))),
         )
-        .select(calls::COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>())
+        .select(columns())
     })?;
+    let mut read_through = day;
+    if let Some(traces) = traces_reaching(&spans, None)? {
+        let before = reader.collect_spans(day - 1..=day - 1, |lf| {
+            lf.filter(col("trace_id").is_in(traces.clone(), false))
+                .select(columns())
+        })?;
+        spans
+            .vstack_mut_owned(before)
+            .map_err(data("reading a day's turns"))?;
+    }
+    let mut d = day + 1;
+    while d <= today {
+        let Some(traces) = traces_reaching(&spans, Some(i64::from(d) * NANOS_PER_DAY))? else {
+            break;
+        };
+        hash_parts(&mut h, reader, d)?;
+        let next = reader.collect_spans(d..=d, |lf| {
+            lf.filter(
+                col("trace_id")
+                    .is_in(traces.clone(), false)
+                    .and(col("start_ns").lt(lit(now))),
+            )
+            .select(columns())
+        })?;
+        if next.height() == 0 {
+            break;
+        }
+        read_through = d;
+        spans
+            .vstack_mut_owned(next)
+            .map_err(data("reading a day's turns"))?;
+        d += 1;
+    }
     let day_max = spans
         .column("end_ns")
         .and_then(|c| c.i64().map(|c| c.max().unwrap_or(0)))
         .map_err(data("reading span ends"))?;
-    let (findings, outcomes, worst) = turn_findings(&spans, day, now, cfg)?;
-    Ok(signal::DayResult {
+    let (findings, outcomes, worst, traffic) = turn_findings(&spans, day, now, cfg)?;
+    let result = signal::DayResult {
         findings,
         outcomes,
         worst,
         horizon_ns: day_max.min(now),
         spans: spans.height(),
-    })
+        traffic,
+        read_through,
+    };
+    Ok((result, format!("{:032x}", h.digest128())))
 }
 
 /// What the per-turn pass gives for one day: findings, retry outcomes, and
@@ -283,6 +417,7 @@ type TurnDay = (
     Vec<Finding>,
     Vec<detect::outcomes::ToolDay>,
     Vec<(String, Vec<signal::Evidence>)>,
+    Vec<(String, i64)>,
 );
 
 /// Findings of the per-turn rules over `spans`, kept for turns that began
@@ -306,10 +441,17 @@ fn turn_findings(
             .get(turn)
             .is_some_and(|t| t.settled(now, cfg.retry_storm.settle_seconds))
     };
+    let growth = cfg.retry_storm.exponential_ratio;
     let mut out = Vec::new();
     for s in detect::retry_storms(&tc, now, &cfg.retry_storm) {
         if began_today(&s.turn) {
             out.push(Finding::from_storm(&s));
+        }
+    }
+    let settle = cfg.retry_storm.settle_seconds;
+    for l in detect::tool_loops(&tc, now, settle, growth, &cfg.tool_loop) {
+        if began_today(&l.turn) {
+            out.push(Finding::from_loop(&l));
         }
     }
     let keep = |turn: &str| began_today(turn) && settled(turn);
@@ -319,11 +461,12 @@ fn turn_findings(
     {
         out.push(Finding::from_wasted(w));
     }
-    for r in detect::retries_after_success(calls)
+    for r in detect::retries_after_success(calls, growth)
         .iter()
         .filter(|r| keep(&r.turn))
     {
-        out.push(Finding::from_after_success(r));
+        let read_only = cfg.retry_after_success.read_only(&r.tool);
+        out.push(Finding::from_after_success(r, read_only));
     }
     for s in detect::stacked_retries(calls)
         .iter()
@@ -331,10 +474,21 @@ fn turn_findings(
     {
         out.push(Finding::from_stacked(s));
     }
-    let outcomes = detect::outcomes::per_tool_day(calls, keep)
-        .into_iter()
-        .filter(|o| o.day == day)
-        .collect();
+    // Every per-turn finding belongs to the day its turn began.
+    for f in &mut out {
+        f.day = day;
+        if let Some(e) = f.evidence.as_mut() {
+            e.day = day_to_string(day);
+            if e.session_id.is_none() {
+                e.session_id = e
+                    .turn_id
+                    .as_deref()
+                    .and_then(|t| turns.get(t))
+                    .and_then(|t| t.session_id.clone());
+            }
+        }
+    }
+    let outcomes = detect::outcomes::per_tool_day(calls, day, growth, keep);
     let worst = tc
         .failing
         .iter()
@@ -342,12 +496,21 @@ fn turn_findings(
         .map(|((tool, _), turns)| {
             let ev = turns
                 .iter()
-                .map(|t| signal::Evidence::turn(&t.trace_id, &t.turn, day, t.calls, t.failures))
+                .map(|t| signal::Evidence {
+                    session_id: t.session_id.clone(),
+                    ..signal::Evidence::turn(&t.trace_id, &t.turn, day, t.calls, t.failures)
+                })
                 .collect();
             (tool.clone(), ev)
         })
         .collect();
-    Ok((out, outcomes, worst))
+    let traffic = tc
+        .last_call
+        .iter()
+        .filter(|((_, d), _)| *d == day)
+        .map(|((tool, _), ns)| (tool.clone(), *ns))
+        .collect();
+    Ok((out, outcomes, worst, traffic))
 }
 
 /// RFC 3339 (UTC) of a nanosecond timestamp.
@@ -382,6 +545,7 @@ pub fn signal_json(s: &Signal) -> serde_json::Value {
         "id": d.id,
         "key": d.key,
         "kind": d.kind,
+        "severity": d.severity().as_str(),
         "tool": d.tool,
         "error_class": d.error_class,
         "title": d.title,

@@ -103,6 +103,7 @@ pub fn sample() -> Vec<Notice> {
                 evidence: vec![evidence],
                 evidence_more: 0,
                 wasted_seconds: 0.0,
+                severity: None,
             },
             state: Lifecycle::New,
             muted_until_ns: None,

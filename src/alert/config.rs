@@ -71,34 +71,7 @@ impl TargetKind {
     }
 }
 
-/// How much a signal kind matters, for target filters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    Info,
-    Warning,
-    Critical,
-}
-
-impl Severity {
-    /// Retry storms and repeated side effects page; spikes and wasted
-    /// retries warn; a latency spike informs.
-    pub fn of(kind: Kind) -> Severity {
-        match kind {
-            Kind::RetryStorm | Kind::RetryAfterSuccess => Severity::Critical,
-            Kind::ErrorRateSpike | Kind::WastedRetries | Kind::StackedRetries => Severity::Warning,
-            Kind::LatencySpike => Severity::Info,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Critical => "critical",
-        }
-    }
-}
+pub use crate::signal::Severity;
 
 /// One `[[alert.targets]]` entry. Its `Debug` hides the URL and secret.
 #[derive(Clone, Deserialize, PartialEq)]
@@ -167,11 +140,11 @@ impl std::fmt::Debug for Target {
 }
 
 impl Target {
-    /// Whether a signal of `kind` about `tool` goes to this target.
-    pub fn wants(&self, kind: Kind, tool: &str) -> bool {
+    /// Whether a signal of `kind` about `tool`, of `severity`, goes to this target.
+    pub fn wants(&self, kind: Kind, tool: &str, severity: Severity) -> bool {
         (self.kinds.is_empty() || self.kinds.contains(&kind))
             && (self.tools.is_empty() || self.tools.iter().any(|t| t == tool))
-            && self.min_severity.is_none_or(|m| Severity::of(kind) >= m)
+            && self.min_severity.is_none_or(|m| severity >= m)
     }
 }
 

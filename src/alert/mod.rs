@@ -110,7 +110,10 @@ impl Alerting {
         for target in &self.targets {
             let mine: Vec<Notice> = notices
                 .iter()
-                .filter(|n| target.wants(n.signal.draft.kind, &n.signal.draft.tool))
+                .filter(|n| {
+                    let d = &n.signal.draft;
+                    target.wants(d.kind, &d.tool, d.severity())
+                })
                 .cloned()
                 .collect();
             if mine.is_empty() {

@@ -34,6 +34,7 @@ fn signal(id: &str, tool: &str, findings: usize, state: Lifecycle, evidence: usi
                 .collect(),
             evidence_more: 0,
             wasted_seconds: 0.0,
+            severity: None,
         },
         state,
         muted_until_ns: None,
@@ -359,9 +360,13 @@ fn targets_filter_by_kind_tool_and_severity_and_never_show_their_secrets() {
     let t = cfg
         .resolve(|k| (k == "SW_TEST_SECRET").then(|| secret.clone()))
         .unwrap();
-    assert!(t.wants(Kind::RetryStorm, "search_flights"));
-    assert!(!t.wants(Kind::RetryStorm, "book_flight"));
-    assert!(!t.wants(Kind::LatencySpike, "search_flights"));
+    assert!(t.wants(Kind::RetryStorm, "search_flights", Severity::Critical));
+    assert!(!t.wants(Kind::RetryStorm, "book_flight", Severity::Critical));
+    assert!(!t.wants(
+        Kind::LatencySpike,
+        "search_flights",
+        Severity::of(Kind::LatencySpike)
+    ));
     assert_eq!(Severity::of(Kind::LatencySpike), Severity::Info);
     let shown = format!("{t:?}");
     assert!(

@@ -30,7 +30,7 @@ pub fn render(m: &Message<'_>, sent_ns: i64) -> Value {
                 "id": d.id,
                 "key": d.key,
                 "kind": d.kind,
-                "severity": super::config::Severity::of(d.kind).as_str(),
+                "severity": d.severity().as_str(),
                 "tool": d.tool,
                 "error_class": d.error_class,
                 "title": d.title,

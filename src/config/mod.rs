@@ -50,15 +50,20 @@ impl Default for SweepConfig {
 pub struct SignalsConfig {
     /// Evidence traces kept per signal (the rest are counted).
     pub evidence_limit: usize,
-    /// Sweeps over new data without a finding before a signal resolves.
-    pub resolve_after: i64,
+    /// A daily signal (spike) resolves after this many complete days
+    /// without a finding.
+    pub resolve_after_days: i64,
+    /// A per-turn signal (storm, loop, retries) resolves after this many
+    /// hours of the tool's own traffic without a finding.
+    pub resolve_after_hours: i64,
 }
 
 impl Default for SignalsConfig {
     fn default() -> Self {
         SignalsConfig {
             evidence_limit: 10,
-            resolve_after: 2,
+            resolve_after_days: 2,
+            resolve_after_hours: 24,
         }
     }
 }
@@ -69,6 +74,38 @@ impl Default for SignalsConfig {
 pub struct DetectConfig {
     pub error_spike: crate::detect::SpikeParams,
     pub retry_storm: crate::detect::StormParams,
+    pub tool_loop: crate::detect::LoopParams,
+    pub retry_after_success: AfterSuccessConfig,
+}
+
+/// `[detect.retry_after_success]` (detection.md §4.4).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AfterSuccessConfig {
+    /// Globs (`*`, `?`, `[...]`) of tools that only read: repeating one
+    /// after it succeeded is `info`, not `critical`.
+    pub read_only_tools: Vec<String>,
+}
+
+impl Default for AfterSuccessConfig {
+    fn default() -> Self {
+        AfterSuccessConfig {
+            read_only_tools: [
+                "get_*", "list_*", "search_*", "read_*", "fetch_*", "lookup_*",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+}
+
+impl AfterSuccessConfig {
+    /// Whether `tool` matches one of the read-only globs.
+    pub fn read_only(&self, tool: &str) -> bool {
+        self.read_only_tools
+            .iter()
+            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches(tool)))
+    }
 }
 
 /// `[ingest]`: limits of the OTLP/HTTP receiver.
@@ -229,10 +266,35 @@ impl Config {
                 "must be 0 (off) or from 10 seconds to a week (604800)",
             );
         }
-        if self.signals.evidence_limit == 0 || self.signals.resolve_after < 1 {
+        if self.signals.evidence_limit == 0
+            || self.signals.resolve_after_days < 1
+            || self.signals.resolve_after_hours < 1
+        {
             return bad(
-                "signals.evidence_limit / resolve_after",
+                "signals.evidence_limit / resolve_after_days / resolve_after_hours",
                 "must be at least 1",
+            );
+        }
+        if let Some(g) = self
+            .detect
+            .retry_after_success
+            .read_only_tools
+            .iter()
+            .find(|g| glob::Pattern::new(g).is_err())
+        {
+            return bad(
+                "detect.retry_after_success.read_only_tools",
+                &format!("{g:?} is not a glob (expected names with *, ? or [...])"),
+            );
+        }
+        let lp = &self.detect.tool_loop;
+        if lp.loop_min_calls < 2
+            || lp.cycle_min_repeats < 2
+            || !(2..=8).contains(&lp.cycle_max_period)
+        {
+            return bad(
+                "detect.tool_loop",
+                "need loop_min_calls >= 2, cycle_min_repeats >= 2 and cycle_max_period from 2 to 8",
             );
         }
         if let Err(message) = self.alert.validate() {
@@ -268,7 +330,8 @@ impl Config {
             now_ns,
             since_days: self.sweep.since_days as i32,
             evidence_limit: self.signals.evidence_limit,
-            resolve_after: self.signals.resolve_after,
+            resolve_after_days: self.signals.resolve_after_days,
+            resolve_after_hours: self.signals.resolve_after_hours,
             reuse: true,
             alerting,
         }

@@ -1,9 +1,10 @@
 //! The per-turn rules' results for each UTC day, kept in `state.sqlite` so
 //! a sweep reads only the days whose data changed. A day's entry carries a
 //! fingerprint of everything its result depends on — the Parquet parts of
-//! the day and of its neighbours (a turn may cross midnight), the rules'
+//! every day its read touched (the day before, for turns that began then;
+//! the days after, for as long as turns begun on it went on), the rules'
 //! parameters, the rules' version — and is stored only once the day is
-//! final: every turn that began on it has had time to settle. A sweep that
+//! final: every turn that began on it has settled. A sweep that
 //! reuses an entry therefore gets what reading the day again would give.
 
 use rusqlite::{params, OptionalExtension};
@@ -25,21 +26,61 @@ pub struct DayResult {
     pub horizon_ns: i64,
     /// Spans the day's read held.
     pub spans: usize,
+    /// Per tool, the latest start of a call in the day's turns: how far its
+    /// traffic reached, for resolving per-turn signals.
+    pub traffic: Vec<(String, i64)>,
+    /// The last day the read took spans from (turns run past midnight).
+    pub read_through: i32,
 }
 
 impl StateDb {
+    /// The last day the stored result of `day` read, if there is one.
+    pub fn day_read_through(&self, day: i32) -> Result<Option<i32>, StateError> {
+        self.db(self
+            .conn
+            .query_row(
+                "SELECT read_through FROM turn_days WHERE day = ?1",
+                params![day],
+                |r| r.get::<_, Option<i32>>(0),
+            )
+            .optional())
+            .map(Option::flatten)
+    }
+
     /// The stored result of `day`, when its fingerprint is `fingerprint`.
     pub fn day_result(&self, day: i32, fingerprint: &str) -> Result<Option<DayResult>, StateError> {
-        type Stored = (String, String, i64, i64, Option<String>, Option<String>);
+        type Stored = (
+            String,
+            String,
+            i64,
+            i64,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<i32>,
+        );
         let row: Option<Stored> = self.db(self
             .conn
             .query_row(
-                "SELECT fingerprint, findings, horizon_ns, spans, outcomes, worst FROM turn_days WHERE day = ?1",
+                "SELECT fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through FROM turn_days WHERE day = ?1",
                 params![day],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                    ))
+                },
             )
             .optional())?;
-        let Some((stored, findings, horizon_ns, spans, outcomes, worst)) = row else {
+        let Some((stored, findings, horizon_ns, spans, outcomes, worst, traffic, read_through)) =
+            row
+        else {
             return Ok(None);
         };
         if stored != fingerprint {
@@ -49,16 +90,23 @@ impl StateDb {
         let outcomes: Option<Vec<ToolDay>> = outcomes.and_then(|o| serde_json::from_str(&o).ok());
         let worst: Option<Vec<(String, Vec<Evidence>)>> =
             worst.and_then(|w| serde_json::from_str(&w).ok());
+        let traffic: Option<Vec<(String, i64)>> =
+            traffic.and_then(|t| serde_json::from_str(&t).ok());
+        let (Some(outcomes), Some(worst), Some(traffic), Some(read_through)) =
+            (outcomes, worst, traffic, read_through)
+        else {
+            return Ok(None);
+        };
         Ok(serde_json::from_str(&findings)
             .ok()
-            .zip(outcomes)
-            .zip(worst)
-            .map(|((findings, outcomes), worst)| DayResult {
+            .map(|findings| DayResult {
                 findings,
                 outcomes,
                 worst,
                 horizon_ns,
                 spans: spans.max(0) as usize,
+                traffic,
+                read_through,
             }))
     }
 
@@ -72,11 +120,14 @@ impl StateDb {
         let findings = serde_json::to_string(&result.findings).unwrap_or_else(|_| "[]".into());
         let outcomes = serde_json::to_string(&result.outcomes).unwrap_or_else(|_| "[]".into());
         let worst = serde_json::to_string(&result.worst).unwrap_or_else(|_| "[]".into());
+        let traffic = serde_json::to_string(&result.traffic).unwrap_or_else(|_| "[]".into());
         self.db(self.conn.execute(
-            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes, worst) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
              ON CONFLICT(day) DO UPDATE SET fingerprint = excluded.fingerprint, findings = excluded.findings, \
-             horizon_ns = excluded.horizon_ns, spans = excluded.spans, outcomes = excluded.outcomes, worst = excluded.worst",
-            params![day, fingerprint, findings, result.horizon_ns, result.spans as i64, outcomes, worst],
+             horizon_ns = excluded.horizon_ns, spans = excluded.spans, outcomes = excluded.outcomes, worst = excluded.worst, \
+             traffic = excluded.traffic, read_through = excluded.read_through",
+            params![day, fingerprint, findings, result.horizon_ns, result.spans as i64, outcomes, worst, traffic, result.read_through],
         ))?;
         Ok(())
     }

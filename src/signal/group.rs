@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{DayVerdict, RetryAfterSuccess, StackedRetries, Storm, WastedRetry};
+use crate::detect::{DayVerdict, RetryAfterSuccess, StackedRetries, Storm, ToolLoop, WastedRetry};
 use crate::model::{day_to_string, ErrorClass, NANOS_PER_DAY};
 
 /// The kinds of signal.
@@ -17,6 +17,7 @@ pub enum Kind {
     RetryAfterSuccess,
     StackedRetries,
     LatencySpike,
+    ToolLoop,
 }
 
 impl Kind {
@@ -28,6 +29,39 @@ impl Kind {
             Kind::RetryAfterSuccess => "retry_after_success",
             Kind::StackedRetries => "stacked_retries",
             Kind::LatencySpike => "latency_spike",
+            Kind::ToolLoop => "tool_loop",
+        }
+    }
+}
+
+/// How much a signal matters, for target filters and messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    /// Retry storms and repeated side effects page; spikes, wasted retries
+    /// and loops warn; a latency spike informs. (A retry after success of a
+    /// read-only tool informs too: see [`SignalDraft::severity`].)
+    pub fn of(kind: Kind) -> Severity {
+        match kind {
+            Kind::RetryStorm | Kind::RetryAfterSuccess => Severity::Critical,
+            Kind::ErrorRateSpike | Kind::WastedRetries | Kind::StackedRetries | Kind::ToolLoop => {
+                Severity::Warning
+            }
+            Kind::LatencySpike => Severity::Info,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
         }
     }
 }
@@ -48,6 +82,12 @@ pub struct Evidence {
     pub turn_spans: Option<usize>,
     pub healthy_turn_duration_s: Option<f64>,
     pub healthy_turn_spans: Option<f64>,
+    /// A storm's retries that repeated the previous arguments (share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_args: Option<f64>,
+    /// A storm's failed calls by class.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub classes: BTreeMap<String, usize>,
 }
 
 impl Evidence {
@@ -68,6 +108,8 @@ impl Evidence {
             turn_spans: None,
             healthy_turn_duration_s: None,
             healthy_turn_spans: None,
+            same_args: None,
+            classes: BTreeMap::new(),
         }
     }
 }
@@ -87,6 +129,9 @@ pub struct Finding {
     pub errors: u64,
     pub rate: f64,
     pub baseline: f64,
+    /// The tool only reads (`read_only_tools`): repeating it changes nothing.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 impl Finding {
@@ -102,6 +147,7 @@ impl Finding {
             errors: v.errors,
             rate: v.rate,
             baseline: v.baseline,
+            read_only: false,
         }
     }
 
@@ -119,6 +165,7 @@ impl Finding {
             errors: v.errors,
             rate: v.p95_ns / 1e9,
             baseline: v.baseline_p95_ns.unwrap_or(0.0) / 1e9,
+            read_only: false,
         }
     }
 
@@ -143,6 +190,7 @@ impl Finding {
             errors: s.failures as u64,
             rate: s.layers.len() as f64,
             baseline: 0.0,
+            read_only: false,
         }
     }
 
@@ -162,6 +210,12 @@ impl Finding {
                 turn_spans: Some(s.turn_spans),
                 healthy_turn_duration_s: s.healthy_turn_duration_s,
                 healthy_turn_spans: s.healthy_turn_spans,
+                same_args: s.same_args,
+                classes: s
+                    .classes
+                    .iter()
+                    .map(|(c, n)| (c.as_str().to_string(), *n))
+                    .collect(),
                 // A storm's size is its rounds: overlapping calls count once.
                 ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.rounds, s.failures)
             }),
@@ -169,6 +223,7 @@ impl Finding {
             errors: s.failures as u64,
             rate: 0.0,
             baseline: 0.0,
+            read_only: false,
         }
     }
 
@@ -188,10 +243,49 @@ impl Finding {
             errors: w.attempts as u64,
             rate: 0.0,
             baseline: 0.0,
+            read_only: false,
         }
     }
 
-    pub fn from_after_success(r: &RetryAfterSuccess) -> Finding {
+    pub fn from_loop(l: &ToolLoop) -> Finding {
+        let shape = if l.steps.len() == 1 {
+            format!("repeat ×{}", l.repeats)
+        } else {
+            format!("cycle {} ×{}", l.steps.join(" → "), l.repeats)
+        };
+        Finding {
+            kind: Kind::ToolLoop,
+            tool: l.tool.clone(),
+            class: ErrorClass::Ok,
+            at_ns: l.first_start_ns,
+            day: l.day,
+            evidence: Some(Evidence {
+                session_id: l.session_id.clone(),
+                rhythm: Some(shape),
+                outcome: Some(
+                    if l.results_known {
+                        "same_result"
+                    } else {
+                        "result_unknown"
+                    }
+                    .to_string(),
+                ),
+                wasted_seconds: l.wasted_seconds,
+                turn_duration_s: Some(l.turn_duration_s),
+                turn_spans: Some(l.turn_spans),
+                healthy_turn_duration_s: l.healthy_turn_duration_s,
+                healthy_turn_spans: l.healthy_turn_spans,
+                ..Evidence::turn(&l.trace_id, &l.turn, l.day, l.calls, 0)
+            }),
+            calls: l.calls as u64,
+            errors: 0,
+            rate: l.repeats as f64,
+            baseline: l.steps.len() as f64,
+            read_only: false,
+        }
+    }
+
+    pub fn from_after_success(r: &RetryAfterSuccess, read_only: bool) -> Finding {
         Finding {
             kind: Kind::RetryAfterSuccess,
             tool: r.tool.clone(),
@@ -209,6 +303,7 @@ impl Finding {
             errors: 0,
             rate: 0.0,
             baseline: 0.0,
+            read_only,
         }
     }
 }
@@ -234,6 +329,17 @@ pub struct SignalDraft {
     /// (not only the evidence kept).
     #[serde(default)]
     pub wasted_seconds: f64,
+    /// Set where the kind alone does not decide it (a retry after success
+    /// of a read-only tool is `info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<Severity>,
+}
+
+impl SignalDraft {
+    /// How much this signal matters.
+    pub fn severity(&self) -> Severity {
+        self.severity.unwrap_or(Severity::of(self.kind))
+    }
 }
 
 /// `v1:{kind}:{tool}:{class}`.
@@ -241,12 +347,20 @@ pub fn key(kind: Kind, tool: &str, class: ErrorClass) -> String {
     format!("v1:{}:{tool}:{}", kind.as_str(), class.as_str())
 }
 
-/// A short, stable, sayable id from a key: `SW-` and four consonants.
+/// A short, stable, sayable id from a key: `SW-` and four consonants
+/// (the id a key gets unless another key took it: see
+/// [`super::state::free_id`]).
 pub fn short_id(key: &str) -> String {
+    short_id_of(key, 4)
+}
+
+/// `SW-` and `letters` consonants from the key's hash; a longer id starts
+/// with the shorter one.
+pub fn short_id_of(key: &str, letters: usize) -> String {
     const LETTERS: &[u8; 20] = b"BCDFGHJKLMNPQRSTVWXZ";
     let mut n = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
     let mut id = String::from("SW-");
-    for _ in 0..4 {
+    for _ in 0..letters {
         id.push(LETTERS[(n % 20) as usize] as char);
         n /= 20;
     }
@@ -319,6 +433,26 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
                 worst.rate, worst.baseline, worst.calls
             )
         }
+        Kind::ToolLoop => {
+            let worst = group
+                .iter()
+                .max_by_key(|f| f.calls)
+                .expect("a group has findings");
+            let shape = worst
+                .evidence
+                .as_ref()
+                .and_then(|e| e.rhythm.clone())
+                .unwrap_or_default();
+            let turns = if group.len() == 1 {
+                String::new()
+            } else {
+                format!(", {} turns", group.len())
+            };
+            format!(
+                "Tool loop: {tool} called {} times in one turn with the same arguments, nothing failing ({shape}{turns})",
+                worst.calls
+            )
+        }
         Kind::RetryAfterSuccess => {
             let turns = if group.len() == 1 {
                 "1 turn".to_string()
@@ -371,6 +505,9 @@ pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
                 evidence,
                 evidence_more: more,
                 wasted_seconds,
+                // Read-only tools only: repeating a read changes nothing.
+                severity: (f0.kind == Kind::RetryAfterSuccess && group.iter().all(|f| f.read_only))
+                    .then_some(Severity::Info),
                 key,
             }
         })

@@ -11,5 +11,5 @@ pub mod state;
 mod tests;
 
 pub use days::DayResult;
-pub use group::{group, Evidence, Finding, Kind, SignalDraft};
+pub use group::{group, Evidence, Finding, Kind, Severity, SignalDraft};
 pub use state::{Lifecycle, Signal, StateDb, StateError, SweepOutcome};

@@ -64,6 +64,65 @@ pub struct Signal {
 /// One change of a signal's state: (at ns, from, to, reason).
 pub type HistoryEntry = (i64, Option<String>, String, String);
 
+/// When an open signal that this sweep found nothing new for resolves
+/// (docs/alerting.md, Lifecycle): by the data's clock, never by counting
+/// sweeps, so a sweep every five minutes and one a day agree, and a sweep
+/// that saw no new data changes nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Quiet {
+    /// The newest span end the sweep saw.
+    pub horizon_ns: i64,
+    /// Daily rules: complete days after the last flagged one.
+    pub after_days: i64,
+    /// Per-turn rules: hours of the tool's own traffic after the last finding.
+    pub after_hours: i64,
+    /// Per tool, the latest call (start) of a settled turn the sweep saw.
+    pub traffic: std::collections::BTreeMap<String, i64>,
+}
+
+impl Quiet {
+    /// Whether a signal last seen as `draft` has been quiet long enough.
+    pub fn resolves(&self, draft: &SignalDraft) -> bool {
+        use super::group::Kind;
+        match draft.kind {
+            Kind::ErrorRateSpike | Kind::LatencySpike => {
+                let last = crate::model::day_of_ns(draft.last_seen_ns);
+                let through = crate::model::day_of_ns(self.horizon_ns);
+                // Days strictly between the last flagged day and the day the
+                // data reaches are complete, and were judged clean.
+                i64::from(through) - i64::from(last) - 1 >= self.after_days.max(1)
+            }
+            _ => {
+                let Some(&seen) = self.traffic.get(&draft.tool) else {
+                    return false;
+                };
+                let quiet_ns = seen.min(self.horizon_ns) - draft.last_seen_ns;
+                quiet_ns >= self.after_hours.max(1).saturating_mul(3_600_000_000_000)
+            }
+        }
+    }
+}
+
+/// The id a new key gets: `SW-` and four letters from its hash, one more
+/// letter for as long as that id is taken (`taken` says so). Existing ids
+/// never change; two keys can never share one.
+pub fn free_id(
+    key: &str,
+    mut taken: impl FnMut(&str) -> rusqlite::Result<bool>,
+) -> rusqlite::Result<String> {
+    for letters in 4..=14 {
+        let id = super::group::short_id_of(key, letters);
+        if !taken(&id)? {
+            return Ok(id);
+        }
+    }
+    // 14 letters of a 64-bit hash are all of it: fall back to the key's hash in hex.
+    Ok(format!(
+        "SW-{:016X}",
+        xxhash_rust::xxh3::xxh3_64(key.as_bytes())
+    ))
+}
+
 /// What a sweep changed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SweepOutcome {
@@ -164,7 +223,12 @@ impl StateDb {
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         // Files from before these columns: add them.
-        for column in ["outcomes", "worst"] {
+        for (column, ty) in [
+            ("outcomes", "TEXT"),
+            ("worst", "TEXT"),
+            ("traffic", "TEXT"),
+            ("read_through", "INTEGER"),
+        ] {
             let has = conn
                 .prepare(&format!(
                     "SELECT 1 FROM pragma_table_info('turn_days') WHERE name = '{column}'"
@@ -172,7 +236,7 @@ impl StateDb {
                 .and_then(|mut s| s.exists([]))
                 .map_err(err)?;
             if !has {
-                conn.execute_batch(&format!("ALTER TABLE turn_days ADD COLUMN {column} TEXT"))
+                conn.execute_batch(&format!("ALTER TABLE turn_days ADD COLUMN {column} {ty}"))
                     .map_err(err)?;
             }
         }
@@ -223,10 +287,9 @@ impl StateDb {
         &mut self,
         drafts: &[SignalDraft],
         now_ns: i64,
-        horizon_ns: i64,
-        resolve_after: i64,
+        quiet: &Quiet,
     ) -> Result<SweepOutcome, StateError> {
-        self.apply_then(drafts, now_ns, horizon_ns, resolve_after, |_, _| Ok(()))
+        self.apply_then(drafts, now_ns, quiet, |_, _| Ok(()))
     }
 
     /// [`apply`](Self::apply), then `after` in the same transaction (the
@@ -236,8 +299,7 @@ impl StateDb {
         &mut self,
         drafts: &[SignalDraft],
         now_ns: i64,
-        horizon_ns: i64,
-        resolve_after: i64,
+        quiet: &Quiet,
         after: impl FnOnce(&Connection, &SweepOutcome) -> Result<(), StateError>,
     ) -> Result<SweepOutcome, StateError> {
         let path = self.path.clone();
@@ -257,6 +319,7 @@ impl StateDb {
         let last_horizon: Option<i64> = tx
             .query_row("SELECT max(horizon_ns) FROM sweeps", [], |r| r.get(0))
             .map_err(err.clone())?;
+        let horizon_ns = quiet.horizon_ns;
         let fresh = last_horizon.is_none_or(|h| horizon_ns > h);
         let mut out = SweepOutcome::default();
         let mut change = |tx: &rusqlite::Transaction<'_>,
@@ -273,16 +336,13 @@ impl StateDb {
         for d in drafts {
             let body = serde_json::to_string(d).unwrap_or_default();
             let Some(row) = existing.iter().find(|r| r.draft.key == d.key) else {
-                // A different key under the same short id: keep both apart.
-                let id = if existing.iter().any(|r| r.id == d.id) {
-                    format!(
-                        "{}{}",
-                        d.id,
-                        &super::group::short_id(&format!("{}#", d.key))[3..5]
-                    )
-                } else {
-                    d.id.clone()
-                };
+                // Checked in this transaction, against every id stored and
+                // every id this sweep has given out already.
+                let id = free_id(&d.key, |id| {
+                    tx.prepare_cached("SELECT 1 FROM signals WHERE id = ?1")?
+                        .exists([id])
+                })
+                .map_err(err.clone())?;
                 tx.execute(
                     "INSERT INTO signals (id, key, state, draft, findings, last_seen_ns) VALUES (?1, ?2, 'new', ?3, ?4, ?5)",
                     params![id, d.key, body, d.findings as i64, d.last_seen_ns],
@@ -327,13 +387,13 @@ impl StateDb {
                         state = Lifecycle::Ongoing;
                         clean = 0;
                     } else {
-                        reason = "no new finding";
+                        reason = "quiet long enough";
                         if fresh {
                             clean += 1;
                         }
-                        if clean >= resolve_after {
+                        if fresh && quiet.resolves(&row.draft) {
                             state = Lifecycle::Resolved;
-                            resolved_at = Some(d.last_seen_ns);
+                            resolved_at = Some(d.last_seen_ns.max(row.draft.last_seen_ns));
                         }
                     }
                 }
@@ -393,13 +453,14 @@ impl StateDb {
                 continue;
             }
             let clean = row.clean_sweeps + 1;
-            let state = if clean >= resolve_after {
+            let state = if quiet.resolves(&row.draft) {
                 Lifecycle::Resolved
             } else {
                 row.state
             };
             if state != row.state {
-                change(&tx, &row.id, Some(row.state), state, "no finding").map_err(err.clone())?;
+                change(&tx, &row.id, Some(row.state), state, "quiet long enough")
+                    .map_err(err.clone())?;
             }
             tx.execute(
                 "UPDATE signals SET state = ?2, clean_sweeps = ?3, resolved_at_ns = CASE WHEN ?2 = 'resolved' THEN last_seen_ns ELSE resolved_at_ns END WHERE id = ?1",

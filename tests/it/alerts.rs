@@ -552,6 +552,7 @@ fn draft(i: usize, tool: &str, last_seen_ns: i64) -> stormwatch::signal::SignalD
         evidence: Vec::new(),
         evidence_more: 0,
         wasted_seconds: 0.0,
+        severity: None,
     }
 }
 
@@ -565,8 +566,24 @@ fn sweep_state(
     horizon_ns: i64,
 ) -> usize {
     let mut queued = 0;
+    // Every tool's traffic reaches half a day before the data's horizon: a
+    // storm last seen on day k resolves on the sweep of day k + 2 (24 quiet
+    // hours of its traffic).
+    let quiet = stormwatch::signal::state::Quiet {
+        horizon_ns,
+        after_days: 2,
+        after_hours: 24,
+        traffic: state
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|s| s.draft.tool)
+            .chain(drafts.iter().map(|d| d.tool.clone()))
+            .map(|t| (t, horizon_ns - 12 * 3_600_000_000_000))
+            .collect(),
+    };
     state
-        .apply_then(drafts, now_ns, horizon_ns, 2, |c, out| {
+        .apply_then(drafts, now_ns, &quiet, |c, out| {
             let signals = stormwatch::signal::state::signals_in(c, path)?;
             queued = alerting
                 .enqueue(c, &signals, &out.changes, now_ns, now_ns)
@@ -579,7 +596,7 @@ fn sweep_state(
 }
 
 /// Case 11: ten signals changed in one sweep → one message per target.
-/// Case 13: two clean sweeps → one `resolved`; recurrence → one `regressed`.
+/// Case 13: a quiet signal → one `resolved`; recurrence → one `regressed`.
 /// Case 14: hostile tool names arrive inert at real receivers.
 #[tokio::test(start_paused = true)]
 async fn grouping_resolution_and_regression_reach_real_receivers_once_each() {
@@ -644,8 +661,8 @@ async fn grouping_resolution_and_regression_reach_real_receivers_once_each() {
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(v["embeds"].as_array().unwrap().len(), 10);
 
-    // Only search_flights keeps firing; two clean sweeps over new data
-    // resolve the other nine (and search_flights, open two days, gets its
+    // Only search_flights keeps firing; the other nine resolve once their
+    // tools have had a day of traffic without a storm (and search_flights, open two days, gets its
     // reminder in the same message).
     let mut sent = 0;
     for k in 2..=3 {

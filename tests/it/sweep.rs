@@ -292,6 +292,212 @@ fn a_storm_across_midnight_is_one_finding_of_the_day_it_began() {
     assert_eq!(storms[0]["evidence"][0]["calls"], 8);
 }
 
+/// One OTLP/JSON span.
+fn span(
+    trace: &str,
+    id: u64,
+    parent: Option<u64>,
+    name: &str,
+    start: u64,
+    end: u64,
+    attrs: &[(&str, serde_json::Value)],
+    error: bool,
+) -> serde_json::Value {
+    let mut s = serde_json::json!({
+        "traceId": trace, "spanId": format!("{id:016x}"), "name": name,
+        "startTimeUnixNano": start.to_string(), "endTimeUnixNano": end.to_string(),
+        "attributes": attrs.iter().map(|(k, v)| serde_json::json!({"key": k, "value": v})).collect::<Vec<_>>(),
+    });
+    if let Some(p) = parent {
+        s["parentSpanId"] = format!("{p:016x}").into();
+    }
+    if error {
+        s["status"] = serde_json::json!({"code": 2});
+    }
+    s
+}
+
+fn str_v(v: &str) -> serde_json::Value {
+    serde_json::json!({ "stringValue": v })
+}
+
+fn write_doc(
+    dir: &Path,
+    name: &str,
+    resources: Vec<(&str, Vec<serde_json::Value>)>,
+) -> std::path::PathBuf {
+    let doc = serde_json::json!({"resourceSpans": resources.into_iter().map(|(service, spans)| serde_json::json!({
+        "resource": {"attributes": [{"key": "service.name", "value": str_v(service)}]},
+        "scopeSpans": [{"spans": spans}]
+    })).collect::<Vec<_>>()});
+    let file = dir.join(name);
+    std::fs::write(&file, doc.to_string()).unwrap();
+    file
+}
+
+#[test]
+fn a_turn_begun_at_2330_whose_storm_starts_at_0110_is_found_on_its_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let midnight: u64 = 1_785_369_600 * 1_000_000_000; // 2026-07-30T00:00:00Z
+    let s = 1_000_000_000u64;
+    let trace = "cd".repeat(16);
+    let agent = [
+        ("gen_ai.operation.name", str_v("invoke_agent")),
+        ("session.id", str_v("sess-late")),
+    ];
+    let mut spans = vec![span(
+        &trace,
+        0xaa,
+        None,
+        "invoke_agent travel-agent",
+        midnight - 1800 * s,
+        midnight + 4500 * s,
+        &agent,
+        false,
+    )];
+    // A healthy call at 23:31, then the loop at 01:10, ten 503s back to back.
+    let tool = [
+        ("gen_ai.operation.name", str_v("execute_tool")),
+        ("gen_ai.tool.name", str_v("search_flights")),
+    ];
+    spans.push(span(
+        &trace,
+        1,
+        Some(0xaa),
+        "execute_tool search_flights",
+        midnight - 1740 * s,
+        midnight - 1739 * s,
+        &tool,
+        false,
+    ));
+    for i in 0..10u64 {
+        let start = midnight + 4200 * s + i * 2 * s;
+        let mut attrs = tool.to_vec();
+        attrs.push((
+            "http.response.status_code",
+            serde_json::json!({"intValue": "503"}),
+        ));
+        spans.push(span(
+            &trace,
+            10 + i,
+            Some(0xaa),
+            "execute_tool search_flights",
+            start,
+            start + 1_900_000_000,
+            &attrs,
+            true,
+        ));
+    }
+    let file = write_doc(dir.path(), "late.json", vec![("travel-agent", spans)]);
+    crate::common::import_files(&data, &[&file]);
+    let report = sweep_json(&data, "2026-08-01");
+    let storms = by_kind(&report, "retry_storm");
+    assert_eq!(storms.len(), 1, "{report:#}");
+    assert_eq!(storms[0]["days"], serde_json::json!(["2026-07-29"]));
+    let e = &storms[0]["evidence"][0];
+    assert_eq!(e["calls"], 10);
+    assert_eq!(e["day"], "2026-07-29");
+    // The session comes from the agent span; the tool spans carry none.
+    assert_eq!(e["session_id"], "sess-late");
+    // Reused from the kept day result, the same picture.
+    let again = sweep_json(&data, "2026-08-01");
+    assert_eq!(picture(&report), picture(&again));
+    assert!(again["days_reused"].as_u64().unwrap() >= 1, "{again:#}");
+}
+
+#[test]
+fn an_mcp_client_and_server_span_pair_is_counted_once_everywhere() {
+    // Six tools/call requests, each recorded by the client (agent service)
+    // and by the MCP server (its own service), as the OTel MCP conventions
+    // write them: the server span a child of the client span. All fail.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let t0: u64 = 1_785_369_600 * 1_000_000_000 + 3600 * 1_000_000_000;
+    let ms = 1_000_000u64;
+    let trace = "ef".repeat(16);
+    let mut client = vec![span(
+        &trace,
+        0xaa,
+        None,
+        "invoke_agent ops",
+        t0,
+        t0 + 60_000 * ms,
+        &[("gen_ai.operation.name", str_v("invoke_agent"))],
+        false,
+    )];
+    let mut server = Vec::new();
+    for i in 0..6u64 {
+        let at = t0 + i * 1000 * ms;
+        let common = [
+            ("mcp.method.name", str_v("tools/call")),
+            ("gen_ai.operation.name", str_v("execute_tool")),
+            ("gen_ai.tool.name", str_v("query_db")),
+            ("gen_ai.tool.call.arguments", str_v(r#"{"sql":"select 1"}"#)),
+            ("error.type", str_v("tool_error")),
+            (
+                "gen_ai.tool.call.result",
+                str_v(
+                    r#"{"content":[{"type":"text","text":"upstream 503 Service Unavailable"}],"isError":true}"#,
+                ),
+            ),
+        ];
+        client.push(span(
+            &trace,
+            10 + i,
+            Some(0xaa),
+            "tools/call query_db",
+            at,
+            at + 500 * ms,
+            &common,
+            true,
+        ));
+        server.push(span(
+            &trace,
+            100 + i,
+            Some(10 + i),
+            "tools/call query_db",
+            at + 5 * ms,
+            at + 495 * ms,
+            &common,
+            true,
+        ));
+    }
+    let file = write_doc(
+        dir.path(),
+        "mcp.json",
+        vec![("agent", client), ("db-mcp-server", server)],
+    );
+    crate::common::import_files(&data, &[&file]);
+    // The rollup: six calls, six errors, all unavailable.
+    let rollup = stormwatch::store::Reader::open(&data)
+        .unwrap()
+        .tool_daily()
+        .unwrap()
+        .unwrap()
+        .collect()
+        .unwrap();
+    let col = |n: &str| -> i64 {
+        let c = rollup
+            .column(n)
+            .unwrap()
+            .cast(&polars::prelude::DataType::Int64)
+            .unwrap();
+        c.i64().unwrap().iter().flatten().sum()
+    };
+    assert_eq!(
+        (col("calls"), col("errors"), col("unavailable")),
+        (6, 6, 6),
+        "{rollup}"
+    );
+    // The sweep: one storm of six rounds, not twelve.
+    let report = sweep_json(&data, "2026-08-01");
+    let storms = by_kind(&report, "retry_storm");
+    assert_eq!(storms.len(), 1, "{report:#}");
+    assert_eq!(storms[0]["error_class"], "unavailable");
+    assert_eq!(storms[0]["evidence"][0]["calls"], 6);
+}
+
 /// The parts of a signal that must not depend on how a sweep got there.
 fn picture(report: &serde_json::Value) -> Vec<serde_json::Value> {
     let mut v: Vec<serde_json::Value> = report["signals"]
