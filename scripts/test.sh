@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the project checks, from a fresh machine: installs what the
-# tests need (pinned Python venvs for the real OpenTelemetry exporters and
-# Playwright, Debian's chromium for the dashboard), then
+# tests need (pinned Python venvs for the real OpenTelemetry exporters,
+# pydantic-ai and Playwright, the pinned npm packages of the Vercel AI SDK,
+# Debian's chromium for the dashboard), then
 # runs rustfmt, clippy -D warnings and every test, in one release build.
 #
 #   STORMWATCH_CACHE   where venvs and the cargo target dir live
@@ -21,6 +22,11 @@ command -v python3 >/dev/null || { echo "python3 is required (the interop tests 
 bash scripts/py/setup_venvs.sh
 export STORMWATCH_PY_PROTO="$STORMWATCH_CACHE/venv-proto/bin/python"
 export STORMWATCH_PY_JSON="$STORMWATCH_CACHE/venv-json/bin/python"
+export STORMWATCH_PY_FRAMEWORKS="$STORMWATCH_CACHE/venv-frameworks/bin/python"
+
+step "npm packages for the Vercel AI SDK framework tests"
+bash scripts/frameworks/setup_node.sh
+export STORMWATCH_NODE="$(command -v node)"
 
 step "chromium for the dashboard's browser tests"
 if ! command -v chromium >/dev/null 2>&1; then

@@ -4,6 +4,8 @@
 #   $STORMWATCH_CACHE/venv-json     <- scripts/py/requirements-json.txt (OTLP interop)
 #   $STORMWATCH_CACHE/venv-browser  <- scripts/py/requirements-browser.txt (Playwright,
 #                                      driving Debian's chromium; no browser download)
+#   $STORMWATCH_CACHE/venv-frameworks <- scripts/py/requirements-frameworks.txt (pydantic-ai
+#                                      and its OTel instrumentation; needs Python >= 3.11)
 # STORMWATCH_CACHE defaults to $HOME/.cache/stormwatch; PYTHON (default python3,
 # must be >= 3.10 with the venv module) is the base interpreter.
 #
@@ -78,3 +80,7 @@ ensure_venv venv-proto "$here/requirements-proto.txt" \
 ensure_venv venv-json "$here/requirements-json.txt" \
   "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.json.http.trace_exporter, opentelemetry.exporter.otlp.json.file"
 ensure_venv venv-browser "$here/requirements-browser.txt" "playwright.sync_api"
+"$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+  || die "'$python' must be Python >= 3.11 for venv-frameworks (pydantic-ai 2.x needs 3.11+)"
+ensure_venv venv-frameworks "$here/requirements-frameworks.txt" \
+  "pydantic_ai, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"

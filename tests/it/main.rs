@@ -6,6 +6,7 @@ mod common;
 mod crash;
 mod dashboard;
 mod fixtures;
+mod frameworks;
 mod import;
 mod interop_python;
 mod interop_rust;
