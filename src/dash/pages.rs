@@ -236,12 +236,14 @@ feed();setInterval(feed,10000);
     page("Overview", &b)
 }
 
+/// A tool's page; `rate` is its error-rate section (`spike::section`).
 pub fn tool(
     tool: &str,
     rollup: &Rollup,
     r: &Range,
     signals: &[Signal],
     outcomes: &[ToolDay],
+    rate: &str,
 ) -> String {
     let mut b = String::new();
     let _ = write!(
@@ -257,30 +259,7 @@ pub fn tool(
         r#"<h2>Daily calls</h2><div class="chart" id="tool-volume">{}</div>"#,
         chart::volume_svg(&vol, 1100, 240)
     );
-    // Error rate against 3 × the trailing week (the spike rule's line).
-    let rate: Vec<chart::Day> = (r.from..=r.to)
-        .map(|d| {
-            let day = days.iter().find(|x| x.day == d);
-            let base: Vec<_> = days
-                .iter()
-                .filter(|x| x.day >= d - 7 && x.day < d)
-                .collect();
-            let (bc, be) = base
-                .iter()
-                .fold((0u64, 0u64), |a, x| (a.0 + x.calls, a.1 + x.errors));
-            let baseline = if bc == 0 {
-                0.0
-            } else {
-                (be as f64 / bc as f64).max(0.01)
-            };
-            (d, day.map_or(0.0, |x| x.rate() * 100.0), baseline * 300.0)
-        })
-        .collect();
-    let _ = write!(
-        b,
-        r#"<h2>Error rate, and 3 × the trailing week</h2><div class="chart" id="tool-rate">{}</div>"#,
-        chart::rate_svg(&rate, 1100, 220, "%")
-    );
+    b.push_str(rate);
     let lat: Vec<chart::Day> = (r.from..=r.to)
         .map(|d| {
             let day = days.iter().find(|x| x.day == d);

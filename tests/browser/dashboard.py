@@ -6,7 +6,8 @@ chromium), run by tests/it/dashboard.rs against `stormwatch serve`.
     dashboard.py hostile --base http://127.0.0.1:PORT --shots DIR --tool NAME...
 
 `demo` walks the seeds' story on the demo data: the overview shows the July
-29 spike in red; the search_flights retry-storm signal leads to an evidence
+29 spike in red; the tool page marks the three days the spike rule flagged;
+the search_flights retry-storm signal leads to an evidence
 trace with 15 attempts and no backoff; muting from the page changes the
 state. `hostile` opens every page of tools with hostile names and checks
 nothing ran: no dialog, no injected element, the name shown as text. Both
@@ -66,7 +67,16 @@ def demo(page, base, shots):
     page.goto(base + "/tools/search_flights")
     names = page.locator("#classes").inner_text()
     check("unavailable" in names and "503" in names, f"the tool page lists each class with its raw names: {names!r}")
-    check(page.locator("#tool-rate svg").count() == 1, "the error-rate chart with its 3x baseline line")
+    check(page.locator("#tool-rate svg").count() == 1, "the error-rate chart against the rule's threshold")
+    # The days the rule flagged: marked on the chart, visible, and in text.
+    flags = page.locator("#tool-rate svg path.flag")
+    days = flags.evaluate_all("els => els.map(e => e.dataset.day)")
+    check(days == ["2026-07-29", "2026-08-04", "2026-08-05"], f"the flagged days are marked: {days!r}")
+    check(all(flags.nth(i).is_visible() for i in range(flags.count())), "the flag markers are visible")
+    said = page.locator("#flagged-days").inner_text()
+    check(all(d in said for d in ["2026-07-29", "2026-08-04", "2026-08-05"]), f"the flagged days in text: {said!r}")
+    label = page.locator("#tool-rate svg").get_attribute("aria-label") or ""
+    check("2026-08-04" in label, f"the chart's accessible label names the flagged days: {label!r}")
     outcomes = page.locator("#outcomes").inner_text()
     check("2026-07-29" in outcomes, f"the retry outcomes by day, with July 29's wasted retries: {outcomes[:200]!r}")
     page.screenshot(path=os.path.join(shots, "tool.png"), full_page=True)
