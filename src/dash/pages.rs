@@ -185,7 +185,6 @@ pub fn overview(
         );
     }
     b.push_str(panels);
-    b.push_str(r#"<p class="muted">Daily tool calls: ok <span class="sw" style="background:#4e79a7"></span> errors <span class="sw" style="background:#d62728"></span></p>"#);
     let mut open: Vec<&Signal> = signals.iter().filter(|s| s.state.is_open()).collect();
     open.sort_by_key(|s| std::cmp::Reverse(s.draft.last_seen_ns));
     let _ = write!(

@@ -1,13 +1,15 @@
 //! Charts, drawn by plotters: the daily volume (ok and errors stacked,
 //! errors red), bars against a line (a latency against its p95, a panel's
 //! value against its reference), and sparklines; in [`threshold`], a
-//! tool's error rate against the spike rule's own threshold. Pure functions
-//! of their numbers: the same input gives the same bytes. Only dates and
-//! numbers are drawn as text, never span data.
+//! tool's error rate against the spike rule's own threshold; in [`tools`],
+//! the overview's volume per tool. Pure functions of their numbers: the
+//! same input gives the same bytes. Only dates and numbers are drawn as
+//! text, never span data (legends naming tools are HTML, beside the SVG).
 //! PNGs carry no text (plotters needs a font file to rasterise text; the SVG
 //! leaves that to the browser).
 
 pub mod threshold;
+pub mod tools;
 
 #[cfg(test)]
 mod tests;
@@ -19,6 +21,7 @@ use plotters::prelude::*;
 use crate::model::day_to_string;
 
 pub use threshold::{threshold_svg, RateDay};
+pub use tools::{tools_svg, ToolVolume};
 
 pub const OK: RGBColor = RGBColor(0x4e, 0x79, 0xa7);
 pub const ERR: RGBColor = RGBColor(0xd6, 0x27, 0x28);

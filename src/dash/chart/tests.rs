@@ -1,5 +1,6 @@
 //! The charts draw the detector's numbers: the tool page's threshold is
-//! `judge`'s, day by day.
+//! `judge`'s, day by day; the overview's volume is per tool, with a legend
+//! that names each tool as text.
 
 use crate::dash::html::esc;
 use crate::detect::{judge, DailyRow, SpikeParams};
@@ -156,6 +157,135 @@ fn the_threshold_line_is_the_rules_baseline_day_by_day() {
     assert!(unfinished
         .iter()
         .all(|d| day_to_string(d.day) != "2026-08-05" || !d.flagged));
+}
+
+/// (tool, calls a day, errors a day) over 2026-07-27..=07-29 as a
+/// `tool_daily` frame.
+fn tool_frame(tools: &[(&str, u64, u64)]) -> polars::prelude::DataFrame {
+    use polars::prelude::*;
+    let mut cols: (Vec<String>, Vec<String>, Vec<u64>, Vec<u64>) = Default::default();
+    for (t, c, e) in tools {
+        for day in ["2026-07-27", "2026-07-28", "2026-07-29"] {
+            cols.0.push(day.into());
+            cols.1.push(t.to_string());
+            cols.2.push(*c);
+            cols.3.push(if day == "2026-07-29" { *e } else { 0 });
+        }
+    }
+    let n = cols.0.len();
+    df! {
+        "day" => cols.0,
+        "tool_name" => cols.1,
+        "service_name" => vec!["svc"; n],
+        "calls" => cols.2,
+        "errors" => cols.3.clone(),
+        "rate_limited" => vec![0u64; n],
+        "unavailable" => cols.3,
+        "timeout" => vec![0u64; n],
+        "invalid_request" => vec![0u64; n],
+    }
+    .unwrap()
+}
+
+/// The overview's volume: one band per busiest tool (in the palette's
+/// order, busiest first), the other tools summed into one band, a legend
+/// naming each with its totals; failed calls in the darker shade.
+#[test]
+fn the_overview_volume_has_a_band_per_top_tool_and_one_other() {
+    let tools = [
+        ("a_small", 3, 0),
+        ("b_small", 2, 1),
+        ("book_flight", 40, 0),
+        ("geo", 10, 0),
+        ("quote_price", 50, 0),
+        ("search_flights", 90, 53),
+        ("tiny", 1, 0),
+        ("weather", 20, 2),
+    ];
+    let from = day_from_str("2026-07-27").unwrap();
+    let panels =
+        crate::dash::panels::load(std::path::Path::new("/nonexistent/overview.toml")).unwrap();
+    let html = crate::dash::panels::render(&panels, &tool_frame(&tools), from, from + 2);
+    assert_eq!(
+        html,
+        crate::dash::panels::render(&panels, &tool_frame(&tools), from, from + 2)
+    );
+    let legend = &html[html.find(r#"class="legend tools""#).expect("a legend")..];
+    let names: Vec<&str> = legend
+        .split("<b>")
+        .skip(1)
+        .map(|s| &s[..s.find("</b>").unwrap()])
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "search_flights",
+            "quote_price",
+            "book_flight",
+            "weather",
+            "geo",
+            "a_small",
+            "other"
+        ]
+    );
+    assert!(legend.contains("(2 tools)"), "b_small and tiny");
+    assert!(
+        legend.contains("270 calls, 53 failed"),
+        "search_flights' totals"
+    );
+    let svg = &html[..html.find("</svg>").unwrap()];
+    for (ok, err) in crate::dash::chart::tools::PALETTE {
+        assert!(
+            svg.contains(&format!(
+                "fill=\"{}\"",
+                crate::dash::chart::hex(ok).to_uppercase()
+            )),
+            "{ok:?}"
+        );
+        assert!(legend.contains(&crate::dash::chart::hex(err)), "{err:?}");
+    }
+    let (search_err, other_err) = (
+        crate::dash::chart::tools::PALETTE[0].1,
+        crate::dash::chart::tools::OTHER.1,
+    );
+    for c in [search_err, other_err] {
+        assert!(
+            svg.contains(&format!(
+                "fill=\"{}\"",
+                crate::dash::chart::hex(c).to_uppercase()
+            )),
+            "{c:?}"
+        );
+    }
+    // Every day's bands add up to the day's calls.
+    let v = crate::dash::chart::ToolVolume::top(
+        &tools
+            .iter()
+            .map(|(t, c, e)| (from + 2, t.to_string(), *c, *e))
+            .collect::<Vec<_>>(),
+        from,
+        from + 2,
+        6,
+    );
+    assert_eq!(v.bands.len(), 7);
+    assert_eq!(v.bands.iter().map(|b| b.calls[2]).sum::<u64>(), 216);
+    assert_eq!(v.bands[6].errors[2], 1);
+}
+
+/// A hostile tool name is text in the overview's legend.
+#[test]
+fn a_hostile_tool_name_is_escaped_in_the_legend() {
+    let hostile = r#"<script>alert(1)</script>"><img src=x onerror=alert(1)>"#;
+    let from = day_from_str("2026-07-27").unwrap();
+    let panels =
+        crate::dash::panels::load(std::path::Path::new("/nonexistent/overview.toml")).unwrap();
+    let html =
+        crate::dash::panels::render(&panels, &tool_frame(&[(hostile, 5, 2)]), from, from + 2);
+    assert!(html.contains(&format!("<b>{}</b>", esc(hostile))), "{html}");
+    assert!(
+        !html.contains("<script>") && !html.contains("<img"),
+        "{html}"
+    );
 }
 
 /// A tool two services report is judged per service: a chart each, the
