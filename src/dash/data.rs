@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use polars::prelude::*;
 use serde::Serialize;
 
-use crate::detect::{daily_rows, DailyRow};
+use crate::detect::{daily_rows, judge, DailyRow, DayVerdict, SpikeParams};
 use crate::model::ErrorClass;
 use crate::store::{Reader, StoreError};
 
@@ -18,6 +18,9 @@ use crate::store::{Reader, StoreError};
 pub struct Rollup {
     /// Per tool, its days in order (services added up).
     pub tools: BTreeMap<String, Vec<DailyRow>>,
+    /// The rows as the sweep reads them: one series per tool and service,
+    /// sorted by tool, service and day.
+    pub rows: Vec<DailyRow>,
     /// The newest day with data (days since the epoch).
     pub last_day: Option<i32>,
     /// Per tool: (day, class, raw name, failed calls) — the names each
@@ -42,6 +45,17 @@ impl Rollup {
             .lazy()
             .filter(col("day").gt_eq(lit(a)).and(col("day").lt_eq(lit(b))))
             .collect()
+    }
+
+    /// The error-rate spike rule's verdicts on `tool`'s series (one per
+    /// service), every day before `today`: the sweep's own call of
+    /// [`judge`] (whole history, nothing flagged before), on this tool's rows
+    /// only, which gives the same verdicts, since each series is judged on
+    /// its own.
+    pub fn spike_verdicts(&self, tool: &str, today: i32, p: &SpikeParams) -> Vec<DayVerdict> {
+        let from = self.rows.partition_point(|r| r.tool.as_str() < tool);
+        let to = self.rows.partition_point(|r| r.tool.as_str() <= tool);
+        judge(&self.rows[from..to], today, &Default::default(), p)
     }
 }
 
@@ -83,10 +97,9 @@ fn load(reader: &Reader) -> Result<Rollup, StoreError> {
         .collect()
         .map_err(|e| StoreError::data("reading the daily rollup", e))?;
     let rows = daily_rows(&df).map_err(|e| StoreError::data("reading the daily rollup", e))?;
-    let df = df;
     let mut tools: BTreeMap<String, Vec<DailyRow>> = BTreeMap::new();
     let mut last_day = None;
-    for r in rows {
+    for r in rows.iter().cloned() {
         last_day = last_day.max(Some(r.day));
         let days = tools.entry(r.tool.clone()).or_default();
         match days.iter_mut().find(|d| d.day == r.day) {
@@ -113,6 +126,7 @@ fn load(reader: &Reader) -> Result<Rollup, StoreError> {
     }
     Ok(Rollup {
         tools,
+        rows,
         last_day,
         names: load_names(reader)?,
         frame: df,

@@ -55,6 +55,8 @@ th{background:#f3f4f6;font-weight:600} td.n{text-align:right;font-variant-numeri
 tr.turn td{background:#eef2ff;font-weight:600}
 tr.gap td{color:#6b7280;font-size:12px}
 .legend span{display:inline-block;margin-right:10px} .sw{display:inline-block;width:10px;height:10px;margin-right:4px}
+.chart .legend{margin:4px 10px} .legend span span{margin-right:0} .legend .sw+.sw{margin-left:-4px}
+details summary{cursor:pointer;color:#374151}
 form.inline{display:inline} button{cursor:pointer}
 pre{white-space:pre-wrap;word-break:break-all;max-width:640px;margin:4px 0}
 table#waterfall{table-layout:fixed} table#waterfall td:first-child{overflow:hidden}

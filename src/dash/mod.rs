@@ -11,6 +11,7 @@ pub mod html;
 pub mod openapi;
 pub mod pages;
 pub mod panels;
+pub mod spike;
 pub mod trace;
 
 #[cfg(test)]
@@ -41,6 +42,9 @@ pub struct Dash {
     overviews: std::sync::Mutex<HashMap<String, (Stamp, bytes::Bytes)>>,
     /// The overview's panels (`dashboards/overview.toml`).
     pub panels: panels::Panels,
+    /// The error-rate spike rule's parameters, as the sweeps use them: the
+    /// tool page draws that rule's verdicts.
+    pub spike: crate::detect::SpikeParams,
     /// Held by a trace lookup that scans every day.
     full_scans: std::sync::Mutex<()>,
 }
@@ -68,8 +72,13 @@ impl Dash {
 type Shared = Arc<Dash>;
 
 /// The dashboard's routes; `panels` is the overview's panel file (the
-/// built-in panels when it does not exist).
-pub fn router(reader: Reader, panels_file: &std::path::Path) -> anyhow::Result<Router> {
+/// built-in panels when it does not exist), `spike` the parameters the
+/// sweeps judge error-rate spikes with (`[detect.error_spike]`).
+pub fn router(
+    reader: Reader,
+    panels_file: &std::path::Path,
+    spike: crate::detect::SpikeParams,
+) -> anyhow::Result<Router> {
     let panels = panels::load(panels_file).map_err(anyhow::Error::msg)?;
     tracing::info!(panels = panels.panels.len(), from = %panels.origin, "dashboard panels");
     let state_path = reader.layout().state_db();
@@ -79,6 +88,7 @@ pub fn router(reader: Reader, panels_file: &std::path::Path) -> anyhow::Result<R
         state_path,
         overviews: Default::default(),
         panels,
+        spike,
         full_scans: std::sync::Mutex::new(()),
     });
     Ok(Router::new()
@@ -320,7 +330,15 @@ async fn tool_page(
         let (rollup, r) = tool_rollup(&d, &tool, &q)?;
         let signals = load_signals(&d.state_path)?;
         let outcomes = load_outcomes(&d.state_path, &r, Some(&tool))?;
-        Ok(Html(pages::tool(&tool, &rollup, &r, &signals, &outcomes)))
+        // What a sweep run now judges: the days before today (UTC). Today
+        // and any later day are judged too, for their thresholds, but shown
+        // as in progress.
+        let today = day_of_ns(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
+        let verdicts = rollup.spike_verdicts(&tool, today.max(r.to) + 1, &d.spike);
+        let rate = spike::section(&verdicts, &r, today, &d.spike);
+        Ok(Html(pages::tool(
+            &tool, &rollup, &r, &signals, &outcomes, &rate,
+        )))
     })
     .await
 }

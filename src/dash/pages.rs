@@ -185,7 +185,6 @@ pub fn overview(
         );
     }
     b.push_str(panels);
-    b.push_str(r#"<p class="muted">Daily tool calls: ok <span class="sw" style="background:#4e79a7"></span> errors <span class="sw" style="background:#d62728"></span></p>"#);
     let mut open: Vec<&Signal> = signals.iter().filter(|s| s.state.is_open()).collect();
     open.sort_by_key(|s| std::cmp::Reverse(s.draft.last_seen_ns));
     let _ = write!(
@@ -236,12 +235,14 @@ feed();setInterval(feed,10000);
     page("Overview", &b)
 }
 
+/// A tool's page; `rate` is its error-rate section (`spike::section`).
 pub fn tool(
     tool: &str,
     rollup: &Rollup,
     r: &Range,
     signals: &[Signal],
     outcomes: &[ToolDay],
+    rate: &str,
 ) -> String {
     let mut b = String::new();
     let _ = write!(
@@ -257,30 +258,7 @@ pub fn tool(
         r#"<h2>Daily calls</h2><div class="chart" id="tool-volume">{}</div>"#,
         chart::volume_svg(&vol, 1100, 240)
     );
-    // Error rate against 3 × the trailing week (the spike rule's line).
-    let rate: Vec<chart::Day> = (r.from..=r.to)
-        .map(|d| {
-            let day = days.iter().find(|x| x.day == d);
-            let base: Vec<_> = days
-                .iter()
-                .filter(|x| x.day >= d - 7 && x.day < d)
-                .collect();
-            let (bc, be) = base
-                .iter()
-                .fold((0u64, 0u64), |a, x| (a.0 + x.calls, a.1 + x.errors));
-            let baseline = if bc == 0 {
-                0.0
-            } else {
-                (be as f64 / bc as f64).max(0.01)
-            };
-            (d, day.map_or(0.0, |x| x.rate() * 100.0), baseline * 300.0)
-        })
-        .collect();
-    let _ = write!(
-        b,
-        r#"<h2>Error rate, and 3 × the trailing week</h2><div class="chart" id="tool-rate">{}</div>"#,
-        chart::rate_svg(&rate, 1100, 220, "%")
-    );
+    b.push_str(rate);
     let lat: Vec<chart::Day> = (r.from..=r.to)
         .map(|d| {
             let day = days.iter().find(|x| x.day == d);

@@ -9,7 +9,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use serde::Deserialize;
 
-use super::chart;
+use super::chart::{self, swatch};
 use super::html::esc;
 use crate::model::day_from_str;
 
@@ -17,6 +17,7 @@ use crate::model::day_from_str;
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     StackedDaily,
+    ToolsDaily,
     BarsDaily,
     Table,
 }
@@ -46,8 +47,8 @@ pub struct Panels {
 const BUILTIN: &str = include_str!("../../dashboards/overview.toml");
 const BUILTIN_SQL: [(&str, &str); 3] = [
     (
-        "queries/panels/daily_calls.sql",
-        include_str!("../../queries/panels/daily_calls.sql"),
+        "queries/panels/daily_calls_by_tool.sql",
+        include_str!("../../queries/panels/daily_calls_by_tool.sql"),
     ),
     (
         "queries/panels/error_rate.sql",
@@ -146,6 +147,66 @@ fn daily(
     Ok(out)
 }
 
+/// The result's (day, tool, total, errors) rows, as the per-tool chart
+/// takes them.
+fn tool_rows(df: &DataFrame) -> PolarsResult<Vec<(i32, String, u64, u64)>> {
+    let day = df.column("day")?.str()?;
+    let tool = df.column("tool")?.cast(&DataType::String)?;
+    let tool = tool.str()?;
+    let (total, errors) = (floats(df, "total")?, floats(df, "errors")?);
+    Ok((0..df.height())
+        .filter_map(|i| {
+            Some((
+                day.get(i).and_then(day_from_str)?,
+                tool.get(i).unwrap_or("").to_string(),
+                total[i].max(0.0) as u64,
+                errors[i].max(0.0) as u64,
+            ))
+        })
+        .collect())
+}
+
+/// The legend of the all-tools volume chart.
+fn volume_legend() -> String {
+    format!(
+        r#"<p class="legend"><span>{}ok calls</span><span>{}failed calls</span></p>"#,
+        swatch(chart::OK),
+        swatch(chart::ERR)
+    )
+}
+
+/// The per-tool chart with its legend: each band's two swatches (calls,
+/// failed calls), the tool's name (escaped) and its totals in the range.
+fn tools_chart(v: &chart::ToolVolume) -> String {
+    let mut s = chart::tools_svg(v, 1100, 300);
+    s.push_str(r#"<p class="legend tools">"#);
+    for (i, b) in v.bands.iter().enumerate() {
+        let (ok, err) = v.colours(i);
+        let name = match &b.tool {
+            Some(t) => format!("<b>{}</b>", esc(t)),
+            None => format!(
+                "<b>other</b> ({} tool{})",
+                v.others,
+                if v.others == 1 { "" } else { "s" }
+            ),
+        };
+        s.push_str(&format!(
+            r#"<span class="tool">{}{}{name} <span class="muted">{} calls, {} failed</span></span>"#,
+            swatch(ok),
+            swatch(err),
+            b.total_calls(),
+            b.total_errors()
+        ));
+    }
+    if v.bands.is_empty() {
+        s.push_str(r#"<span class="muted">No tool calls in this range.</span>"#);
+    } else {
+        s.push_str(r#"<span class="muted">The darker top of each band is that tool's failed calls.</span>"#);
+    }
+    s.push_str("</p>");
+    s
+}
+
 fn table(df: &DataFrame) -> String {
     let mut s = String::from("<table><tr>");
     for name in df.get_column_names() {
@@ -172,7 +233,10 @@ pub fn render(panels: &Panels, rollup: &DataFrame, from: i32, to: i32) -> String
         let id = if i == 0 { r#" id="volume""# } else { "" };
         let body = run(sql, rollup).and_then(|df| match p.chart {
             Kind::StackedDaily => daily(&df, "total", Some("errors"), from, to)
-                .map(|d| chart::volume_svg(&d, 1100, 300)),
+                .map(|d| chart::volume_svg(&d, 1100, 300) + &volume_legend()),
+            Kind::ToolsDaily => tool_rows(&df).map(|rows| {
+                tools_chart(&chart::ToolVolume::top(&rows, from, to, chart::tools::TOP))
+            }),
             Kind::BarsDaily => daily(&df, "value", Some("reference"), from, to)
                 .map(|d| chart::rate_svg(&d, 1100, 220, "")),
             Kind::Table => Ok(table(&df)),

@@ -67,16 +67,19 @@ fn guard(app: Router, addr: SocketAddr, token: bool, public_host: &Option<String
 
 /// The HTTP server's routes: health, the dashboard and its API, `/metrics`
 /// and `POST /api/sweep`; all but health behind the API token when set.
+/// `spike` is the sweeps' `[detect.error_spike]`, whose verdicts the tool
+/// page draws.
 pub fn http_router(
     store: Arc<Store>,
     panels: &std::path::Path,
+    spike: crate::detect::SpikeParams,
     sweeper: Arc<scheduler::Sweeper>,
     metrics: metrics::Sources,
     token: Option<Arc<auth::Token>>,
 ) -> anyhow::Result<Router> {
     let reader = store.reader();
     let counts = Arc::clone(&metrics.http);
-    let app = crate::dash::router(reader, panels)?
+    let app = crate::dash::router(reader, panels, spike)?
         .merge(metrics::router(metrics))
         .route(
             "/api/sweep",
@@ -193,6 +196,7 @@ pub async fn run(
         http_router(
             Arc::clone(&store),
             &opts.panels,
+            opts.config.detect.error_spike.clone(),
             Arc::clone(&sweeper),
             sources,
             opts.api_token.clone(),

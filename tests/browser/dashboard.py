@@ -5,10 +5,11 @@ chromium), run by tests/it/dashboard.rs against `stormwatch serve`.
     dashboard.py demo    --base http://127.0.0.1:PORT --shots DIR
     dashboard.py hostile --base http://127.0.0.1:PORT --shots DIR --tool NAME...
 
-`demo` walks the seeds' story on the demo data: the overview shows the July
-29 spike in red; the search_flights retry-storm signal leads to an evidence
-trace with 15 attempts and no backoff; muting from the page changes the
-state. `hostile` opens every page of tools with hostile names and checks
+`demo` walks the seeds' story on the demo data: the overview's volume per
+tool, with its legend, shows search_flights' July 29 failures; the tool page
+marks the three days the spike rule flagged; the search_flights retry-storm
+signal leads to an evidence trace with 15 attempts and no backoff; muting
+from the page changes the state. `hostile` opens every page of tools with hostile names and checks
 nothing ran: no dialog, no injected element, the name shown as text. Both
 fail on any console error or page error. Exit status 0 means all held;
 failures are printed one per line.
@@ -53,20 +54,37 @@ def demo(page, base, shots):
     page.wait_for_load_state("networkidle")
     peak = page.locator("#peak .err").inner_text()
     check(peak == "2026-07-29", f"the overview names the worst day: got {peak!r}")
-    red = page.locator('#volume svg rect[fill="#D62728"], #volume svg rect[fill="#d62728"]').count()
-    check(red >= 1, f"the volume chart has red error bars: {red}")
-    # The tallest red bar is July 29's: the spike is visible at a glance.
-    heights = page.eval_on_selector_all(
-        '#volume svg rect[fill="#D62728"], #volume svg rect[fill="#d62728"]',
-        "els => els.map(e => [parseFloat(e.getAttribute('x')), parseFloat(e.getAttribute('height'))])")
-    check(len(heights) > 0, "error bars found")
+    # The volume per tool: a legend naming the demo's tools, busiest first,
+    # and search_flights' failed calls (the first band's darker shade), with
+    # July 29's standing out.
+    legend = page.locator("#volume .legend.tools")
+    check(legend.is_visible(), "the volume chart has a visible legend")
+    names = legend.locator("span.tool b").all_inner_texts()
+    check(names[:1] == ["search_flights"] and {"quote_price", "book_flight"} <= set(names),
+          f"the legend names each tool, busiest first: {names!r}")
+    dark = '#volume svg rect[fill="#003355"]'
+    bars = page.eval_on_selector_all(
+        dark, "els => els.map(e => [parseFloat(e.getAttribute('x')), parseFloat(e.getAttribute('height'))])")
+    check(len(bars) >= 3, f"search_flights' failed calls are drawn in its darker shade: {len(bars)}")
+    heights = sorted((h for _, h in bars), reverse=True)
+    check(len(heights) >= 2 and heights[0] >= 5 * heights[1],
+          f"one day's failures (July 29's 53) stand out at a glance: {heights[:3]}")
     check(page.locator("#tools a", has_text="search_flights").count() == 1, "search_flights is in the tools table")
     page.screenshot(path=os.path.join(shots, "overview.png"), full_page=True)
 
     page.goto(base + "/tools/search_flights")
     names = page.locator("#classes").inner_text()
     check("unavailable" in names and "503" in names, f"the tool page lists each class with its raw names: {names!r}")
-    check(page.locator("#tool-rate svg").count() == 1, "the error-rate chart with its 3x baseline line")
+    check(page.locator("#tool-rate svg").count() == 1, "the error-rate chart against the rule's threshold")
+    # The days the rule flagged: marked on the chart, visible, and in text.
+    flags = page.locator("#tool-rate svg path.flag")
+    days = flags.evaluate_all("els => els.map(e => e.dataset.day)")
+    check(days == ["2026-07-29", "2026-08-04", "2026-08-05"], f"the flagged days are marked: {days!r}")
+    check(all(flags.nth(i).is_visible() for i in range(flags.count())), "the flag markers are visible")
+    said = page.locator("#flagged-days").inner_text()
+    check(all(d in said for d in ["2026-07-29", "2026-08-04", "2026-08-05"]), f"the flagged days in text: {said!r}")
+    label = page.locator("#tool-rate svg").get_attribute("aria-label") or ""
+    check("2026-08-04" in label, f"the chart's accessible label names the flagged days: {label!r}")
     outcomes = page.locator("#outcomes").inner_text()
     check("2026-07-29" in outcomes, f"the retry outcomes by day, with July 29's wasted retries: {outcomes[:200]!r}")
     page.screenshot(path=os.path.join(shots, "tool.png"), full_page=True)

@@ -1,15 +1,27 @@
 //! Charts, drawn by plotters: the daily volume (ok and errors stacked,
-//! errors red), a tool's error rate against three times its trailing
-//! baseline, its latency, and sparklines. Pure functions of their numbers:
-//! the same input gives the same bytes. Only dates and numbers are drawn as
-//! text, never span data. PNGs carry no text (plotters needs a font file to
-//! rasterise text; the SVG leaves that to the browser).
+//! errors red), bars against a line (a latency against its p95, a panel's
+//! value against its reference), and sparklines; in [`threshold`], a
+//! tool's error rate against the spike rule's own threshold; in [`tools`],
+//! the overview's volume per tool. Pure functions of their numbers: the
+//! same input gives the same bytes. Only dates and numbers are drawn as
+//! text, never span data (legends naming tools are HTML, beside the SVG).
+//! PNGs carry no text (plotters needs a font file to rasterise text; the SVG
+//! leaves that to the browser).
+
+pub mod threshold;
+pub mod tools;
+
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write;
 
 use plotters::prelude::*;
 
 use crate::model::day_to_string;
+
+pub use threshold::{threshold_svg, RateDay};
+pub use tools::{tools_svg, ToolVolume};
 
 pub const OK: RGBColor = RGBColor(0x4e, 0x79, 0xa7);
 pub const ERR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
@@ -25,6 +37,33 @@ fn short_day(d: f64) -> String {
         .to_string()
 }
 
+/// `#rrggbb`, for HTML legends beside a chart.
+pub fn hex(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+/// A legend's swatch of `c` (HTML).
+pub fn swatch(c: RGBColor) -> String {
+    format!(r#"<i class="sw" style="background:{}"></i>"#, hex(c))
+}
+
+/// The first and last day of `days`.
+fn span(days: &[Day]) -> Option<(i32, i32)> {
+    Some((days.first()?.0, days.last()?.0))
+}
+
+/// `svg` with `attrs` (already escaped) on its root element and `extra`
+/// (elements) before its end.
+fn decorate(mut svg: String, attrs: &str, extra: &str) -> String {
+    if let Some(end) = svg.rfind("</svg>") {
+        svg.insert_str(end, extra);
+    }
+    if svg.starts_with("<svg") {
+        svg.insert_str(4, attrs);
+    }
+    svg
+}
+
 type Axes<'a, DB> = ChartContext<
     'a,
     DB,
@@ -34,19 +73,18 @@ type Axes<'a, DB> = ChartContext<
     >,
 >;
 
-/// The white area and the axes of a daily chart: days along x, 0..`max`
-/// up y. With `y_label`, the mesh and labels are drawn (without, bars only:
-/// the PNG). `None` when there are no days.
+/// The white area and the axes of a daily chart: the days `span` along x,
+/// 0..`max` up y. With `y_label`, the mesh and labels are drawn (without,
+/// bars only: the PNG). `None` when there are no days.
 fn daily_axes<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, plotters::coord::Shift>,
-    days: &[Day],
+    span: Option<(i32, i32)>,
     max: f64,
     y_label: Option<&dyn Fn(&f64) -> String>,
 ) -> Result<Option<Axes<'a, DB>>, DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&WHITE)?;
-    let (from, to) = match (days.first(), days.last()) {
-        (Some(a), Some(b)) => (a.0, b.0),
-        _ => return Ok(None),
+    let Some((from, to)) = span else {
+        return Ok(None);
     };
     let mut b = ChartBuilder::on(area);
     b.margin(8);
@@ -78,7 +116,7 @@ fn volume<DB: DrawingBackend>(
     let label = |v: &f64| format!("{v:.0}");
     let Some(mut chart) = daily_axes(
         area,
-        days,
+        span(days),
         max,
         text.then_some(&label as &dyn Fn(&f64) -> String),
     )?
@@ -127,8 +165,8 @@ pub fn volume_png(days: &[Day], w: u32, h: u32) -> Vec<u8> {
     png
 }
 
-/// A daily rate (bars, red) against a reference line (3× the trailing
-/// baseline), both in percent; or a latency (bars) against p95 (line).
+/// Daily bars (red) against a line: a latency (p50) against its p95, or a
+/// panel's value against its reference.
 pub fn rate_svg(days: &[Day], w: u32, h: u32, unit: &str) -> String {
     let mut out = String::new();
     {
@@ -136,7 +174,7 @@ pub fn rate_svg(days: &[Day], w: u32, h: u32, unit: &str) -> String {
         let _ = (|| -> Result<(), DrawingAreaErrorKind<_>> {
             let max = days.iter().map(|d| d.1.max(d.2)).fold(1e-9, f64::max) * 1.1;
             let label = |v: &f64| format!("{v:.1}{unit}");
-            let Some(mut chart) = daily_axes(&area, days, max, Some(&label))? else {
+            let Some(mut chart) = daily_axes(&area, span(days), max, Some(&label))? else {
                 return Ok(());
             };
             chart.draw_series(days.iter().map(|(d, v, _)| {
