@@ -90,7 +90,7 @@ impl Quiet {
                 let through = crate::model::day_of_ns(self.horizon_ns);
                 // Days strictly between the last flagged day and the day the
                 // data reaches are complete, and were judged clean.
-                i64::from(through) - i64::from(last) - 1 >= self.after_days.max(1)
+                i64::from(through) - i64::from(last) > self.after_days.max(1)
             }
             _ => {
                 let Some(&seen) = self.traffic.get(&draft.tool) else {

@@ -333,10 +333,7 @@ fn two_new_keys_with_one_short_id_get_two_ids_and_the_sweep_goes_on() {
                 ErrorClass::Unavailable,
             );
             let id = short_id(&k);
-            match seen.insert(id, k.clone()) {
-                Some(prev) => Some((prev, k)),
-                None => None,
-            }
+            seen.insert(id, k.clone()).map(|prev| (prev, k))
         })
         .unwrap();
     let tool = |k: &str| k.split(':').nth(2).unwrap().to_string();
@@ -422,7 +419,7 @@ fn a_spike_swept_every_five_minutes_stays_open_until_two_quiet_days() {
     // Days 11 and 12 are the two complete quiet days: it resolves once the
     // data reaches day 13, and only then.
     let at = resolved_at.expect("resolved");
-    assert!(at >= 13 * DAY && at < 13 * DAY + HOUR, "resolved at {at}");
+    assert!((13 * DAY..13 * DAY + HOUR).contains(&at), "resolved at {at}");
     let history = db.history(&id).unwrap();
     assert_eq!(history.len(), 2, "{history:?}");
 }

@@ -498,6 +498,55 @@ fn an_mcp_client_and_server_span_pair_is_counted_once_everywhere() {
     assert_eq!(storms[0]["evidence"][0]["calls"], 6);
 }
 
+#[test]
+fn a_spike_swept_every_five_minutes_stays_open_until_two_quiet_days_pass() {
+    // The seed history (spikes on Aug 4 and 5), then healthy search_flights
+    // traffic every 10 minutes from Aug 6 to Aug 8; swept as serve does,
+    // every 5 minutes through the evening of Aug 6, the data keeping up.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    import(&data, &["search_flights_history.json"]);
+    let aug6: u64 = 1_786_060_800 * 1_000_000_000; // 2026-08-06T00:00:00Z
+    let s = 1_000_000_000u64;
+    let tool = [
+        ("gen_ai.operation.name", str_v("execute_tool")),
+        ("gen_ai.tool.name", str_v("search_flights")),
+    ];
+    let mut spans = Vec::new();
+    for k in 0..(3 * 144u64) {
+        let at = aug6 + k * 600 * s;
+        let trace = format!("{:032x}", 0xfeed_0000 + k);
+        spans.push(span(&trace, 1, None, "execute_tool search_flights", at, at + s, &tool, false));
+    }
+    let file = write_doc(dir.path(), "calm.json", vec![("travel-agent", spans)]);
+    crate::common::import_files(&data, &[&file]);
+    let spike_state = |now: &str| -> (String, usize) {
+        let r = sweep_json(&data, now);
+        let spike = by_kind(&r, "error_rate_spike")
+            .into_iter()
+            .find(|s| s["tool"] == "search_flights")
+            .expect("the spike signal")
+            .clone();
+        let changes = r["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["id"] == spike["id"])
+            .count();
+        (spike["state"].as_str().unwrap().to_string(), changes)
+    };
+    assert_eq!(spike_state("2026-08-06T18:00:00Z"), ("new".to_string(), 1));
+    for m in (5..360).step_by(5) {
+        let now = format!("2026-08-06T{:02}:{:02}:00Z", 18 + m / 60, m % 60);
+        assert_eq!(spike_state(&now), ("new".to_string(), 0), "at {now}");
+    }
+    // One complete quiet day (Aug 6) is not two.
+    assert_eq!(spike_state("2026-08-07T12:00:00Z").0, "new");
+    // Aug 6 and 7 complete and quiet: resolved, once.
+    assert_eq!(spike_state("2026-08-08T00:30:00Z"), ("resolved".to_string(), 1));
+    assert_eq!(spike_state("2026-08-08T00:35:00Z"), ("resolved".to_string(), 0));
+}
+
 /// The parts of a signal that must not depend on how a sweep got there.
 fn picture(report: &serde_json::Value) -> Vec<serde_json::Value> {
     let mut v: Vec<serde_json::Value> = report["signals"]
