@@ -371,12 +371,16 @@ fn turn_day(
             .vstack_mut_owned(before)
             .map_err(data("reading a day's turns"))?;
     }
+    // Turns are followed at most this many days past the day they began.
+    const FOLLOW_DAYS: i32 = 2;
     let mut d = day + 1;
-    while d <= today {
+    while d <= today.min(day + FOLLOW_DAYS) {
         let Some(traces) = traces_reaching(&spans, Some(i64::from(d) * NANOS_PER_DAY))? else {
             break;
         };
         hash_parts(&mut h, reader, d)?;
+        // What the fingerprint covers, whether or not this day holds any.
+        read_through = d;
         let next = reader.collect_spans(d..=d, |lf| {
             lf.filter(
                 col("trace_id")
@@ -388,7 +392,6 @@ fn turn_day(
         if next.height() == 0 {
             break;
         }
-        read_through = d;
         spans
             .vstack_mut_owned(next)
             .map_err(data("reading a day's turns"))?;
@@ -429,12 +432,14 @@ fn turn_findings(
     now: i64,
     cfg: &DetectConfig,
 ) -> Result<TurnDay, SweepError> {
-    let tc = calls::collect(spans).map_err(data("grouping tool calls by turn"))?;
+    let settled_by = now - cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000;
+    let tc =
+        calls::collect_settled(spans, settled_by).map_err(data("grouping tool calls by turn"))?;
     let (calls, turns) = (&tc.calls, &tc.turns);
     let began_today = |turn: &str| {
         turns
             .get(turn)
-            .is_some_and(|t| day_of_ns(t.start_ns) == day)
+            .is_some_and(|t| day_of_ns(t.began_ns) == day)
     };
     let settled = |turn: &str| {
         turns
@@ -449,7 +454,10 @@ fn turn_findings(
         }
     }
     let settle = cfg.retry_storm.settle_seconds;
+    // A request repeated in a loop is reported once, as the loop.
+    let mut looped: std::collections::HashSet<(String, String)> = Default::default();
     for l in detect::tool_loops(&tc, now, settle, growth, &cfg.tool_loop) {
+        looped.extend(l.steps.iter().map(|t| (l.turn.clone(), t.clone())));
         if began_today(&l.turn) {
             out.push(Finding::from_loop(&l));
         }
@@ -461,9 +469,10 @@ fn turn_findings(
     {
         out.push(Finding::from_wasted(w));
     }
-    for r in detect::retries_after_success(calls, growth)
+    let read_only = |tool: &str| cfg.retry_after_success.read_only(tool);
+    for r in detect::retries_after_success(calls, growth, read_only)
         .iter()
-        .filter(|r| keep(&r.turn))
+        .filter(|r| keep(&r.turn) && !looped.contains(&(r.turn.clone(), r.tool.clone())))
     {
         let read_only = cfg.retry_after_success.read_only(&r.tool);
         out.push(Finding::from_after_success(r, read_only));

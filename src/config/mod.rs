@@ -100,12 +100,39 @@ impl Default for AfterSuccessConfig {
 }
 
 impl AfterSuccessConfig {
-    /// Whether `tool` matches one of the read-only globs.
+    /// Whether `tool` matches one of the read-only globs, as written or in
+    /// its snake_case form (`getWeather`, `get-weather` → `get_weather`),
+    /// its MCP-prefixed name's last part included (`mcp__github__get_issue`).
     pub fn read_only(&self, tool: &str) -> bool {
-        self.read_only_tools
-            .iter()
-            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches(tool)))
+        let snake = snake_case(tool);
+        let last = snake.rsplit("__").next().unwrap_or(&snake).to_string();
+        self.read_only_tools.iter().any(|g| {
+            glob::Pattern::new(g)
+                .is_ok_and(|p| p.matches(tool) || p.matches(&snake) || p.matches(&last))
+        })
     }
+}
+
+/// `getWeather` / `get-weather` / `Get Weather` → `get_weather`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    let mut prev_lower = false;
+    for ch in name.chars() {
+        if ch.is_ascii_uppercase() {
+            if prev_lower {
+                out.push('_');
+            }
+            out.push(ch.to_ascii_lowercase());
+            prev_lower = false;
+        } else if ch == '-' || ch == ' ' || ch == '.' {
+            out.push('_');
+            prev_lower = false;
+        } else {
+            out.push(ch);
+            prev_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
+        }
+    }
+    out
 }
 
 /// `[ingest]`: limits of the OTLP/HTTP receiver.
@@ -356,6 +383,30 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_only_tools_match_every_naming_style() {
+        let c = AfterSuccessConfig::default();
+        for tool in [
+            "get_weather",
+            "getWeather",
+            "get-weather",
+            "mcp__github__get_issue",
+            "search_flights",
+            "fetch_page",
+        ] {
+            assert!(c.read_only(tool), "{tool}");
+        }
+        for tool in [
+            "book_flight",
+            "bookFlight",
+            "charge_card",
+            "bash",
+            "forget_user",
+        ] {
+            assert!(!c.read_only(tool), "{tool}");
+        }
+    }
 
     #[test]
     fn empty_file_is_the_defaults() {

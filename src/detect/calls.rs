@@ -62,6 +62,10 @@ impl Call {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Turn {
     pub trace_id: String,
+    /// When the turn began: its anchor span's start (the agent span or the
+    /// root; for an agent call id, its first span). Its UTC day is the day
+    /// the turn's findings belong to.
+    pub began_ns: i64,
     pub start_ns: i64,
     pub end_ns: i64,
     pub spans: usize,
@@ -139,8 +143,9 @@ pub struct TurnCalls {
     /// Per (tool, UTC day the turn began), the turns where the tool failed
     /// most (at most [`WORST_TURNS`]), worst first: a spike's evidence.
     pub failing: BTreeMap<(String, i32), Vec<FailingTurn>>,
-    /// Per (tool, UTC day the turn began), the latest end of a call of it:
-    /// how far the tool's traffic reached, for resolving per-turn signals.
+    /// Per (tool, UTC day the turn began), the latest start of a call of it
+    /// in a settled turn: how far the tool's judged traffic reached, for
+    /// resolving per-turn signals.
     pub last_call: BTreeMap<(String, i32), i64>,
 }
 
@@ -160,6 +165,8 @@ pub struct FailingTurn {
 #[derive(Debug, Clone, Copy)]
 struct TurnStat {
     row: usize,
+    /// When the turn began: its anchor span's start (else its first span's).
+    began_ns: i64,
     start_ns: i64,
     end_ns: i64,
     spans: usize,
@@ -171,6 +178,12 @@ struct TurnStat {
 /// not as a second call; a failure seen only on the inner span fails the
 /// outer one.
 pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
+    collect_settled(df, i64::MAX)
+}
+
+/// [`collect`], counting in `last_call` only the turns whose spans all
+/// ended by `settled_by_ns` (a turn still running is not yet quiet traffic).
+pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnCalls> {
     let anchors = turns::anchors(df)?;
     let nested = crate::store::rollup::nested_duplicates(df)?;
     let class_col = df.column("error_class")?.str()?;
@@ -178,7 +191,7 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     let mut class_of: Vec<Option<&str>> = class_col.iter().collect();
     for (i, p) in nested.iter().enumerate() {
         if let Some(p) = *p {
-            if class_col.get(i).is_some_and(|c| c != "ok") && class_of[p] == Some("ok") {
+            if crate::store::rollup::takes_inner_class(class_of[p], class_col.get(i)) {
                 class_of[p] = class_col.get(i);
             }
         }
@@ -203,8 +216,13 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
         };
         if *slot == u32::MAX {
             *slot = stats.len() as u32;
+            let began = match anchor {
+                Anchor::Row(r) => start.get(*r).unwrap_or(s),
+                Anchor::AgentCall(_) => s,
+            };
             stats.push(TurnStat {
                 row: i,
+                began_ns: began,
                 start_ns: s,
                 end_ns: e,
                 spans: 0,
@@ -213,6 +231,9 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
         let n = *slot;
         let st = &mut stats[n as usize];
         st.start_ns = st.start_ns.min(s);
+        if matches!(anchor, Anchor::AgentCall(_)) {
+            st.began_ns = st.began_ns.min(s);
+        }
         st.end_ns = st.end_ns.max(e);
         st.spans += 1;
         turn_of.push(n);
@@ -255,12 +276,16 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
             has_repeat[n as usize] = true;
         }
         let failures = p_fail.get(j).unwrap_or(0);
-        let turn_day = crate::model::day_of_ns(stats[n as usize].start_ns);
-        let last = last_call.entry((tool, turn_day)).or_insert(i64::MIN);
-        *last = (*last).max(p_last.get(j).unwrap_or(0));
+        let st = &stats[n as usize];
+        if st.end_ns <= settled_by_ns {
+            let last = last_call
+                .entry((tool, crate::model::day_of_ns(st.began_ns)))
+                .or_insert(i64::MIN);
+            *last = (*last).max(p_last.get(j).unwrap_or(0));
+        }
         if failures > 0 {
             let st = &stats[n as usize];
-            let day = crate::model::day_of_ns(st.start_ns);
+            let day = crate::model::day_of_ns(st.began_ns);
             worst
                 .entry((tool, day))
                 .or_default()
@@ -357,6 +382,7 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
                 Turn {
                     trace_id: anchor_trace.to_string(),
                     start_ns: st.start_ns,
+                    began_ns: st.began_ns,
                     end_ns: st.end_ns,
                     spans: st.spans,
                     last_end_ns: trace_end.get(anchor_trace).copied().unwrap_or(st.end_ns),

@@ -35,6 +35,15 @@ impl Attempt<'_> {
     }
 }
 
+/// Whether two calls are the same request: the same arguments, or either's
+/// unknown.
+pub fn same_args(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    }
+}
+
 /// Calls whose time ranges overlap, taken as one attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Round {
@@ -136,18 +145,24 @@ pub fn gaps_ms(rounds: &[Round]) -> Vec<f64> {
 }
 
 /// Whether the calls of one request (same tool, same arguments, in start
-/// order) are polling: three or more, and either their recorded results
-/// change — at least once, ending on another result than the first
-/// (`running` → `running` → `succeeded`) — or, with no results recorded,
-/// the gaps between them keep growing (median ratio ≥ `growth`).
+/// order) are polling: three or more, and either the results recorded (on
+/// three calls or more: a failed call records none) read a state that
+/// stayed, then changed — the same result twice in a row somewhere, and
+/// the last unlike the first (`running` → `running` → `succeeded`); three
+/// different confirmations are three bookings, not a poll — or, with no
+/// results recorded, the gaps between the calls keep growing (median ratio
+/// ≥ `growth`).
 pub fn polling(calls: &[Attempt<'_>], growth: f64) -> bool {
     if calls.len() < 3 {
         return false;
     }
-    let results: Option<Vec<&str>> = calls.iter().map(|c| c.result).collect();
-    if let Some(results) = results {
-        let changed = results.windows(2).any(|w| w[0] != w[1]);
-        return changed && results.first() != results.last();
+    let results: Vec<&str> = calls.iter().filter_map(|c| c.result).collect();
+    if results.len() >= 3 {
+        let stayed = results.windows(2).any(|w| w[0] == w[1]);
+        return stayed && results.first() != results.last();
+    }
+    if !results.is_empty() {
+        return false;
     }
     let gaps: Vec<f64> = calls
         .windows(2)
@@ -210,27 +225,25 @@ pub fn judge(attempts: &[Attempt<'_>], growth: f64) -> Vec<Verdict> {
             }
         })
         .collect();
-    let mut in_chain = vec![false; attempts.len()];
     for chain in chains(&rs) {
         for r in chain.rounds.start + 1..chain.rounds.end {
             let prev = &rs[r - 1];
             let prev_args = attempts[prev.calls.start].args;
+            // The success that ended a recovered chain rescued it.
+            let closing = chain.recovered && r + 1 == chain.rounds.end;
             for k in rs[r].calls.clone() {
-                let same_args = match (attempts[k].args, prev_args) {
-                    (Some(a), Some(b)) => a == b,
-                    _ => true,
-                };
+                let same = same_args(attempts[k].args, prev_args);
                 let deterministic = prev.class.and_then(ErrorClass::retryable) == Some(false);
-                out[k] = if !chain.recovered || (deterministic && same_args) {
+                out[k] = if !chain.recovered || (deterministic && same && !closing) {
                     Verdict::Wasted
                 } else {
                     Verdict::Rescued
                 };
-                in_chain[k] = true;
             }
         }
     }
-    // Repeats of a request that had succeeded, outside chains.
+    // Repeats of a request that had succeeded (in a chain too: a retry that
+    // resends a request which already went through is the double booking).
     let mut requests: std::collections::HashMap<&str, Vec<usize>> = Default::default();
     for (k, a) in attempts.iter().enumerate() {
         if let Some(args) = a.args {
@@ -248,7 +261,8 @@ pub fn judge(attempts: &[Attempt<'_>], growth: f64) -> Vec<Verdict> {
         let mut first_ok_end: Option<i64> = None;
         for &k in ks {
             let a = &attempts[k];
-            if !in_chain[k] && first_ok_end.is_some_and(|e| e <= a.start_ns) {
+            // A request that had succeeded is a repeat, in a chain or not.
+            if first_ok_end.is_some_and(|e| e <= a.start_ns) {
                 out[k] = Verdict::AfterSuccess;
             }
             if !a.failed() && first_ok_end.is_none() {

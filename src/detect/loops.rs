@@ -1,7 +1,7 @@
 //! Tool loops (detection.md §4.7): a turn that keeps calling a tool when
 //! nothing fails — the same tool with the same arguments `loop_min_calls`
 //! times or more, getting the same result each time where results are
-//! recorded; or a cycle over (tool, arguments) of period 2 to
+//! recorded (back to back where they are not); or a cycle over (tool, arguments) of period 2 to
 //! `cycle_max_period` (A B A B A B) run `cycle_min_repeats` times or more
 //! back to back. Polling (the same request with growing gaps, or a result
 //! that keeps changing) is the agent waiting and is exempt. Deterministic:
@@ -113,6 +113,22 @@ pub fn tool_loops(
             if polling(&attempts, growth) {
                 continue;
             }
+            // Without results, only back-to-back repeats are a loop: the
+            // same command run after each edit is a coding agent working.
+            let members = if recorded.len() == members.len() {
+                members
+            } else {
+                let mut best: &[&Call] = &[];
+                for run in members.chunk_by(|a, b| b.seq == a.seq + 1) {
+                    if run.len() > best.len() {
+                        best = run;
+                    }
+                }
+                best.to_vec()
+            };
+            if members.len() < p.loop_min_calls {
+                continue;
+            }
             found.push((members, 1));
         }
         let h = |tool: &str| tc.healthy.get(tool).copied().unwrap_or_default();
@@ -136,7 +152,7 @@ pub fn tool_loops(
                     .iter()
                     .find_map(|c| c.session_id.clone())
                     .or_else(|| turn.session_id.clone()),
-                day: day_of_ns(turn.start_ns),
+                day: day_of_ns(turn.began_ns),
                 calls: members.len(),
                 repeats: members.len() / period,
                 results_known: members.iter().all(|c| c.result_hash.is_some()),
@@ -192,7 +208,13 @@ fn cycles<'a>(calls: &[&'a Call], p: &LoopParams) -> Vec<(Vec<&'a Call>, usize)>
                 continue;
             }
             let steps = &calls[i..i + period];
-            let distinct = (0..period).all(|a| (a + 1..period).all(|b| !same(steps[a], steps[b])));
+            // Distinct steps by (tool, arguments): a poll answering a, b, a, b
+            // is one step, not a cycle.
+            fn step(c: &Call) -> (&str, Option<&str>) {
+                (c.tool.as_str(), c.args_hash.as_deref())
+            }
+            let distinct =
+                (0..period).all(|a| (a + 1..period).all(|b| step(steps[a]) != step(steps[b])));
             if !distinct || steps.iter().any(|c| c.args_hash.is_none() || c.failed()) {
                 continue;
             }

@@ -100,9 +100,29 @@ pub fn wasted_retries(calls: &[Call]) -> Vec<WastedRetry> {
 
 /// Requests sent again after a call of them succeeded — unless the
 /// request is polling (its result keeps changing, or its gaps grow:
-/// [`super::chains::polling`]; `growth` is that gap ratio). Empty arguments
-/// carry no hash and are never judged.
-pub fn retries_after_success(calls: &[Call], growth: f64) -> Vec<RetryAfterSuccess> {
+/// [`super::chains::polling`]; `growth` is that gap ratio), or the turn did
+/// something else in between that may have changed the state (a coding
+/// agent running the same tests after each edit): every call between the
+/// success and the repeat must be of a read-only tool (`read_only`) or of
+/// this request. Empty arguments carry no hash and are never judged.
+pub fn retries_after_success(
+    calls: &[Call],
+    growth: f64,
+    read_only: impl Fn(&str) -> bool,
+) -> Vec<RetryAfterSuccess> {
+    // Each turn's known calls by their place in it (a tool called once in a
+    // turn is not among `calls`: a gap in the places is an unknown call).
+    let mut places: BTreeMap<(&str, u32), &Call> = BTreeMap::new();
+    for c in calls {
+        places.insert((c.turn.as_str(), c.seq), c);
+    }
+    let quiet_between = |ok: &Call, repeat: &Call| -> bool {
+        (ok.seq + 1..repeat.seq).all(|seq| {
+            places.get(&(ok.turn.as_str(), seq)).is_some_and(|c| {
+                (c.tool == ok.tool && c.args_hash == ok.args_hash) || read_only(&c.tool)
+            })
+        })
+    };
     let mut out = Vec::new();
     for ((turn, tool, _), group) in same_requests(calls) {
         let Some(ok) = group.iter().position(|c| !c.failed()) else {
@@ -112,12 +132,20 @@ pub fn retries_after_success(calls: &[Call], growth: f64) -> Vec<RetryAfterSucce
         if super::chains::polling(&attempts, growth) {
             continue;
         }
-        // Calls that started after the success ended (not overlapping it).
-        let repeats: Vec<&Call> = group[ok + 1..]
-            .iter()
-            .copied()
-            .filter(|c| c.start_ns >= group[ok].end_ns)
-            .collect();
+        // Calls that started after the success ended (not overlapping it),
+        // with nothing that may have changed the state in between.
+        let mut repeats: Vec<&Call> = Vec::new();
+        let mut last = group[ok];
+        for c in group[ok + 1..].iter().copied() {
+            if c.start_ns < group[ok].end_ns {
+                continue;
+            }
+            if !quiet_between(last, c) {
+                break;
+            }
+            repeats.push(c);
+            last = c;
+        }
         if repeats.is_empty() {
             continue;
         }

@@ -175,8 +175,20 @@ pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> 
                 .iter()
                 .filter(|c| c.failed())
                 .all(|c| c.class.retryable() == Some(false));
+            // An agent trying one different thing after another (a coding
+            // agent's commands failing with `exit 1`) is working, not
+            // knocking: a chain that mostly varies its arguments is a storm
+            // only when its failures are mostly of the kind waiting fixes —
+            // a dead dependency.
+            let same_share = same_args(&attempts, crs);
+            let retryable = members
+                .iter()
+                .filter(|c| c.class.retryable() == Some(true))
+                .count();
+            let varied = same_share.is_some_and(|s| s < 0.5);
             if (rhythm == Rhythm::Exponential && outcome == Outcome::Recovered)
                 || deterministic_only
+                || (varied && retryable * 2 < failures)
             {
                 continue;
             }
@@ -194,7 +206,7 @@ pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> 
                     .iter()
                     .find_map(|c| c.session_id.clone())
                     .or_else(|| turn.session_id.clone()),
-                day: day_of_ns(turn.start_ns),
+                day: day_of_ns(turn.began_ns),
                 calls: members.len(),
                 rounds: crs.len(),
                 failures,
@@ -204,7 +216,7 @@ pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> 
                 wasted_seconds: wasted_seconds(&attempts, crs, outcome),
                 gaps_ms,
                 classes,
-                same_args: same_args(&attempts, crs),
+                same_args: same_share,
                 first_start_ns: crs[0].start_ns,
                 last_end_ns: crs[crs.len() - 1].end_ns,
                 turn_duration_s: turn.duration_ns() as f64 / 1e9,
@@ -243,8 +255,13 @@ fn wasted_seconds(attempts: &[Attempt<'_>], crs: &[Round], outcome: Outcome) -> 
     for j in 1..crs.len() {
         let prev = &crs[j - 1];
         let deterministic = prev.class.and_then(ErrorClass::retryable) == Some(false);
-        let same = attempts[crs[j].calls.start].args == attempts[prev.calls.start].args;
-        if outcome == Outcome::GaveUp || (deterministic && same) {
+        let same = super::chains::same_args(
+            attempts[crs[j].calls.start].args,
+            attempts[prev.calls.start].args,
+        );
+        // The success that ended a recovered chain is never waste.
+        let closing = outcome == Outcome::Recovered && j + 1 == crs.len();
+        if outcome == Outcome::GaveUp || (deterministic && same && !closing) {
             ns += (crs[j].start_ns - prev.end_ns).max(0) + (crs[j].end_ns - crs[j].start_ns);
         }
     }

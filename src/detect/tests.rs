@@ -348,7 +348,7 @@ fn the_fixed_retry_loop_produces_nothing() {
     let tc = fixture_calls("fixed_loop.json");
     assert!(retry_storms(&tc, FAR_FUTURE, &StormParams::default()).is_empty());
     assert!(wasted_retries(&tc.calls).is_empty());
-    assert!(retries_after_success(&tc.calls, 1.5).is_empty());
+    assert!(retries_after_success(&tc.calls, 1.5, |_| false).is_empty());
 }
 
 #[test]
@@ -372,7 +372,7 @@ fn the_retry_gate_cases() {
     );
     // Backoff of 1 + 2 + 4 + 8 s is wasted on top of the four retries' durations.
     assert!(wasted.iter().all(|w| w.wasted_seconds > 15.0), "{wasted:?}");
-    let doubles = retries_after_success(&tc.calls, 1.5);
+    let doubles = retries_after_success(&tc.calls, 1.5, |_| false);
     assert_eq!(doubles.len(), 1, "{doubles:?}");
     assert_eq!(doubles[0].tool, "book_flight");
     assert_eq!(doubles[0].repeats, 1);

@@ -49,7 +49,7 @@ fn fourteen_different_commands_with_two_failures_are_no_storm() {
     let tc = all(&spans, &args(&COMMANDS), &vec![None; spans.len()]);
     assert!(retry_storms(&tc, FAR_FUTURE, &StormParams::default()).is_empty());
     assert!(wasted_retries(&tc.calls).is_empty());
-    assert!(retries_after_success(&tc.calls, 1.5).is_empty());
+    assert!(retries_after_success(&tc.calls, 1.5, |_| false).is_empty());
     assert!(tool_loops(&tc, FAR_FUTURE, 90, 1.5, &LoopParams::default()).is_empty());
 }
 
@@ -108,7 +108,7 @@ fn a_parallel_fan_out_with_failures_is_rounds_not_retries() {
     ];
     let tc = all(&spans, &args(&cities), &vec![None; spans.len()]);
     assert!(retry_storms(&tc, FAR_FUTURE, &StormParams::default()).is_empty());
-    assert!(retries_after_success(&tc.calls, 1.5).is_empty());
+    assert!(retries_after_success(&tc.calls, 1.5, |_| false).is_empty());
     // Even fourteen failed fan-outs in a row are rounds: five of them a storm.
     let mut wide: Vec<Syn> = vec![(5, 1, 0, true, "", 0, 60_000, "ok")];
     for r in 0..5i64 {
@@ -143,7 +143,7 @@ fn polling_with_a_changing_result_is_waiting_not_a_retry() {
         Some("done"),
     ];
     let tc = all(&spans, &args(&["job-7"; 4]), &results);
-    assert!(retries_after_success(&tc.calls, 1.5).is_empty());
+    assert!(retries_after_success(&tc.calls, 1.5, |_| false).is_empty());
     let loops = tool_loops(&tc, FAR_FUTURE, 90, 1.5, &LoopParams::default());
     assert!(loops.is_empty());
     let attempts: Vec<Attempt<'_>> = tc.calls.iter().map(|c| c.attempt()).collect();
@@ -151,7 +151,7 @@ fn polling_with_a_changing_result_is_waiting_not_a_retry() {
     // Growing gaps and no results recorded: polling too.
     let spans = turn(7, "job_status", &["ok"; 5], &[500, 1000, 2000, 4000]);
     let tc = all(&spans, &args(&["job-7"; 5]), &vec![None; spans.len()]);
-    assert!(retries_after_success(&tc.calls, 1.5).is_empty());
+    assert!(retries_after_success(&tc.calls, 1.5, |_| false).is_empty());
     assert!(tool_loops(&tc, FAR_FUTURE, 90, 1.5, &LoopParams::default()).is_empty());
 }
 
@@ -184,7 +184,7 @@ fn the_same_call_with_the_same_answer_again_and_again_is_a_loop() {
     none[0] = None;
     let tc = all(&spans, &none, &same);
     assert!(tool_loops(&tc, FAR_FUTURE, 90, 1.5, &LoopParams::default()).is_empty());
-    assert!(retries_after_success(&tc.calls, 1.5).is_empty());
+    assert!(retries_after_success(&tc.calls, 1.5, |_| false).is_empty());
 }
 
 /// A turn calling `tools` in order (with their arguments), 300 ms apart.
@@ -351,4 +351,113 @@ fn a_retry_that_recovers_with_backoff_is_no_storm_and_a_chain_ends_at_success() 
         "unavailable",
     ];
     assert!(super::tests::storms_of(&turn(16, "pay", &classes, &[5])).is_empty());
+}
+
+#[test]
+fn three_bookings_with_three_confirmations_are_not_a_poll() {
+    let spans = turn(17, "book_hotel", &["ok"; 3], &[2000]);
+    let results = [None, Some("c1"), Some("c2"), Some("c3")];
+    let tc = all(&spans, &args(&["h-9"; 3]), &results);
+    let found = retries_after_success(&tc.calls, 1.5, |_| false);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].repeats, 2);
+}
+
+#[test]
+fn the_same_tests_run_after_each_edit_are_work_not_a_retry() {
+    // bash("npm test") / edit_file(...) alternating: the edits change the
+    // state the tests read; no retry after success, no loop.
+    let mut steps: Vec<(&'static str, &'static str)> = Vec::new();
+    let edits = ["e1", "e2", "e3", "e4", "e5", "e6"];
+    for e in edits {
+        steps.push(("bash", "npm test"));
+        steps.push(("edit_file", e));
+    }
+    let tc = sequence(18, &steps);
+    assert!(retries_after_success(&tc.calls, 1.5, |_| false).is_empty());
+    assert!(tool_loops(&tc, FAR_FUTURE, 90, 1.5, &LoopParams::default()).is_empty());
+    // With only reads in between, it is a repeat.
+    let mut reads: Vec<(&'static str, &'static str)> = Vec::new();
+    for e in ["a", "b"] {
+        reads.push(("bash", "npm test"));
+        reads.push(("get_status", e));
+    }
+    let tc = sequence(19, &reads);
+    let read_only = |t: &str| t.starts_with("get_");
+    assert_eq!(retries_after_success(&tc.calls, 1.5, read_only).len(), 1);
+}
+
+#[test]
+fn an_agent_debugging_with_different_commands_is_no_storm() {
+    // Five different commands failing with `exit 1` (unknown), then one that works.
+    let mut classes = vec!["unknown"; 5];
+    classes.push("ok");
+    let spans = turn(20, "bash", &classes, &[1000]);
+    let cmds = [
+        "make",
+        "make -j1",
+        "cargo b",
+        "cargo b -v",
+        "cc x.c",
+        "cc -O0 x.c",
+    ];
+    let tc = all(&spans, &args(&cmds), &vec![None; spans.len()]);
+    assert!(retry_storms(&tc, FAR_FUTURE, &StormParams::default()).is_empty());
+    // The same command failing five times is a blind retry: a storm.
+    let tc = all(&spans, &args(&["make"; 6]), &vec![None; spans.len()]);
+    assert_eq!(
+        retry_storms(&tc, FAR_FUTURE, &StormParams::default()).len(),
+        1
+    );
+}
+
+#[test]
+fn a_success_that_ends_a_chain_is_never_wasted() {
+    let spans = turn(21, "read_file", &["not_found", "ok"], &[500]);
+    let tc = all(&spans, &args(&["x"; 2]), &vec![None; spans.len()]);
+    let attempts: Vec<Attempt<'_>> = tc.calls.iter().map(|c| c.attempt()).collect();
+    assert_eq!(
+        judge(&attempts, 1.5),
+        vec![Verdict::Failed, Verdict::Rescued]
+    );
+    // A retry that resends a request which already went through is a
+    // repeat after success, even inside a chain.
+    let spans = turn(22, "book", &["ok", "unavailable", "ok"], &[500]);
+    let tc = all(&spans, &args(&["x", "y", "x"]), &vec![None; spans.len()]);
+    let attempts: Vec<Attempt<'_>> = tc.calls.iter().map(|c| c.attempt()).collect();
+    assert_eq!(
+        judge(&attempts, 1.5),
+        vec![Verdict::Ok, Verdict::Failed, Verdict::AfterSuccess]
+    );
+}
+
+#[test]
+fn a_wrapper_around_two_attempts_counts_the_attempts() {
+    // ai.toolCall (ok) around two MCP tools/call spans: a 503, then ok.
+    let t = "fa".repeat(16);
+    let id = |b: u8| format!("{b:02x}").repeat(8);
+    let ms = |m: i64| (1_785_000_000_000i64 + m) * 1_000_000;
+    let df = df! {
+        "trace_id" => vec![t; 4],
+        "span_id" => [id(1), id(2), id(3), id(4)],
+        "parent_span_id" => [None, Some(id(1)), Some(id(2)), Some(id(2))],
+        "is_agent" => [true, false, false, false],
+        "agent_call_id" => [None::<String>, None, None, None],
+        "start_ns" => [ms(0), ms(10), ms(20), ms(600)],
+        "end_ns" => [ms(5000), ms(1000), ms(500), ms(900)],
+        "is_tool_call" => [false, true, true, true],
+        "tool_name" => [None, Some("query_db"), Some("query_db"), Some("query_db")],
+        "service_name" => ["svc"; 4],
+        "error_class" => ["ok", "ok", "unavailable", "ok"],
+        "tool_args_hash" => [None, Some("q"), Some("q"), Some("q")],
+        "session_id" => [None::<String>, None, None, None],
+    }
+    .unwrap();
+    let tc = calls::collect(&df).unwrap();
+    assert_eq!(tc.calls.len(), 2, "{:?}", tc.calls);
+    let attempts: Vec<Attempt<'_>> = tc.calls.iter().map(|c| c.attempt()).collect();
+    assert_eq!(
+        judge(&attempts, 1.5),
+        vec![Verdict::Failed, Verdict::Rescued]
+    );
 }

@@ -11,7 +11,7 @@ use crate::model::ErrorClass;
 /// Words that, just before a three-digit number, make it a status code.
 const CODE_CUES: &[&str] = &[
     "http", "http/1.0", "http/1.1", "http/2", "status", "code", "upstream", "returned", "response",
-    "error", "got", "received", "failed", "with",
+    "error", "failed",
 ];
 
 /// Reason phrases (RFC 9110) and the status they stand for.
@@ -36,9 +36,10 @@ const PHRASES: &[(&str, i32)] = &[
 const AFTER_CODE_ONLY: &[&str] = &["conflict"];
 
 /// An HTTP status (400–599) the text names: a three-digit number after a
-/// cue word (`HTTP 429`, `status code 502`, `returned 503`), at the very
-/// start (`429 Client Error`), or followed by its reason phrase; failing
-/// that, a reason phrase alone.
+/// cue word (`HTTP 429`, `status code 502`, `returned 503.`), or followed
+/// by its reason phrase (`429 Too Many Requests`, `429 Client Error`), or
+/// alone at the very start (`503: upstream`). A number that counts
+/// something (`received 500 items`, `500 tokens`) is not a status.
 pub fn http_status(text: &str) -> Option<i32> {
     let t = text.to_ascii_lowercase();
     let b = t.as_bytes();
@@ -52,7 +53,10 @@ pub fn http_status(text: &str) -> Option<i32> {
         while i < b.len() && b[i].is_ascii_digit() {
             i += 1;
         }
-        if i - start != 3 || (start > 0 && b[start - 1] == b'.') || b.get(i) == Some(&b'.') {
+        // Not part of a longer number (`1.503`, `503.2`); a sentence's full
+        // stop after it is fine.
+        let decimal_after = b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+        if i - start != 3 || (start > 0 && b[start - 1] == b'.') || decimal_after {
             continue;
         }
         let Ok(code) = t[start..i].parse::<i32>() else {
@@ -67,10 +71,19 @@ pub fn http_status(text: &str) -> Option<i32> {
         let phrase = PHRASES.iter().any(|(p, _)| after.starts_with(p))
             || AFTER_CODE_ONLY.iter().any(|p| after.starts_with(p));
         let client_error = after.starts_with("client error") || after.starts_with("server error");
-        if cue || phrase || client_error || before.is_empty() {
+        // Alone at the start: nothing after it, or a separator.
+        let lone_start = before.is_empty()
+            && (after.is_empty() || t[i..].starts_with(':') || t[i..].starts_with(" -"));
+        if cue || phrase || client_error || lone_start {
             return Some(code);
         }
     }
+    None
+}
+
+/// The status a reason phrase alone names (`Service Unavailable`).
+pub fn phrase_status(text: &str) -> Option<i32> {
+    let t = text.to_ascii_lowercase();
     PHRASES
         .iter()
         .find(|(p, _)| t.contains(p))
@@ -136,12 +149,18 @@ pub fn words(text: &str) -> Option<ErrorClass> {
 }
 
 /// The class of a set of texts (error name, exception type and message,
-/// status message, in that order): a status code or reason phrase in any
-/// of them first — it is the most exact clue — then the words.
+/// status message, in that order): a status code in any of them first — it
+/// is the most exact clue — then the words, then a reason phrase alone
+/// ("Rate limit exceeded; requests are forbidden" is a rate limit).
 pub fn classify<'a>(texts: impl IntoIterator<Item = &'a str> + Clone) -> Option<ErrorClass> {
     texts
         .clone()
         .into_iter()
         .find_map(status_class)
-        .or_else(|| texts.into_iter().find_map(words))
+        .or_else(|| texts.clone().into_iter().find_map(words))
+        .or_else(|| {
+            texts
+                .into_iter()
+                .find_map(|t| phrase_status(t).and_then(from_http))
+        })
 }

@@ -689,13 +689,26 @@ fn status_codes_and_reason_phrases_in_messages_decide_the_class() {
         ("Bad Gateway", Unavailable),
         ("HTTP/1.1 504 Gateway Timeout", Unavailable),
         ("Error: 401 Unauthorized", Auth),
-        ("got 404 for /v2/contracts/7", NotFound),
+        ("upstream returned 404 for /v2/contracts/7", NotFound),
+        ("Request failed with status code 503.", Unavailable),
+        ("503: upstream connect error", Unavailable),
         ("response 422 Unprocessable Entity", InvalidRequest),
         ("500 Internal Server Error", ServerError),
         // Numbers that are not statuses, and words as before.
         ("took 503 ms, then: connection reset by peer", Network),
         ("line 404: unexpected token", Unknown),
         ("merge conflict in src/main.rs", Unknown),
+        // Numbers that count things, and words that outrank a lone phrase.
+        (
+            "Validation error: received 500 items, the maximum is 100",
+            InvalidRequest,
+        ),
+        ("500 tokens is the maximum for this tool", Unknown),
+        (
+            "Rate limit exceeded; further requests are forbidden for 60 s",
+            RateLimited,
+        ),
+        ("Timed out waiting for page; element not found", Timeout),
         ("deadline exceeded after 30s", Timeout),
         ("connect ECONNREFUSED 127.0.0.1:443", Network),
     ] {

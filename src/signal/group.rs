@@ -448,10 +448,17 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
             } else {
                 format!(", {} turns", group.len())
             };
-            format!(
-                "Tool loop: {tool} called {} times in one turn with the same arguments, nothing failing ({shape}{turns})",
-                worst.calls
-            )
+            if shape.starts_with("cycle") {
+                format!(
+                    "Tool loop: {tool} in a cycle of {} calls in one turn, nothing failing ({shape}{turns})",
+                    worst.calls
+                )
+            } else {
+                format!(
+                    "Tool loop: {tool} called {} times in one turn with the same arguments, nothing failing ({shape}{turns})",
+                    worst.calls
+                )
+            }
         }
         Kind::RetryAfterSuccess => {
             let turns = if group.len() == 1 {

@@ -419,7 +419,10 @@ fn a_spike_swept_every_five_minutes_stays_open_until_two_quiet_days() {
     // Days 11 and 12 are the two complete quiet days: it resolves once the
     // data reaches day 13, and only then.
     let at = resolved_at.expect("resolved");
-    assert!((13 * DAY..13 * DAY + HOUR).contains(&at), "resolved at {at}");
+    assert!(
+        (13 * DAY..13 * DAY + HOUR).contains(&at),
+        "resolved at {at}"
+    );
     let history = db.history(&id).unwrap();
     assert_eq!(history.len(), 2, "{history:?}");
 }
@@ -451,7 +454,9 @@ fn a_storm_resolves_after_a_day_of_its_tools_traffic_and_not_without_traffic() {
         now += 300_000_000_000;
     }
     // Traffic of the tool, clean, 24 hours after the storm: resolved.
-    let out = db.apply(&drafts, now, &q(at + 24 * HOUR)).unwrap();
+    let mut busy = q(now);
+    busy.traffic.insert("t".into(), at + 24 * HOUR);
+    let out = db.apply(&drafts, now, &busy).unwrap();
     assert_eq!(
         out.changes,
         vec![(id, Some(Lifecycle::New), Lifecycle::Resolved)]

@@ -80,14 +80,18 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
     Ok(Some(df.lazy().with_column(day_lit)))
 }
 
-/// For each tool row, the row of the call it duplicates: a tool span whose
-/// parent is a tool span of the same tool in the same trace, overlapping it
-/// in time, is the same call seen twice — an MCP client span and its server
+/// For each tool row, the row of the call it duplicates, if it is no call
+/// of its own. A tool span whose parent is a tool span of the same tool in
+/// the same trace, overlapping it in time, and that parent's only such
+/// child, is the same call seen twice — an MCP client span and its server
 /// span (the OTel MCP conventions make the client the server's parent), or
-/// a framework's tool span around an MCP `tools/call`. It maps to the
-/// outermost span of such a nest. `df` holds `trace_id`, `span_id`,
-/// `parent_span_id`, `tool_name`, `start_ns`, `end_ns` (and `is_tool_call`,
-/// when it holds other spans too).
+/// a framework's tool span around one MCP `tools/call` — and maps to the
+/// outermost span of such a nest. A parent with several such children is a
+/// wrapper around attempts (a client that retried inside one tool call):
+/// the children are the calls, and the wrapper maps to itself (dropped,
+/// nothing to merge). `df` holds `trace_id`, `span_id`, `parent_span_id`,
+/// `tool_name`, `start_ns`, `end_ns` (and `is_tool_call`, when it holds
+/// other spans too).
 pub fn nested_duplicates(df: &DataFrame) -> PolarsResult<Vec<Option<usize>>> {
     let trace = df.column("trace_id")?.str()?;
     let span = df.column("span_id")?.str()?;
@@ -106,22 +110,30 @@ pub fn nested_duplicates(df: &DataFrame) -> PolarsResult<Vec<Option<usize>>> {
             rows.insert((t, s), i);
         }
     }
+    // Each tool row's same-tool, overlapping parent, and how many such
+    // children each parent has.
     let outer = |i: usize| -> Option<usize> {
+        if !tool_row(i) {
+            return None;
+        }
         let p = rows.get(&(trace.get(i)?, parent.get(i)?)).copied()?;
         let overlaps = start.get(i)? < end.get(p)? && start.get(p)? < end.get(i)?
             || start.get(i) == start.get(p);
         (p != i && tool.get(p) == tool.get(i) && overlaps).then_some(p)
     };
+    let cand: Vec<Option<usize>> = (0..df.height()).map(outer).collect();
+    let mut children = vec![0u32; df.height()];
+    for p in cand.iter().flatten() {
+        children[*p] += 1;
+    }
     let mut out = vec![None; df.height()];
     for (i, slot) in out.iter_mut().enumerate() {
-        if !tool_row(i) {
-            continue;
-        }
-        // Walk up to the outermost span of the nest (bounded: bad data may loop).
+        // Walk up through only children to the outermost span of the nest
+        // (bounded: bad data may loop).
         let mut cur = i;
         for _ in 0..16 {
-            match outer(cur) {
-                Some(p) if p != i => cur = p,
+            match cand[cur] {
+                Some(p) if children[p] == 1 && p != i => cur = p,
                 _ => break,
             }
         }
@@ -129,7 +141,30 @@ pub fn nested_duplicates(df: &DataFrame) -> PolarsResult<Vec<Option<usize>>> {
             *slot = Some(cur);
         }
     }
+    // Wrappers around several attempts are no call of their own, nor is
+    // the span they were the only child of.
+    for p in 0..df.height() {
+        if children[p] >= 2 {
+            if let Some(q) = out[p] {
+                out[q] = Some(q);
+            }
+            out[p] = Some(p);
+        }
+    }
     Ok(out)
+}
+
+/// Whether a call seen twice takes the inner span's class: when the inner
+/// one failed and the outer one says ok, or only `unknown` where the inner
+/// one knows better.
+pub fn takes_inner_class(outer: Option<&str>, inner: Option<&str>) -> bool {
+    let failed = |c: Option<&str>| c.is_some_and(|c| c != "ok");
+    match (outer, inner) {
+        (_, i) if !failed(i) => false,
+        (Some("ok") | None, _) => true,
+        (Some("unknown"), Some(i)) => i != "unknown",
+        _ => false,
+    }
 }
 
 /// `df` with each call once: nested duplicates ([`nested_duplicates`])
@@ -141,18 +176,18 @@ pub fn once_per_call(df: &DataFrame) -> PolarsResult<DataFrame> {
         return Ok(df.clone());
     }
     let class = df.column("error_class")?.str()?;
-    let mut classes: Vec<Option<String>> = class.iter().map(|c| c.map(str::to_string)).collect();
-    let mut names: Option<Vec<Option<String>>> = match df.column("error_type") {
-        Ok(c) => Some(c.str()?.iter().map(|c| c.map(str::to_string)).collect()),
+    let mut classes: Vec<Option<&str>> = class.iter().collect();
+    let error_type = match df.column("error_type") {
+        Ok(c) => Some(c.str()?),
         Err(_) => None,
     };
+    let mut names: Option<Vec<Option<&str>>> = error_type.map(|c| c.iter().collect());
     for (i, p) in dup.iter().enumerate() {
         let Some(p) = *p else { continue };
-        let inner_failed = class.get(i).is_some_and(|c| c != "ok");
-        if inner_failed && classes[p].as_deref() == Some("ok") {
-            classes[p] = classes[i].clone();
-            if let Some(n) = names.as_mut() {
-                n[p] = n[i].clone();
+        if takes_inner_class(classes[p], class.get(i)) {
+            classes[p] = class.get(i);
+            if let (Some(n), Some(t)) = (names.as_mut(), error_type) {
+                n[p] = t.get(i);
             }
         }
     }
