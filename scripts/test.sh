@@ -47,6 +47,10 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 cargo test --release --locked -- --test-threads 2 2>&1 | tee "$log"
 
+step "the benchmark's DuckDB SQL and the Python port agree with stormwatch sweep"
+"$STORMWATCH_CACHE/venv-bench/bin/python" scripts/bench/check_sql.py \
+  --stormwatch "$CARGO_TARGET_DIR/release/stormwatch"
+
 step "schemathesis against /api/openapi.json"
 bash scripts/schemathesis.sh "$CARGO_TARGET_DIR/release/stormwatch"
 

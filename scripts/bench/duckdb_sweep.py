@@ -9,7 +9,11 @@ Reads the span parts of a stormwatch data directory
 duckdb_sweep.sql (next to this file) and prints ONE JSON line on stdout:
 
     {"engine": "duckdb", "findings": {"error_rate_spike": N, ...},
-     "storm_tools": [...], "seconds": wall}
+     "tools": {"error_rate_spike": [...], ...}, "storm_tools": [...],
+     "seconds": wall}
+
+`tools` lists, per kind, the sorted tools that had a finding of it
+(`storm_tools` is `tools["retry_storm"]`, kept for older readers).
 
 `seconds` is the wall time from opening the (in-memory) database to having
 the result: the whole detection, Parquet reading included; not Python's
@@ -35,6 +39,7 @@ KINDS = [
     "retry_after_success",
     "stacked_retries",
     "latency_spike",
+    "tool_loop",
 ]
 
 
@@ -86,23 +91,20 @@ def split_statements(sql):
 # --details: the findings themselves. Turns and tools are keyed by hashes in
 # the script; their names are looked up again here (outside the timing).
 NAMES_SQL = """
-CREATE OR REPLACE TEMP TABLE finding_turns AS
-SELECT DISTINCT t1, t2 FROM (
-    SELECT t1, t2 FROM storms UNION ALL SELECT t1, t2 FROM wasted_retries
-    UNION ALL SELECT t1, t2 FROM retries_after_success UNION ALL SELECT t1, t2 FROM stacked_retries);
-CREATE OR REPLACE TEMP TABLE turn_names AS
-SELECT DISTINCT f.t1, f.t2, s.trace_id || '/' || s.span_id AS turn_id
-FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true) s
+CREATE OR REPLACE TEMP TABLE finding_names AS
+SELECT DISTINCT f.fd, f.t1, f.t2, s.trace_id || '/' || s.span_id AS turn_id
+FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true, union_by_name = true) s
 JOIN finding_turns f ON f.t2 <> 0 AND hash(s.trace_id) = f.t1 AND hash(s.span_id) = f.t2
-WHERE s.date BETWEEN getvariable('since_day') - 1 AND getvariable('today') + 1
+WHERE s.date BETWEEN getvariable('since_day') - 1 AND getvariable('today')
 UNION ALL
-SELECT DISTINCT f.t1, f.t2, 'agent:' || s.agent_call_id
-FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true) s
+SELECT DISTINCT f.fd, f.t1, f.t2, 'agent:' || s.agent_call_id
+FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true, union_by_name = true) s
 JOIN finding_turns f ON f.t2 = 0 AND hash(s.agent_call_id) = f.t1
-WHERE s.date BETWEEN getvariable('since_day') - 1 AND getvariable('today') + 1 AND s.agent_call_id <> ''
+WHERE s.date BETWEEN getvariable('since_day') - 1 AND getvariable('today') AND s.agent_call_id <> ''
 """
-TURN = "coalesce(tn.turn_id, x.t1::VARCHAR || '/' || x.t2::VARCHAR) AS turn_id, n.tool_name"
-JOIN = ("LEFT JOIN turn_names tn ON tn.t1 = x.t1 AND tn.t2 = x.t2 "
+TURN = "x.fd AS day, coalesce(tn.turn_id, x.t1::VARCHAR || '/' || x.t2::VARCHAR) AS turn_id, n.tool_name"
+JOIN = ("SEMI JOIN judged_turns j ON j.fd = x.fd AND j.t1 = x.t1 AND j.t2 = x.t2 "
+        "LEFT JOIN finding_names tn ON tn.fd = x.fd AND tn.t1 = x.t1 AND tn.t2 = x.t2 "
         "LEFT JOIN tool_names n ON n.tool_h = x.tool_h")
 DETAILS = {
     "error_rate_spike": "SELECT tool_name, service_name, day, calls, errors, basis, round(baseline, 4) AS baseline, "
@@ -112,10 +114,11 @@ DETAILS = {
     "WHERE day >= getvariable('since_day') AND NOT is_spike AND is_latency ORDER BY tool_name, service_name, day",
     "retry_storm": f"SELECT {TURN}, calls, rounds, failures, rhythm, outcome, round(median_gap_ms, 3), "
     f"round(wasted_seconds, 3) FROM storms x {JOIN} ORDER BY wasted_seconds DESC, turn_id",
-    "wasted_retries": f"SELECT {TURN}, x.args_h, class, attempts FROM wasted_retries x {JOIN} ORDER BY turn_id, tool_name",
-    "retry_after_success": f"SELECT {TURN}, x.args_h, repeats FROM retries_after_success x {JOIN} "
+    "wasted_retries": f"SELECT {TURN}, class, attempts FROM wasted_retries x {JOIN} ORDER BY turn_id, tool_name",
+    "retry_after_success": f"SELECT {TURN}, repeats FROM retries_after_success x {JOIN} "
     "ORDER BY turn_id, tool_name",
     "stacked_retries": f"SELECT {TURN}, layers FROM stacked_retries x {JOIN} ORDER BY turn_id, tool_name",
+    "tool_loop": f"SELECT {TURN}, steps, calls, repeats FROM tool_loops x {JOIN} ORDER BY turn_id, tool_name",
 }
 
 
@@ -175,7 +178,8 @@ def main():
             {
                 "engine": "duckdb",
                 "findings": {k: int(values[k]) for k in KINDS},
-                "storm_tools": sorted(values["storm_tools"] or []),
+                "tools": {k: sorted(values[k + "_tools"] or []) for k in KINDS},
+                "storm_tools": sorted(values["retry_storm_tools"] or []),
                 "seconds": round(seconds, 3),
             }
         )

@@ -5,7 +5,8 @@ DuckDB, over the same Parquet parts, side by side in one run.
     cargo build --release && cargo bench --bench sweep_data --no-run
     python3 -m venv /tmp/duckvenv
     /tmp/duckvenv/bin/pip install -r scripts/bench/requirements.txt
-    /tmp/duckvenv/bin/python scripts/bench/sweep_bench.py --data /tmp/swb [--runs 3]
+    /tmp/duckvenv/bin/python scripts/bench/sweep_bench.py --data /tmp/swb [--runs 3] \
+        [--stormwatch PATH] [--generator PATH]   # e.g. an older build, for before/after
 
 Without a data directory at --data it first writes one with the
 `sweep_data` bench (30 days x 1 M tool spans: about 2 GB, 80 s). Each run
@@ -90,10 +91,12 @@ def main():
     ap.add_argument("--per-day", type=int, default=1_000_000)
     ap.add_argument("--now", default="2026-08-06")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--stormwatch", help="the stormwatch binary (default: the release build)")
+    ap.add_argument("--generator", help="the sweep_data bench binary (default: built with cargo)")
     args = ap.parse_args()
 
-    stormwatch = os.path.join(target_dir(), "release", "stormwatch")
-    gen = generator()
+    stormwatch = args.stormwatch or os.path.join(target_dir(), "release", "stormwatch")
+    gen = args.generator or generator()
     if not os.path.isdir(os.path.join(args.data, "spans")):
         subprocess.run([gen, "--out", args.data, "--days", str(args.days),
                         "--per-day", str(args.per_day)], check=True)

@@ -6,6 +6,8 @@
 #                                      driving Debian's chromium; no browser download)
 #   $STORMWATCH_CACHE/venv-frameworks <- scripts/py/requirements-frameworks.txt (pydantic-ai
 #                                      and its OTel instrumentation; needs Python >= 3.11)
+#   $STORMWATCH_CACHE/venv-bench    <- scripts/bench/requirements.txt (DuckDB: the sweep
+#                                      benchmark's SQL and its cross-check)
 # STORMWATCH_CACHE defaults to $HOME/.cache/stormwatch; PYTHON (default python3,
 # must be >= 3.10 with the venv module) is the base interpreter.
 #
@@ -84,3 +86,4 @@ ensure_venv venv-browser "$here/requirements-browser.txt" "playwright.sync_api"
   || die "'$python' must be Python >= 3.11 for venv-frameworks (pydantic-ai 2.x needs 3.11+)"
 ensure_venv venv-frameworks "$here/requirements-frameworks.txt" \
   "pydantic_ai, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
+ensure_venv venv-bench "$here/../bench/requirements.txt" "duckdb"

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Check that the sweep benchmark compares the same detection: on small
+stores, `stormwatch sweep`, duckdb_sweep.sql (through duckdb_sweep.py) and
+the Python port of the rules (reference_sweep.py) must count the same
+findings of every kind, for the same tools.
+
+    python check_sql.py --stormwatch target/release/stormwatch [--generator BIN]
+                        [--work DIR] [STORE ...]
+
+A STORE is `DATA_DIR,NOW,SINCE_DAYS` (a stormwatch data directory, the
+sweep's `--now` and its `--since` in days). Without any, the stores are
+built first, under --work (default: a temporary directory, removed after):
+
+- each file of fixtures/ imported alone (`stormwatch import`), and all of
+  them together, swept at the `--now` their tests use;
+- edge_cases.py's traces (the per-turn rules' edge cases), imported;
+- the sweep benchmark's generator (benches/sweep_data.rs; built with
+  `cargo bench --bench sweep_data --no-run` unless --generator names it):
+  3 days x 20 000 tool spans, and 26 days x 2 000 (its outage and slow days).
+
+Each sweep starts from a fresh state (`--rescan`, no state.sqlite). Prints a
+table per store (kind: stormwatch / duckdb / reference) and exits 1, with
+the tools each engine found for the kinds that differ, unless all three
+agree everywhere.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from duckdb_sweep import KINDS  # noqa: E402
+import edge_cases  # noqa: E402
+
+# (name, fixture files, --now, --since days): the times tests/it uses.
+FIXTURE_STORES = [
+    ("search_flights_history", ["search_flights_history.json"], "2026-08-06", 40),
+    ("storms_jul29", ["storms_jul29.json"], "2026-07-30", 2),
+    ("fixed_loop", ["fixed_loop.json"], "2026-08-11", 2),
+    ("retry_gate", ["retry_gate.json"], "2026-08-13", 2),
+    ("all_fixtures", ["search_flights_history.json", "storms_jul29.json", "fixed_loop.json",
+                      "retry_gate.json"], "2026-08-13", 40),
+]
+# (name, sweep_data flags, --now, --since days); the generator starts on 2026-07-07.
+SYNTHETIC_STORES = [
+    ("synthetic_3d", ["--days", "3", "--per-day", "20000"], "2026-07-10T02:00:00Z", 3),
+    ("synthetic_26d", ["--days", "26", "--per-day", "2000"], "2026-08-02T02:00:00Z", 26),
+]
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr}{p.stdout}")
+    return p.stdout
+
+
+def generator():
+    """The sweep_data bench binary, built (or found up to date) by cargo."""
+    out = subprocess.run(
+        ["cargo", "bench", "--locked", "--bench", "sweep_data", "--no-run", "--message-format", "json"],
+        cwd=REPO, capture_output=True, text=True,
+    )
+    if out.returncode != 0:
+        sys.exit(f"cargo bench --bench sweep_data --no-run failed:\n{out.stderr}")
+    for line in out.stdout.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg["target"]["name"] == "sweep_data":
+            if msg.get("executable"):
+                return msg["executable"]
+    sys.exit("could not find the sweep_data bench executable")
+
+
+def stormwatch_env():
+    # The fixtures are old: keep every day (retention counts from the clock).
+    return dict(os.environ, RUST_LOG="warn", STORMWATCH_RETENTION_DAYS="0")
+
+
+def build_stores(work, stormwatch, gen):
+    env = stormwatch_env()
+    stores = []
+    for name, files, now, since in FIXTURE_STORES:
+        data = os.path.join(work, name)
+        paths = [os.path.join(REPO, "fixtures", f) for f in files]
+        run([stormwatch, "import", "--data-dir", data] + paths, env)
+        stores.append((name, data, now, since))
+    edge = os.path.join(work, "edge_cases.json")
+    with open(edge, "w", encoding="utf-8") as f:
+        json.dump(edge_cases.build(), f, separators=(",", ":"))
+    data = os.path.join(work, "edge_cases")
+    run([stormwatch, "import", "--data-dir", data, edge], env)
+    stores.append(("edge_cases", data, edge_cases.NOW, edge_cases.SINCE_DAYS))
+    for name, flags, now, since in SYNTHETIC_STORES:
+        data = os.path.join(work, name)
+        run([gen, "--out", data] + flags)
+        stores.append((name, data, now, since))
+    return stores
+
+
+def stormwatch_counts(stormwatch, data, now, since):
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.remove(os.path.join(data, "state.sqlite" + suffix))
+        except FileNotFoundError:
+            pass
+    out = run([stormwatch, "sweep", "--data-dir", data, "--now", now, "--since", f"{since}d",
+               "--format", "json", "--rescan"], stormwatch_env())
+    report = json.loads(out)
+    counts = {k: 0 for k in KINDS}
+    tools = {k: set() for k in KINDS}
+    for s in report["signals"]:
+        counts[s["kind"]] = counts.get(s["kind"], 0) + s["findings"]
+        tools.setdefault(s["kind"], set()).add(s["tool"])
+    return counts, {k: sorted(v) for k, v in tools.items()}
+
+
+def script_counts(script, data, now, since):
+    out = run([sys.executable, os.path.join(HERE, script), "--data-dir", data, "--now", now,
+               "--since-days", str(since)])
+    r = json.loads(out)
+    return r["findings"], r["tools"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stormwatch", required=True, help="the stormwatch binary")
+    ap.add_argument("--generator", help="the sweep_data bench binary (default: built with cargo)")
+    ap.add_argument("--work", help="where to build the stores (default: a temporary directory)")
+    ap.add_argument("stores", nargs="*", metavar="STORE", help="DATA_DIR,NOW,SINCE_DAYS")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    stormwatch = os.path.abspath(args.stormwatch)
+
+    tmp = None
+    if args.stores:
+        stores = []
+        for spec in args.stores:
+            data, now, since = spec.rsplit(",", 2)
+            stores.append((os.path.basename(data.rstrip("/")), data, now, int(since)))
+    else:
+        gen = args.generator or generator()
+        work = args.work or (tmp := tempfile.mkdtemp(prefix="stormwatch-check-sql-"))
+        os.makedirs(work, exist_ok=True)
+        stores = build_stores(work, stormwatch, gen)
+    built = time.perf_counter()
+
+    failed = []
+    try:
+        for name, data, now, since in stores:
+            t0 = time.perf_counter()
+            engines = {
+                "stormwatch": stormwatch_counts(stormwatch, data, now, since),
+                "duckdb": script_counts("duckdb_sweep.py", data, now, since),
+                "reference": script_counts("reference_sweep.py", data, now, since),
+            }
+            print(f"\n{name} (--now {now}, --since {since}d), {time.perf_counter() - t0:.1f} s")
+            print(f"  {'kind':22} {'stormwatch':>10} {'duckdb':>7} {'reference':>9}")
+            bad = []
+            for kind in KINDS:
+                n = [engines[e][0].get(kind, 0) for e in engines]
+                t = [engines[e][1].get(kind, []) for e in engines]
+                same = n[0] == n[1] == n[2] and t[0] == t[1] == t[2]
+                print(f"  {kind:22} {n[0]:>10} {n[1]:>7} {n[2]:>9}{'' if same else '   <- differs'}")
+                if not same:
+                    bad.append(kind)
+            for kind in bad:
+                print(f"  {kind}: tools per engine")
+                for e in engines:
+                    print(f"    {e:11} {engines[e][0].get(kind, 0):>4}  {', '.join(engines[e][1].get(kind, [])) or '-'}")
+            if bad:
+                failed.append((name, bad))
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    total = time.perf_counter() - started
+    print(f"\n{len(stores)} store(s) built in {built - started:.1f} s, checked in {total - (built - started):.1f} s")
+    if failed:
+        print("check_sql: the engines disagree on " +
+              "; ".join(f"{n}: {', '.join(k)}" for n, k in failed), file=sys.stderr)
+        sys.exit(1)
+    print("check_sql: stormwatch, duckdb_sweep.sql and reference_sweep.py agree on every store")
+
+
+if __name__ == "__main__":
+    main()
