@@ -64,7 +64,12 @@ fn signal_rows(signals: &[&Signal]) -> String {
 /// The wasted-work counters: from the retry outcomes of the range (every
 /// settled retry, not only those in signals), and the storms in `signals`.
 fn counters(outcomes: &[ToolDay], signals: &[&Signal]) -> String {
-    let wasted: f64 = outcomes.iter().map(|o| o.wasted_seconds).sum();
+    // `.max(0.0)`: a sum of zeros can be -0, which would print as "-0 s".
+    let wasted: f64 = outcomes
+        .iter()
+        .map(|o| o.wasted_seconds)
+        .sum::<f64>()
+        .max(0.0);
     let cost: f64 = outcomes.iter().map(|o| o.wasted_cost_usd).sum();
     let after: u64 = outcomes.iter().map(|o| o.after_success).sum();
     let storms: usize = signals
@@ -382,7 +387,7 @@ pub fn signal(s: &Signal, history: &[(i64, Option<String>, String, String)]) -> 
     let _ = write!(
         b,
         r#"<div class="counters"><div class="counter" id="wasted"><b>{:.0} s</b>spent on attempts that could not succeed</div></div>"#,
-        d.wasted_seconds
+        d.wasted_seconds.max(0.0)
     );
     let id = seg(&d.id);
     let _ = write!(

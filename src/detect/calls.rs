@@ -185,7 +185,14 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
 /// ended by `settled_by_ns` (a turn still running is not yet quiet traffic).
 pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnCalls> {
     let anchors = turns::anchors(df)?;
-    let nested = crate::store::rollup::nested_duplicates(df)?;
+    // Nested duplicates need the ids of every tool row: looked for only
+    // where one call can be two spans (an MCP span, or two conventions), as
+    // the rollup does, so both count alike.
+    let nested = if crate::store::rollup::may_nest(df)? {
+        crate::store::rollup::nested_duplicates(df)?
+    } else {
+        vec![None; df.height()]
+    };
     let class_col = df.column("error_class")?.str()?;
     // The class each call counts with: its own, or its inner duplicate's failure.
     let mut class_of: Vec<Option<&str>> = class_col.iter().collect();
@@ -355,10 +362,10 @@ pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnC
         .map(|(i, &n)| (n, start.get(i).unwrap_or(0), i as u32))
         .collect();
     order.sort_unstable();
-    let mut seq_of: HashMap<u32, u32, Fast> = HashMap::default();
+    let mut seq_of: Vec<u32> = vec![0; df.height()];
     for w in order.chunk_by(|a, b| a.0 == b.0) {
         for (k, &(_, _, i)) in w.iter().enumerate() {
-            seq_of.insert(i, k as u32);
+            seq_of[i as usize] = k as u32;
         }
     }
     for (i, &n) in turn_of.iter().enumerate() {
@@ -409,7 +416,7 @@ pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnC
                 .or(turn_session[n as usize])
                 .map(str::to_string),
             cost_usd: cost.and_then(|c| c.get(i)),
-            seq: seq_of.get(&(i as u32)).copied().unwrap_or(0),
+            seq: seq_of[i],
         });
     }
     for ((tool, day), mut turns_) in worst {

@@ -233,6 +233,12 @@ pub fn judge(attempts: &[Attempt<'_>], growth: f64) -> Vec<Verdict> {
             let closing = chain.recovered && r + 1 == chain.rounds.end;
             for k in rs[r].calls.clone() {
                 let same = same_args(attempts[k].args, prev_args);
+                // Another request after a failure waiting cannot fix (a
+                // command that exited 1, then a different command) is the
+                // agent doing something else, not retrying.
+                if !same && prev.class.and_then(ErrorClass::retryable) != Some(true) {
+                    continue;
+                }
                 let deterministic = prev.class.and_then(ErrorClass::retryable) == Some(false);
                 out[k] = if !chain.recovered || (deterministic && same && !closing) {
                     Verdict::Wasted

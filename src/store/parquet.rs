@@ -95,8 +95,18 @@ pub fn write_batches(
     Ok(rows)
 }
 
-/// A lazy scan over parts (which must exist and share the span schema).
+/// A lazy scan over parts (which must exist and share a schema).
 pub fn scan(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
+    scan_with(paths, None)
+}
+
+/// A lazy scan over span parts, with the span schema of this version:
+/// columns added since a part was written (`tool_result_hash`) read as null.
+pub fn scan_parts(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
+    scan_with(paths, Some(super::frame::schema()))
+}
+
+fn scan_with(paths: &[PathBuf], schema: Option<Schema>) -> PolarsResult<LazyFrame> {
     let paths: Vec<PlRefPath> = paths
         .iter()
         .map(|p| PlRefPath::try_from_path(p))
@@ -104,22 +114,8 @@ pub fn scan(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
     let args = ScanArgsParquet {
         // Part names encode nothing a scan needs; never treat them as globs.
         glob: false,
-        ..Default::default()
-    };
-    LazyFrame::scan_parquet_files(paths.into(), args)
-}
-
-/// A lazy scan over span parts, with the span schema of this version:
-/// columns added since a part was written (`tool_result_hash`) read as null.
-pub fn scan_parts(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
-    let paths: Vec<PlRefPath> = paths
-        .iter()
-        .map(|p| PlRefPath::try_from_path(p))
-        .collect::<PolarsResult<_>>()?;
-    let args = ScanArgsParquet {
-        glob: false,
-        schema: Some(std::sync::Arc::new(super::frame::schema())),
-        allow_missing_columns: true,
+        allow_missing_columns: schema.is_some(),
+        schema: schema.map(std::sync::Arc::new),
         ..Default::default()
     };
     LazyFrame::scan_parquet_files(paths.into(), args)

@@ -80,6 +80,23 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
     Ok(Some(df.lazy().with_column(day_lit)))
 }
 
+/// Whether a frame of spans may hold one call as two tool spans: it has an
+/// MCP span, or tool spans of more than one convention (frames without a
+/// `tool_convention` column: always).
+pub fn may_nest(df: &DataFrame) -> PolarsResult<bool> {
+    let Ok(conv) = df.column("tool_convention") else {
+        return Ok(true);
+    };
+    let mut first: Option<&str> = None;
+    for c in conv.str()?.iter().flatten() {
+        if c == "mcp" || first.is_some_and(|f| f != c) {
+            return Ok(true);
+        }
+        first = Some(c);
+    }
+    Ok(false)
+}
+
 /// For each tool row, the row of the call it duplicates, if it is no call
 /// of its own. A tool span whose parent is a tool span of the same tool in
 /// the same trace, overlapping it in time, and that parent's only such

@@ -516,7 +516,16 @@ fn a_spike_swept_every_five_minutes_stays_open_until_two_quiet_days_pass() {
     for k in 0..(3 * 144u64) {
         let at = aug6 + k * 600 * s;
         let trace = format!("{:032x}", 0xfeed_0000 + k);
-        spans.push(span(&trace, 1, None, "execute_tool search_flights", at, at + s, &tool, false));
+        spans.push(span(
+            &trace,
+            1,
+            None,
+            "execute_tool search_flights",
+            at,
+            at + s,
+            &tool,
+            false,
+        ));
     }
     let file = write_doc(dir.path(), "calm.json", vec![("travel-agent", spans)]);
     crate::common::import_files(&data, &[&file]);
@@ -543,8 +552,14 @@ fn a_spike_swept_every_five_minutes_stays_open_until_two_quiet_days_pass() {
     // One complete quiet day (Aug 6) is not two.
     assert_eq!(spike_state("2026-08-07T12:00:00Z").0, "new");
     // Aug 6 and 7 complete and quiet: resolved, once.
-    assert_eq!(spike_state("2026-08-08T00:30:00Z"), ("resolved".to_string(), 1));
-    assert_eq!(spike_state("2026-08-08T00:35:00Z"), ("resolved".to_string(), 0));
+    assert_eq!(
+        spike_state("2026-08-08T00:30:00Z"),
+        ("resolved".to_string(), 1)
+    );
+    assert_eq!(
+        spike_state("2026-08-08T00:35:00Z"),
+        ("resolved".to_string(), 0)
+    );
 }
 
 /// The parts of a signal that must not depend on how a sweep got there.
