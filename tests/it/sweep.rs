@@ -298,8 +298,7 @@ fn span(
     id: u64,
     parent: Option<u64>,
     name: &str,
-    start: u64,
-    end: u64,
+    (start, end): (u64, u64),
     attrs: &[(&str, serde_json::Value)],
     error: bool,
 ) -> serde_json::Value {
@@ -351,8 +350,7 @@ fn a_turn_begun_at_2330_whose_storm_starts_at_0110_is_found_on_its_day() {
         0xaa,
         None,
         "invoke_agent travel-agent",
-        midnight - 1800 * s,
-        midnight + 4500 * s,
+        (midnight - 1800 * s, midnight + 4500 * s),
         &agent,
         false,
     )];
@@ -366,8 +364,7 @@ fn a_turn_begun_at_2330_whose_storm_starts_at_0110_is_found_on_its_day() {
         1,
         Some(0xaa),
         "execute_tool search_flights",
-        midnight - 1740 * s,
-        midnight - 1739 * s,
+        (midnight - 1740 * s, midnight - 1739 * s),
         &tool,
         false,
     ));
@@ -383,8 +380,7 @@ fn a_turn_begun_at_2330_whose_storm_starts_at_0110_is_found_on_its_day() {
             10 + i,
             Some(0xaa),
             "execute_tool search_flights",
-            start,
-            start + 1_900_000_000,
+            (start, start + 1_900_000_000),
             &attrs,
             true,
         ));
@@ -421,8 +417,7 @@ fn an_mcp_client_and_server_span_pair_is_counted_once_everywhere() {
         0xaa,
         None,
         "invoke_agent ops",
-        t0,
-        t0 + 60_000 * ms,
+        (t0, t0 + 60_000 * ms),
         &[("gen_ai.operation.name", str_v("invoke_agent"))],
         false,
     )];
@@ -447,8 +442,7 @@ fn an_mcp_client_and_server_span_pair_is_counted_once_everywhere() {
             10 + i,
             Some(0xaa),
             "tools/call query_db",
-            at,
-            at + 500 * ms,
+            (at, at + 500 * ms),
             &common,
             true,
         ));
@@ -457,8 +451,7 @@ fn an_mcp_client_and_server_span_pair_is_counted_once_everywhere() {
             100 + i,
             Some(10 + i),
             "tools/call query_db",
-            at + 5 * ms,
-            at + 495 * ms,
+            (at + 5 * ms, at + 495 * ms),
             &common,
             true,
         ));
@@ -521,8 +514,7 @@ fn a_spike_swept_every_five_minutes_stays_open_until_two_quiet_days_pass() {
             1,
             None,
             "execute_tool search_flights",
-            at,
-            at + s,
+            (at, at + s),
             &tool,
             false,
         ));
