@@ -132,6 +132,10 @@ pub struct Finding {
     /// The tool only reads (`read_only_tools`): repeating it changes nothing.
     #[serde(default)]
     pub read_only: bool,
+    /// What a spike's baseline was made of, in words for its title
+    /// (`trailing week`, `warm-up floor`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<String>,
 }
 
 impl Finding {
@@ -148,6 +152,15 @@ impl Finding {
             rate: v.rate,
             baseline: v.baseline,
             read_only: false,
+            basis: Some(
+                match v.basis {
+                    crate::detect::Basis::Trailing => "trailing week",
+                    crate::detect::Basis::ReachBack => "earlier unflagged days",
+                    crate::detect::Basis::AllRecent => "recent days",
+                    crate::detect::Basis::Warmup => "warm-up floor",
+                }
+                .to_string(),
+            ),
         }
     }
 
@@ -166,6 +179,7 @@ impl Finding {
             rate: v.p95_ns / 1e9,
             baseline: v.baseline_p95_ns.unwrap_or(0.0) / 1e9,
             read_only: false,
+            basis: None,
         }
     }
 
@@ -191,6 +205,7 @@ impl Finding {
             rate: s.layers.len() as f64,
             baseline: 0.0,
             read_only: false,
+            basis: None,
         }
     }
 
@@ -224,6 +239,7 @@ impl Finding {
             rate: 0.0,
             baseline: 0.0,
             read_only: false,
+            basis: None,
         }
     }
 
@@ -244,6 +260,7 @@ impl Finding {
             rate: 0.0,
             baseline: 0.0,
             read_only: false,
+            basis: None,
         }
     }
 
@@ -282,6 +299,7 @@ impl Finding {
             rate: l.repeats as f64,
             baseline: l.steps.len() as f64,
             read_only: false,
+            basis: None,
         }
     }
 
@@ -304,6 +322,7 @@ impl Finding {
             rate: 0.0,
             baseline: 0.0,
             read_only,
+            basis: None,
         }
     }
 }
@@ -376,9 +395,10 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
                 .max_by(|a, b| a.rate.total_cmp(&b.rate))
                 .expect("a group has findings");
             format!(
-                "Error-rate spike: {tool} {:.0}% vs {:.0}% trailing week ({}/{} calls, {class_words})",
+                "Error-rate spike: {tool} {:.0}% vs {:.0}% {} ({}/{} calls, {class_words})",
                 worst.rate * 100.0,
                 worst.baseline * 100.0,
+                worst.basis.as_deref().unwrap_or("trailing week"),
                 worst.errors,
                 worst.calls
             )

@@ -38,6 +38,7 @@ fn finding(
         rate: 0.0,
         baseline: 0.0,
         read_only: false,
+        basis: None,
     }
 }
 
@@ -486,4 +487,25 @@ fn a_retry_after_success_of_a_read_only_tool_is_info() {
     let sev = |tool: &str| drafts.iter().find(|d| d.tool == tool).unwrap().severity();
     assert_eq!(sev("get_booking"), Severity::Info);
     assert_eq!(sev("book_flight"), Severity::Critical);
+}
+
+#[test]
+fn a_spike_title_names_what_its_baseline_was() {
+    let mut warm = finding(
+        Kind::ErrorRateSpike,
+        "quote_price",
+        ErrorClass::InvalidRequest,
+        DAY,
+        14,
+        "a",
+    );
+    warm.rate = 0.43;
+    warm.baseline = 0.05;
+    warm.errors = 6;
+    warm.basis = Some("warm-up floor".into());
+    let d = group(&[warm], 10);
+    assert_eq!(
+        d[0].title,
+        "Error-rate spike: quote_price 43% vs 5% warm-up floor (6/14 calls, invalid request)"
+    );
 }
