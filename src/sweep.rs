@@ -118,6 +118,7 @@ pub fn run(
     // whose parts have not changed since a sweep that saw it final is not
     // read again.
     let now = opts.now_ns;
+    let settle_ns = settle_ns(cfg);
     let mut horizon_ns = 0;
     let (mut spans_scanned, mut days_scanned, mut days_reused) = (0, 0, 0);
     let mut outcomes = Vec::new();
@@ -161,7 +162,6 @@ pub fn run(
         spans_scanned += result.spans;
         days_scanned += 1;
         // Final: the day is over and every trace the read saw has settled.
-        let settle_ns = cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000;
         if now >= i64::from(day + 1) * NANOS_PER_DAY + settle_ns
             && result.horizon_ns <= now - settle_ns
         {
@@ -183,7 +183,6 @@ pub fn run(
     let drafts = signal::group(&findings, opts.evidence_limit);
     let mut queued = Vec::new();
     let state_path = reader.layout().state_db();
-    let settle_ns = cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000;
     let quiet = signal::state::Quiet {
         horizon_ns,
         after_days: opts.resolve_after_days,
@@ -236,6 +235,11 @@ pub fn run(
             .collect(),
         queued,
     })
+}
+
+/// How long a trace must have been quiet to be judged, in ns.
+fn settle_ns(cfg: &DetectConfig) -> i64 {
+    cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000
 }
 
 /// Bumped whenever a per-turn rule changes what it finds, so stored day
@@ -432,7 +436,7 @@ fn turn_findings(
     now: i64,
     cfg: &DetectConfig,
 ) -> Result<TurnDay, SweepError> {
-    let settled_by = now - cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000;
+    let settled_by = now - settle_ns(cfg);
     let tc =
         calls::collect_settled(spans, settled_by).map_err(data("grouping tool calls by turn"))?;
     let (calls, turns) = (&tc.calls, &tc.turns);

@@ -39,29 +39,13 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
     // The ids are read only when the day may hold one call as two spans
     // (an MCP span, or two conventions): most days have neither, and the
     // ids are the bulk of the bytes.
-    let shape = tools
+    // The day's distinct conventions are enough to tell (`may_nest`).
+    let conventions = tools
         .clone()
-        .select([
-            col("tool_convention")
-                .eq(lit("mcp"))
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("mcp"),
-            col("tool_convention")
-                .n_unique()
-                .cast(DataType::UInt64)
-                .alias("conventions"),
-        ])
+        .select([col("tool_convention").unique()])
         .collect()
         .map_err(|e| StoreError::data(context(), e))?;
-    let first = |name: &str| -> u64 {
-        shape
-            .column(name)
-            .ok()
-            .and_then(|c| c.u64().ok().and_then(|c| c.get(0)))
-            .unwrap_or(0)
-    };
-    if first("mcp") == 0 && first("conventions") <= 1 {
+    if !may_nest(&conventions).map_err(|e| StoreError::data(context(), e))? {
         return Ok(Some(tools.select(counted).with_column(day_lit)));
     }
     let mut wanted = counted.to_vec();
