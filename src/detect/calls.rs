@@ -1,19 +1,19 @@
 //! Tool calls grouped by turn, and what each turn looked like as a whole
-//! (duration, span count), from a frame of stored spans. Counting calls per
-//! (turn, tool) is `queries/turn_tool_calls.sql`; only the pairs it finds
-//! repeated become [`Call`]s, so a day of a million calls costs a group-by,
-//! not a million small allocations.
+//! (duration, span count), from a [`SpanTable`]: the sweep's kernel. Turns
+//! are numbered densely, the calls bucketed by turn and sorted by tool in
+//! one pass, so counting calls per (turn, tool) costs integer compares;
+//! only the pairs called twice or more become [`Call`]s with their strings,
+//! so a day of a million calls costs a few sorts, not a million small
+//! allocations.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use polars::prelude::*;
-use polars::sql::SQLContext;
 
 use super::turns::{self, Anchor};
 use crate::model::ErrorClass;
-
-/// The query, as shipped in `queries/`.
-pub const TURN_TOOL_CALLS_SQL: &str = include_str!("../../queries/turn_tool_calls.sql");
+use crate::store::rollup::{may_nest_in, nested_in, takes_inner_class};
+use crate::store::table::{SpanIndex, SpanTable};
 
 type Fast = foldhash::fast::RandomState;
 
@@ -101,26 +101,9 @@ pub fn by_turn_and_tool(calls: &[Call]) -> Vec<((&str, &str), Vec<&Call>)> {
         .collect()
 }
 
-/// The columns [`collect`] reads (`cost_usd` and `tool_result_hash` only
-/// when present).
-pub const COLUMNS: [&str; 16] = [
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "is_agent",
-    "agent_call_id",
-    "start_ns",
-    "end_ns",
-    "is_tool_call",
-    "tool_name",
-    "service_name",
-    "error_class",
-    "tool_args_hash",
-    "tool_result_hash",
-    "session_id",
-    "tool_convention",
-    "cost_usd",
-];
+/// The columns [`collect`] reads (all but the ids, times and `tool_name`
+/// may be missing).
+pub use crate::store::table::COLUMNS;
 
 /// A tool's median healthy turn: turns that called it and saw no failure of it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -149,6 +132,21 @@ pub struct TurnCalls {
     pub last_call: BTreeMap<(String, i32), i64>,
 }
 
+impl TurnCalls {
+    /// Only what belongs to turns begun on `day`: their calls and turns,
+    /// and the day's failing turns and last calls (the healthy yardsticks
+    /// stay: they are over every turn read).
+    pub fn began_on(mut self, day: i32) -> TurnCalls {
+        self.turns
+            .retain(|_, t| crate::model::day_of_ns(t.began_ns) == day);
+        let turns = &self.turns;
+        self.calls.retain(|c| turns.contains_key(&c.turn));
+        self.failing.retain(|(_, d), _| *d == day);
+        self.last_call.retain(|(_, d), _| *d == day);
+        self
+    }
+}
+
 /// How many failing turns per tool and day are kept.
 pub const WORST_TURNS: usize = 5;
 
@@ -162,8 +160,21 @@ pub struct FailingTurn {
     pub session_id: Option<String>,
 }
 
+/// Whether two of `rows` are the same request (`chains::same_args`: equal
+/// arguments, or either's unknown).
+fn repeats_a_request(t: &SpanTable, rows: &[u32]) -> bool {
+    use crate::store::table::Hex;
+    let mut args: Vec<Hex> = rows.iter().map(|&i| t.args[i as usize]).collect();
+    if args.contains(&Hex::None) {
+        return true;
+    }
+    args.sort_unstable();
+    args.windows(2).any(|w| w[0] == w[1])
+}
+
 #[derive(Debug, Clone, Copy)]
 struct TurnStat {
+    /// The turn's first row.
     row: usize,
     /// When the turn began: its anchor span's start (else its first span's).
     began_ns: i64,
@@ -172,11 +183,11 @@ struct TurnStat {
     spans: usize,
 }
 
-/// Tool calls and turns of `df`, which holds at least [`COLUMNS`]. A tool
-/// span nested in a tool span of the same tool that it overlaps (an MCP
-/// client/server pair, a framework's wrapper) counts as a span of the turn,
-/// not as a second call; a failure seen only on the inner span fails the
-/// outer one.
+/// Tool calls and turns of `df`, which holds at least the ids, times and
+/// `tool_name` of [`COLUMNS`]. A tool span nested in a tool span of the
+/// same tool that it overlaps (an MCP client/server pair, a framework's
+/// wrapper) counts as a span of the turn, not as a second call; a failure
+/// seen only on the inner span fails the outer one.
 pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
     collect_settled(df, i64::MAX)
 }
@@ -184,47 +195,69 @@ pub fn collect(df: &DataFrame) -> PolarsResult<TurnCalls> {
 /// [`collect`], counting in `last_call` only the turns whose spans all
 /// ended by `settled_by_ns` (a turn still running is not yet quiet traffic).
 pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnCalls> {
-    let anchors = turns::anchors(df)?;
-    // Nested duplicates need the ids of every tool row: looked for only
-    // where one call can be two spans (an MCP span, or two conventions), as
-    // the rollup does, so both count alike.
-    let nested = if crate::store::rollup::may_nest(df)? {
-        crate::store::rollup::nested_duplicates(df)?
+    Ok(collect_table(&SpanTable::from_frame(df)?, settled_by_ns))
+}
+
+/// Which repeated (turn, tool) pairs [`collect_table`] builds calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Every pair called twice or more.
+    All,
+    /// Only turns with a pair a rule can find something in: one of its
+    /// calls failed, or two of them are the same request (same arguments,
+    /// or either's unknown). A pair of successful calls with distinct
+    /// arguments holds no retry chain (no failure), no repeat after success
+    /// and no loop step (no request made twice); a turn of only such pairs
+    /// gives no rule anything, and most turns with repeated calls are of
+    /// that kind. A kept turn keeps all its repeated pairs.
+    Findable,
+}
+
+/// [`collect_settled`] over a span table.
+pub fn collect_table(t: &SpanTable, settled_by_ns: i64) -> TurnCalls {
+    collect_table_keeping(t, settled_by_ns, Keep::All)
+}
+
+/// [`collect_table`], building calls only for the pairs `keep` names.
+pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> TurnCalls {
+    let n = t.len();
+    let index = SpanIndex::new(t);
+    let anchors = turns::anchors(t, &index);
+    // Nested duplicates are looked for only where one call can be two
+    // spans (an MCP span, or two conventions), as the rollup does.
+    let nested = if may_nest_in(t) {
+        nested_in(t, &index)
     } else {
-        vec![None; df.height()]
+        vec![None; n]
     };
-    let class_col = df.column("error_class")?.str()?;
-    // The class each call counts with: its own, or its inner duplicate's failure.
-    let mut class_of: Vec<Option<&str>> = class_col.iter().collect();
+    // The row whose class each call counts with: its own, or its inner
+    // duplicate's failure.
+    let mut class_src: Vec<usize> = (0..n).collect();
     for (i, p) in nested.iter().enumerate() {
         if let Some(p) = *p {
-            if crate::store::rollup::takes_inner_class(class_of[p], class_col.get(i)) {
-                class_of[p] = class_col.get(i);
+            if takes_inner_class(t.class_str(class_src[p]), t.class_str(i)) {
+                class_src[p] = i;
             }
         }
     }
-    let trace = df.column("trace_id")?.str()?;
-    let span = df.column("span_id")?.str()?;
-    let start = df.column("start_ns")?.i64()?;
-    let end = df.column("end_ns")?.i64()?;
-    let is_tool = df.column("is_tool_call")?.bool()?;
+    let class_of = |i: usize| t.class[class_src[i]];
 
-    // Number the turns densely; a turn's extent and span count as we go.
-    // Most anchors are rows, numbered through a table, not a hash.
-    let mut by_row: Vec<u32> = vec![u32::MAX; df.height()];
-    let mut by_call: HashMap<&str, u32, Fast> = HashMap::default();
+    // Number the turns densely in order of first sight; a turn's extent and
+    // span count as we go.
+    let mut by_row: Vec<u32> = vec![u32::MAX; n];
+    let mut by_call: HashMap<u32, u32, Fast> = HashMap::default();
     let mut stats: Vec<TurnStat> = Vec::new();
-    let mut turn_of: Vec<u32> = Vec::with_capacity(df.height());
-    for (i, (anchor, (s, e))) in anchors.iter().zip(start.iter().zip(end.iter())).enumerate() {
-        let (s, e) = (s.unwrap_or(0), e.unwrap_or(0));
+    let mut turn_of: Vec<u32> = Vec::with_capacity(n);
+    for (i, anchor) in anchors.iter().enumerate() {
+        let (s, e) = (t.start[i], t.end[i]);
         let slot = match anchor {
             Anchor::Row(r) => &mut by_row[*r],
-            Anchor::AgentCall(c) => by_call.entry(c).or_insert(u32::MAX),
+            Anchor::AgentCall(c) => by_call.entry(*c).or_insert(u32::MAX),
         };
         if *slot == u32::MAX {
             *slot = stats.len() as u32;
             let began = match anchor {
-                Anchor::Row(r) => start.get(*r).unwrap_or(s),
+                Anchor::Row(r) => t.start[*r],
                 Anchor::AgentCall(_) => s,
             };
             stats.push(TurnStat {
@@ -235,187 +268,163 @@ pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnC
                 spans: 0,
             });
         }
-        let n = *slot;
-        let st = &mut stats[n as usize];
+        let k = *slot;
+        let st = &mut stats[k as usize];
         st.start_ns = st.start_ns.min(s);
         if matches!(anchor, Anchor::AgentCall(_)) {
             st.began_ns = st.began_ns.min(s);
         }
         st.end_ns = st.end_ns.max(e);
         st.spans += 1;
-        turn_of.push(n);
+        turn_of.push(k);
     }
-    let is_call: BooleanChunked = (0..df.height())
-        .map(|i| is_tool.get(i) == Some(true) && nested[i].is_none())
-        .collect();
+    let is_call = |i: usize| t.is_tool[i] && nested[i].is_none();
 
-    // Calls and failures per (turn, tool), by the shipped query.
-    let turn_col = Column::new("turn".into(), &turn_of);
-    let merged_class = Column::new("error_class".into(), &class_of);
-    let rows = df
-        .select(["tool_name", "start_ns"])?
-        .hstack(&[merged_class, turn_col])?
-        .filter(&is_call)?;
-    let mut ctx = SQLContext::new();
-    ctx.register("calls", rows.lazy());
-    let pairs = ctx.execute(TURN_TOOL_CALLS_SQL)?.collect()?;
-    let p_turn = pairs.column("turn")?.u32()?;
-    let p_tool = pairs.column("tool_name")?.str()?;
-    let p_calls = pairs.column("calls")?.cast(&DataType::Int64)?;
-    let p_calls = p_calls.i64()?;
-    let p_fail = pairs.column("failures")?.cast(&DataType::Int64)?;
-    let p_fail = p_fail.i64()?;
-    let p_last = pairs.column("last_start_ns")?.cast(&DataType::Int64)?;
-    let p_last = p_last.i64()?;
-    let mut last_call: HashMap<(&str, i32), i64, Fast> = HashMap::default();
-    let mut repeated: HashSet<(u32, &str), Fast> = HashSet::default();
-    let mut has_repeat = vec![false; stats.len()];
+    // The calls bucketed by turn (a counting sort), each bucket in row order.
+    let mut offsets = vec![0u32; stats.len() + 1];
+    for i in (0..n).filter(|&i| is_call(i)) {
+        offsets[turn_of[i] as usize + 1] += 1;
+    }
+    for k in 1..offsets.len() {
+        offsets[k] += offsets[k - 1];
+    }
+    let mut fill = offsets.clone();
+    let mut bucket = vec![0u32; offsets[stats.len()] as usize];
+    for i in (0..n).filter(|&i| is_call(i)) {
+        let k = turn_of[i] as usize;
+        bucket[fill[k] as usize] = i as u32;
+        fill[k] += 1;
+    }
+
+    let day = |k: u32| crate::model::day_of_ns(stats[k as usize].began_ns);
+    let mut last_call: HashMap<(u32, i32), i64, Fast> = HashMap::default();
     // (tool, day) → (failures, calls, turn number) of the turns it failed in.
-    type Worst<'a> = HashMap<(&'a str, i32), Vec<(i64, i64, u32)>, Fast>;
-    let mut worst = Worst::default();
-    let mut healthy: HashMap<&str, (Vec<f64>, Vec<f64>), Fast> = HashMap::default();
-    for j in 0..pairs.height() {
-        let (Some(n), Some(tool)) = (p_turn.get(j), p_tool.get(j)) else {
+    let mut worst: HashMap<(u32, i32), Vec<(i64, i64, u32)>, Fast> = HashMap::default();
+    let mut healthy: HashMap<u32, (Vec<f64>, Vec<f64>), Fast> = HashMap::default();
+    let mut seq_of: Vec<u32> = vec![0; n];
+    // Rows of the (turn, tool) pairs called twice or more.
+    let mut repeated_rows: Vec<u32> = Vec::new();
+    let mut by_tool: Vec<u32> = Vec::new();
+    let mut turn_rows: Vec<u32> = Vec::new();
+    for k in 0..stats.len() {
+        let rows = &bucket[offsets[k] as usize..offsets[k + 1] as usize];
+        if rows.is_empty() {
             continue;
-        };
-        if p_calls.get(j).unwrap_or(0) >= 2 {
-            repeated.insert((n, tool));
-            has_repeat[n as usize] = true;
         }
-        let failures = p_fail.get(j).unwrap_or(0);
-        let st = &stats[n as usize];
-        if st.end_ns <= settled_by_ns {
-            let last = last_call
-                .entry((tool, crate::model::day_of_ns(st.began_ns)))
-                .or_insert(i64::MIN);
-            *last = (*last).max(p_last.get(j).unwrap_or(0));
+        by_tool.clear();
+        by_tool.extend(rows.iter().copied().filter(|&i| t.tool[i as usize] != 0));
+        by_tool.sort_by_key(|&i| (t.tool[i as usize], i));
+        let st = stats[k];
+        let mut repeats = false;
+        let mut findable = keep == Keep::All;
+        turn_rows.clear();
+        for g in by_tool.chunk_by(|a, b| t.tool[*a as usize] == t.tool[*b as usize]) {
+            let tool = t.tool[g[0] as usize];
+            let calls = g.len() as i64;
+            let failures = g.iter().filter(|&&i| class_of(i as usize).failed()).count() as i64;
+            let last = g.iter().map(|&i| t.start[i as usize]).max().unwrap_or(0);
+            if calls >= 2 {
+                repeats = true;
+                findable |= failures > 0 || repeats_a_request(t, g);
+                turn_rows.extend_from_slice(g);
+            }
+            if st.end_ns <= settled_by_ns {
+                let l = last_call.entry((tool, day(k as u32))).or_insert(i64::MIN);
+                *l = (*l).max(last);
+            }
+            if failures > 0 {
+                worst
+                    .entry((tool, day(k as u32)))
+                    .or_default()
+                    .push((failures, calls, k as u32));
+            } else {
+                let h = healthy.entry(tool).or_default();
+                h.0.push((st.end_ns - st.start_ns) as f64 / 1e9);
+                h.1.push(st.spans as f64);
+            }
         }
-        if failures > 0 {
-            let st = &stats[n as usize];
-            let day = crate::model::day_of_ns(st.began_ns);
-            worst
-                .entry((tool, day))
-                .or_default()
-                .push((failures, p_calls.get(j).unwrap_or(0), n));
+        // A turn is kept whole: the rules read its other repeated calls too
+        // (a read-only call between a success and its repeat).
+        if findable {
+            repeated_rows.extend_from_slice(&turn_rows);
         }
-        if failures == 0 {
-            let st = &stats[n as usize];
-            let h = healthy.entry(tool).or_default();
-            h.0.push((st.end_ns - st.start_ns) as f64 / 1e9);
-            h.1.push(st.spans as f64);
-        }
-    }
-
-    // Only repeated pairs become calls.
-    let parent = df.column("parent_span_id")?.str()?;
-    let tool = df.column("tool_name")?.str()?;
-    let service = df.column("service_name")?.str()?;
-    let args = df.column("tool_args_hash")?.str()?;
-    // Optional: parts written before results were hashed have none.
-    let results = match df.column("tool_result_hash") {
-        Ok(c) => Some(c.str()?),
-        Err(_) => None,
-    };
-    let session = df.column("session_id")?.str()?;
-    // The session of each turn: its anchor's, else the first any span has.
-    let mut turn_session: Vec<Option<&str>> = vec![None; stats.len()];
-    for (i, a) in anchors.iter().enumerate() {
-        if let Anchor::Row(r) = a {
-            if let Some(sess) = session.get(*r) {
-                turn_session[turn_of[i] as usize] = Some(sess);
+        if repeats {
+            // The place of every call of the turn among its calls, by start.
+            let mut order: Vec<u32> = rows.to_vec();
+            order.sort_by_key(|&i| (t.start[i as usize], i));
+            for (place, &i) in order.iter().enumerate() {
+                seq_of[i as usize] = place as u32;
             }
         }
     }
-    for (i, &n) in turn_of.iter().enumerate() {
-        if turn_session[n as usize].is_none() {
-            turn_session[n as usize] = session.get(i);
+
+    // The session of each turn: its anchor's, else the first any span has.
+    let mut turn_session: Vec<u32> = vec![0; stats.len()];
+    for (i, a) in anchors.iter().enumerate() {
+        if let Anchor::Row(r) = a {
+            if t.session[*r] != 0 {
+                turn_session[turn_of[i] as usize] = t.session[*r];
+            }
         }
     }
-    // Optional: frames without a cost column have no costs.
-    let cost = match df.column("cost_usd") {
-        Ok(c) => Some(c.cast(&DataType::Float64)?),
-        Err(_) => None,
-    };
-    let cost = cost.as_ref().map(|c| c.f64()).transpose()?;
+    for (i, &k) in turn_of.iter().enumerate() {
+        if turn_session[k as usize] == 0 {
+            turn_session[k as usize] = t.session[i];
+        }
+    }
+    let session = |id: u32| t.dict.get(id).map(str::to_string);
+    let dict = |id: u32| t.dict.get(id).unwrap_or("").to_string();
+
     let mut ids: HashMap<u32, String, Fast> = HashMap::default();
     let mut out = TurnCalls::default();
-    // The newest span end of each trace that has a repeated pair, for settling.
-    let mut trace_end: HashMap<&str, i64, Fast> = HashMap::default();
-    for st in stats
-        .iter()
-        .zip(&has_repeat)
-        .filter(|(_, r)| **r)
-        .map(|(st, _)| st)
-    {
-        trace_end.insert(trace.get(st.row).unwrap_or(""), i64::MIN);
-    }
-    for (t, e) in trace.iter().zip(end.iter()) {
-        if let Some(te) = t.and_then(|t| trace_end.get_mut(t)) {
-            *te = (*te).max(e.unwrap_or(0));
-        }
-    }
-    // The place of every call of a turn with a repeat, among its calls.
-    let mut order: Vec<(u32, i64, u32)> = turn_of
-        .iter()
-        .enumerate()
-        .filter(|(i, n)| has_repeat[**n as usize] && is_call.get(*i) == Some(true))
-        .map(|(i, &n)| (n, start.get(i).unwrap_or(0), i as u32))
-        .collect();
-    order.sort_unstable();
-    let mut seq_of: Vec<u32> = vec![0; df.height()];
-    for w in order.chunk_by(|a, b| a.0 == b.0) {
-        for (k, &(_, _, i)) in w.iter().enumerate() {
-            seq_of[i as usize] = k as u32;
-        }
-    }
-    for (i, &n) in turn_of.iter().enumerate() {
-        if !has_repeat[n as usize] || is_call.get(i) != Some(true) {
-            continue;
-        }
-        let name = tool.get(i).unwrap_or("");
-        if !repeated.contains(&(n, name)) {
-            continue;
-        }
+    repeated_rows.sort_unstable();
+    for &i in &repeated_rows {
+        let i = i as usize;
+        let k = turn_of[i];
         let turn_id = ids
-            .entry(n)
-            .or_insert_with(|| turns::turn_id(anchors[i], trace, span))
+            .entry(k)
+            .or_insert_with(|| turns::turn_id(anchors[i], t))
             .clone();
-        let t = trace.get(i).unwrap_or("");
         if !out.turns.contains_key(&turn_id) {
-            let st = stats[n as usize];
-            let anchor_trace = trace.get(st.row).unwrap_or(t);
+            let st = stats[k as usize];
+            // The newest span end of the turn's trace, for settling.
+            let last_end = index
+                .trace_rows(st.row)
+                .iter()
+                .map(|&r| t.end[r as usize])
+                .max()
+                .unwrap_or(st.end_ns);
             out.turns.insert(
                 turn_id.clone(),
                 Turn {
-                    trace_id: anchor_trace.to_string(),
+                    trace_id: t.trace_str(st.row),
                     start_ns: st.start_ns,
                     began_ns: st.began_ns,
                     end_ns: st.end_ns,
                     spans: st.spans,
-                    last_end_ns: trace_end.get(anchor_trace).copied().unwrap_or(st.end_ns),
-                    session_id: turn_session[n as usize].map(str::to_string),
+                    last_end_ns: last_end,
+                    session_id: session(turn_session[k as usize]),
                 },
             );
         }
+        let own_session = match t.session[i] {
+            0 => turn_session[k as usize],
+            s => s,
+        };
         out.calls.push(Call {
             turn: turn_id,
-            trace_id: t.to_string(),
-            span_id: span.get(i).unwrap_or("").to_string(),
-            parent_span_id: parent.get(i).map(str::to_string),
-            tool: name.to_string(),
-            service: service.get(i).unwrap_or("").to_string(),
-            start_ns: start.get(i).unwrap_or(0),
-            end_ns: end.get(i).unwrap_or(0),
-            class: class_of[i]
-                .and_then(ErrorClass::parse)
-                .unwrap_or(ErrorClass::Unknown),
-            args_hash: args.get(i).map(str::to_string),
-            result_hash: results.and_then(|r| r.get(i)).map(str::to_string),
-            session_id: session
-                .get(i)
-                .or(turn_session[n as usize])
-                .map(str::to_string),
-            cost_usd: cost.and_then(|c| c.get(i)),
+            trace_id: t.trace_str(i),
+            span_id: t.span_str(i),
+            parent_span_id: t.parent_str(i),
+            tool: dict(t.tool[i]),
+            service: dict(t.service[i]),
+            start_ns: t.start[i],
+            end_ns: t.end[i],
+            class: class_of(i).class(),
+            args_hash: t.hex_str(t.args[i]),
+            result_hash: t.hex_str(t.result[i]),
+            session_id: session(own_session),
+            cost_usd: t.cost[i],
             seq: seq_of[i],
         });
     }
@@ -424,22 +433,22 @@ pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnC
         let kept = turns_
             .into_iter()
             .take(WORST_TURNS)
-            .map(|(failures, calls, n)| {
-                let row = stats[n as usize].row;
+            .map(|(failures, calls, k)| {
+                let row = stats[k as usize].row;
                 FailingTurn {
-                    turn: turns::turn_id(anchors[row], trace, span),
-                    trace_id: trace.get(row).unwrap_or("").to_string(),
+                    turn: turns::turn_id(anchors[row], t),
+                    trace_id: t.trace_str(row),
                     calls: calls.max(0) as usize,
                     failures: failures.max(0) as usize,
-                    session_id: turn_session[n as usize].map(str::to_string),
+                    session_id: session(turn_session[k as usize]),
                 }
             })
             .collect();
-        out.failing.insert((tool.to_string(), day), kept);
+        out.failing.insert((dict(tool), day), kept);
     }
     out.last_call = last_call
         .into_iter()
-        .map(|((tool, day), ns)| ((tool.to_string(), day), ns))
+        .map(|((tool, day), ns)| ((dict(tool), day), ns))
         .collect();
     out.calls
         .sort_by(|a, b| (&a.turn, &a.tool, a.start_ns).cmp(&(&b.turn, &b.tool, b.start_ns)));
@@ -447,7 +456,7 @@ pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnC
         .into_iter()
         .map(|(tool, (d, s))| {
             (
-                tool.to_string(),
+                dict(tool),
                 Healthy {
                     duration_s: super::median(d),
                     spans: super::median(s),
@@ -455,5 +464,5 @@ pub fn collect_settled(df: &DataFrame, settled_by_ns: i64) -> PolarsResult<TurnC
             )
         })
         .collect();
-    Ok(out)
+    out
 }

@@ -4,8 +4,11 @@
 //! every day its read touched (the day before, for turns that began then;
 //! the days after, for as long as turns begun on it went on), the rules'
 //! parameters, the rules' version — and is stored only once the day is
-//! final: every turn that began on it has settled. A sweep that
-//! reuses an entry therefore gets what reading the day again would give.
+//! final (every turn that began on it has settled), or provisionally: a day
+//! not yet final keeps its result from the sweep's `now` until the moment
+//! its first unsettled turn would settle (or a span it left out for being
+//! later than `now` would start). A sweep that reuses an entry therefore
+//! gets what reading the day again would give.
 
 use rusqlite::{params, OptionalExtension};
 
@@ -31,6 +34,9 @@ pub struct DayResult {
     pub traffic: Vec<(String, i64)>,
     /// The last day the read took spans from (turns run past midnight).
     pub read_through: i32,
+    /// For a day not yet final: the `now` this result was computed at, and
+    /// the first `now` at which it may differ. `None` once final.
+    pub provisional: Option<(i64, i64)>,
 }
 
 impl StateDb {
@@ -47,8 +53,14 @@ impl StateDb {
             .map(Option::flatten)
     }
 
-    /// The stored result of `day`, when its fingerprint is `fingerprint`.
-    pub fn day_result(&self, day: i32, fingerprint: &str) -> Result<Option<DayResult>, StateError> {
+    /// The stored result of `day`, when its fingerprint is `fingerprint`
+    /// and it holds at `now_ns`.
+    pub fn day_result(
+        &self,
+        day: i32,
+        fingerprint: &str,
+        now_ns: i64,
+    ) -> Result<Option<DayResult>, StateError> {
         type Stored = (
             String,
             String,
@@ -58,11 +70,13 @@ impl StateDb {
             Option<String>,
             Option<String>,
             Option<i32>,
+            Option<i64>,
+            Option<i64>,
         );
         let row: Option<Stored> = self.db(self
             .conn
             .query_row(
-                "SELECT fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through FROM turn_days WHERE day = ?1",
+                "SELECT fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through, computed_at_ns, valid_until_ns FROM turn_days WHERE day = ?1",
                 params![day],
                 |r| {
                     Ok((
@@ -74,18 +88,35 @@ impl StateDb {
                         r.get(5)?,
                         r.get(6)?,
                         r.get(7)?,
+                        r.get(8)?,
+                        r.get(9)?,
                     ))
                 },
             )
             .optional())?;
-        let Some((stored, findings, horizon_ns, spans, outcomes, worst, traffic, read_through)) =
-            row
+        let Some((
+            stored,
+            findings,
+            horizon_ns,
+            spans,
+            outcomes,
+            worst,
+            traffic,
+            read_through,
+            computed_at,
+            valid_until,
+        )) = row
         else {
             return Ok(None);
         };
         if stored != fingerprint {
             return Ok(None);
         }
+        let provisional = match (computed_at, valid_until) {
+            (Some(from), Some(until)) if (from..until).contains(&now_ns) => Some((from, until)),
+            (Some(_), Some(_)) => return Ok(None),
+            _ => None,
+        };
         // An entry this version cannot read is recomputed, not an error.
         let outcomes: Option<Vec<ToolDay>> = outcomes.and_then(|o| serde_json::from_str(&o).ok());
         let worst: Option<Vec<(String, Vec<Evidence>)>> =
@@ -107,6 +138,7 @@ impl StateDb {
                 spans: spans.max(0) as usize,
                 traffic,
                 read_through,
+                provisional,
             }))
     }
 
@@ -122,12 +154,14 @@ impl StateDb {
         let worst = serde_json::to_string(&result.worst).unwrap_or_else(|_| "[]".into());
         let traffic = serde_json::to_string(&result.traffic).unwrap_or_else(|_| "[]".into());
         self.db(self.conn.execute(
-            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through, computed_at_ns, valid_until_ns) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
              ON CONFLICT(day) DO UPDATE SET fingerprint = excluded.fingerprint, findings = excluded.findings, \
              horizon_ns = excluded.horizon_ns, spans = excluded.spans, outcomes = excluded.outcomes, worst = excluded.worst, \
-             traffic = excluded.traffic, read_through = excluded.read_through",
-            params![day, fingerprint, findings, result.horizon_ns, result.spans as i64, outcomes, worst, traffic, result.read_through],
+             traffic = excluded.traffic, read_through = excluded.read_through, \
+             computed_at_ns = excluded.computed_at_ns, valid_until_ns = excluded.valid_until_ns",
+            params![day, fingerprint, findings, result.horizon_ns, result.spans as i64, outcomes, worst, traffic, result.read_through,
+                result.provisional.map(|p| p.0), result.provisional.map(|p| p.1)],
         ))?;
         Ok(())
     }

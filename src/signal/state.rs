@@ -228,6 +228,8 @@ impl StateDb {
             ("worst", "TEXT"),
             ("traffic", "TEXT"),
             ("read_through", "INTEGER"),
+            ("computed_at_ns", "INTEGER"),
+            ("valid_until_ns", "INTEGER"),
         ] {
             let has = conn
                 .prepare(&format!(

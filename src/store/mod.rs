@@ -17,6 +17,7 @@ mod memtable;
 pub mod parquet;
 pub mod read;
 pub mod rollup;
+pub mod table;
 pub mod wal;
 mod writer;
 

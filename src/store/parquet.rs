@@ -45,11 +45,20 @@ pub fn write_tmp_part_with(
 
 /// Write a frame to `path` (zstd, statistics on) and fsync it.
 pub fn write_file(path: &Path, df: &mut DataFrame) -> Result<(), StoreError> {
+    write_file_with(path, df, ParquetCompression::Zstd(None))
+}
+
+/// [`write_file`] with the given compression.
+pub fn write_file_with(
+    path: &Path,
+    df: &mut DataFrame,
+    compression: ParquetCompression,
+) -> Result<(), StoreError> {
     let context = || format!("writing {}", path.display());
     crate::faults::check("parquet_write").map_err(|e| StoreError::io(context(), e))?;
     let file = File::create(path).map_err(|e| StoreError::io(context(), e))?;
     ParquetWriter::new(&file)
-        .with_compression(ParquetCompression::Zstd(None))
+        .with_compression(compression)
         .finish(df)
         .map_err(|e| StoreError::io(context(), e))?;
     file.sync_all().map_err(|e| StoreError::io(context(), e))

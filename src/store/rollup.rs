@@ -2,7 +2,7 @@
 //! day's parts with `queries/tool_daily.sql`, refreshed for the days a commit
 //! touched, so later reads never rescan raw spans for daily numbers.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs;
 
 use polars::prelude::*;
@@ -94,40 +94,40 @@ pub fn may_nest(df: &DataFrame) -> PolarsResult<bool> {
 /// `tool_name`, `start_ns`, `end_ns` (and `is_tool_call`, when it holds
 /// other spans too).
 pub fn nested_duplicates(df: &DataFrame) -> PolarsResult<Vec<Option<usize>>> {
-    let trace = df.column("trace_id")?.str()?;
-    let span = df.column("span_id")?.str()?;
-    let parent = df.column("parent_span_id")?.str()?;
-    let tool = df.column("tool_name")?.str()?;
-    let start = df.column("start_ns")?.i64()?;
-    let end = df.column("end_ns")?.i64()?;
-    let is_tool: Option<Vec<bool>> = match df.column("is_tool_call") {
-        Ok(c) => Some(c.bool()?.iter().map(|b| b == Some(true)).collect()),
-        Err(_) => None,
-    };
-    let tool_row = |i: usize| is_tool.as_ref().is_none_or(|t| t[i]) && tool.get(i).is_some();
-    let mut rows: HashMap<(&str, &str), usize, foldhash::fast::RandomState> = HashMap::default();
-    for i in 0..df.height() {
-        if let (true, Some(t), Some(s)) = (tool_row(i), trace.get(i), span.get(i)) {
-            rows.insert((t, s), i);
-        }
-    }
+    let table = super::table::SpanTable::from_frame(df)?;
+    let index = super::table::SpanIndex::new(&table);
+    Ok(nested_in(&table, &index))
+}
+
+/// [`nested_duplicates`] over a span table.
+pub fn nested_in(
+    table: &super::table::SpanTable,
+    index: &super::table::SpanIndex<'_>,
+) -> Vec<Option<usize>> {
+    let n = table.len();
+    let tool_row = |i: usize| table.is_tool[i] && table.tool[i] != 0;
     // Each tool row's same-tool, overlapping parent, and how many such
     // children each parent has.
     let outer = |i: usize| -> Option<usize> {
-        if !tool_row(i) {
+        if !tool_row(i) || !table.has_parent[i] {
             return None;
         }
-        let p = rows.get(&(trace.get(i)?, parent.get(i)?)).copied()?;
-        let overlaps = start.get(i)? < end.get(p)? && start.get(p)? < end.get(i)?
-            || start.get(i) == start.get(p);
-        (p != i && tool.get(p) == tool.get(i) && overlaps).then_some(p)
+        let p = index
+            .rows_of(i, table.parent[i])
+            .iter()
+            .rev()
+            .map(|&r| r as usize)
+            .find(|&r| tool_row(r))?;
+        let (s, e) = (table.start[i], table.end[i]);
+        let overlaps = s < table.end[p] && table.start[p] < e || s == table.start[p];
+        (p != i && table.tool[p] == table.tool[i] && overlaps).then_some(p)
     };
-    let cand: Vec<Option<usize>> = (0..df.height()).map(outer).collect();
-    let mut children = vec![0u32; df.height()];
+    let cand: Vec<Option<usize>> = (0..n).map(outer).collect();
+    let mut children = vec![0u32; n];
     for p in cand.iter().flatten() {
         children[*p] += 1;
     }
-    let mut out = vec![None; df.height()];
+    let mut out = vec![None; n];
     for (i, slot) in out.iter_mut().enumerate() {
         // Walk up through only children to the outermost span of the nest
         // (bounded: bad data may loop).
@@ -144,7 +144,7 @@ pub fn nested_duplicates(df: &DataFrame) -> PolarsResult<Vec<Option<usize>>> {
     }
     // Wrappers around several attempts are no call of their own, nor is
     // the span they were the only child of.
-    for p in 0..df.height() {
+    for p in 0..n {
         if children[p] >= 2 {
             if let Some(q) = out[p] {
                 out[q] = Some(q);
@@ -152,7 +152,22 @@ pub fn nested_duplicates(df: &DataFrame) -> PolarsResult<Vec<Option<usize>>> {
             out[p] = Some(p);
         }
     }
-    Ok(out)
+    out
+}
+
+/// [`may_nest`] over a span table.
+pub fn may_nest_in(table: &super::table::SpanTable) -> bool {
+    let mut first: Option<u32> = None;
+    for &c in &table.convention {
+        if c == 0 || first == Some(c) {
+            continue;
+        }
+        if first.is_some() || table.dict.get(c) == Some("mcp") {
+            return true;
+        }
+        first = Some(c);
+    }
+    false
 }
 
 /// Whether a call seen twice takes the inner span's class: when the inner

@@ -1,0 +1,621 @@
+//! The span table: the columns the per-turn rules and the rollup's call
+//! dedup read, decoded once from a frame into plain integer arrays. Ids
+//! become integers (a trace id's 32 hex digits fit a `u128`, a span id's 16
+//! a `u64`), classes an enum, names and sessions small dictionary numbers;
+//! so turn resolution and grouping sort and compare integers instead of
+//! hashing strings, and a day of spans costs about 100 bytes a row instead
+//! of the few hundred its Arrow columns hold.
+//!
+//! An id that is not lowercase hex of the usual width (imported data,
+//! hand-written fixtures) is keyed by its 128- or 64-bit xxh3 hash and kept
+//! as text beside, so it prints back as it came. Two ids collide only if
+//! their hashes do: for span ids, which are compared within one trace,
+//! about one chance in 2^64 per pair.
+
+use std::collections::HashMap;
+
+use polars::prelude::*;
+
+use crate::model::ErrorClass;
+
+type Fast = foldhash::fast::RandomState;
+
+/// The columns [`SpanTable::append`] reads; all but the ids, times and
+/// `tool_name` may be missing (they then read as null / false).
+pub const COLUMNS: [&str; 16] = [
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "is_agent",
+    "agent_call_id",
+    "start_ns",
+    "end_ns",
+    "is_tool_call",
+    "tool_name",
+    "service_name",
+    "error_class",
+    "tool_args_hash",
+    "tool_result_hash",
+    "session_id",
+    "tool_convention",
+    "cost_usd",
+];
+
+/// A hash string (tool arguments, results): lowercase hex up to 32 digits
+/// as its value and width, anything else as a dictionary entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Hex {
+    None,
+    Hex { value: u128, digits: u8 },
+    Text(u32),
+}
+
+/// Null, or a class; `Other` is a class name this version does not know
+/// (it counts as a failure, and as `unknown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Null,
+    Known(ErrorClass),
+    Other,
+}
+
+impl Class {
+    fn parse(s: Option<&str>) -> Class {
+        match s {
+            None => Class::Null,
+            Some(s) => ErrorClass::parse(s).map_or(Class::Other, Class::Known),
+        }
+    }
+
+    /// Counted as a failure by the per-turn rules (anything but null and `ok`).
+    pub fn failed(self) -> bool {
+        !matches!(self, Class::Null | Class::Known(ErrorClass::Ok))
+    }
+
+    /// The class a call carries: an unknown or missing one is `unknown`.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            Class::Known(c) => c,
+            _ => ErrorClass::Unknown,
+        }
+    }
+
+    /// As a string, for the rules shared with frames (`takes_inner_class`).
+    pub fn as_str<'a>(self, raw: &'a str) -> Option<&'a str> {
+        match self {
+            Class::Null => None,
+            Class::Known(c) => Some(c.as_str()),
+            Class::Other => Some(raw),
+        }
+    }
+}
+
+/// Small strings numbered in order of first sight; 0 is null.
+#[derive(Debug, Default, Clone)]
+pub struct Dict {
+    index: HashMap<Box<str>, u32, Fast>,
+    strings: Vec<Box<str>>,
+}
+
+impl Dict {
+    pub fn id(&mut self, s: Option<&str>) -> u32 {
+        let Some(s) = s else { return 0 };
+        if let Some(&n) = self.index.get(s) {
+            return n;
+        }
+        self.strings.push(s.into());
+        let n = self.strings.len() as u32;
+        self.index.insert(s.into(), n);
+        n
+    }
+
+    pub fn get(&self, id: u32) -> Option<&str> {
+        id.checked_sub(1)
+            .and_then(|i| self.strings.get(i as usize))
+            .map(|s| &**s)
+    }
+}
+
+/// Spans as integer columns, rows in the order they were appended.
+#[derive(Debug, Default, Clone)]
+pub struct SpanTable {
+    pub trace: Vec<u128>,
+    pub span: Vec<u64>,
+    /// The parent's id; meaningful only where `has_parent`.
+    pub parent: Vec<u64>,
+    pub has_parent: Vec<bool>,
+    pub start: Vec<i64>,
+    pub end: Vec<i64>,
+    pub is_agent: Vec<bool>,
+    pub is_tool: Vec<bool>,
+    /// Dictionary numbers (0: null).
+    pub agent_call: Vec<u32>,
+    pub tool: Vec<u32>,
+    pub service: Vec<u32>,
+    pub session: Vec<u32>,
+    pub convention: Vec<u32>,
+    pub class: Vec<Class>,
+    /// The raw name of each `Class::Other` row.
+    pub other_class: HashMap<usize, u32, Fast>,
+    pub args: Vec<Hex>,
+    pub result: Vec<Hex>,
+    pub cost: Vec<Option<f64>>,
+    pub dict: Dict,
+    /// Ids that are not hex of the usual width, by their hash key.
+    odd_traces: HashMap<u128, Box<str>, Fast>,
+    odd_spans: HashMap<u64, Box<str>, Fast>,
+}
+
+/// Hex digit values, 0xff for anything else.
+const HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The value of lowercase hex of 1 to `max_digits` digits.
+fn hex_value(s: &str, max_digits: usize) -> Option<u128> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > max_digits {
+        return None;
+    }
+    let mut v: u128 = 0;
+    let mut bad = 0u8;
+    // Two 64-bit halves: u64 shifts are cheaper than u128 ones.
+    let split = b.len().saturating_sub(16);
+    let (hi, lo) = b.split_at(split);
+    let half = |part: &[u8], bad: &mut u8| -> u64 {
+        let mut x: u64 = 0;
+        for &c in part {
+            let d = HEX[c as usize];
+            *bad |= d;
+            x = (x << 4) | u64::from(d & 0xf);
+        }
+        x
+    };
+    let h = half(hi, &mut bad);
+    let l = half(lo, &mut bad);
+    if bad & 0xf0 != 0 {
+        return None;
+    }
+    v |= u128::from(h) << (4 * lo.len());
+    v |= u128::from(l);
+    Some(v)
+}
+
+fn write_hex(out: &mut String, v: u128, digits: usize) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for k in (0..digits).rev() {
+        out.push(DIGITS[((v >> (4 * k)) & 0xf) as usize] as char);
+    }
+}
+
+impl SpanTable {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// A table of `df`'s rows.
+    pub fn from_frame(df: &DataFrame) -> PolarsResult<SpanTable> {
+        let mut t = SpanTable::default();
+        t.append(df)?;
+        Ok(t)
+    }
+
+    fn trace_key(&mut self, s: &str) -> u128 {
+        if s.len() == 32 {
+            if let Some(v) = hex_value(s, 32) {
+                return v;
+            }
+        }
+        let k = xxhash_rust::xxh3::xxh3_128(s.as_bytes());
+        self.odd_traces.entry(k).or_insert_with(|| s.into());
+        k
+    }
+
+    fn span_key(&mut self, s: &str) -> u64 {
+        if s.len() == 16 {
+            if let Some(v) = hex_value(s, 16) {
+                return v as u64;
+            }
+        }
+        let k = xxhash_rust::xxh3::xxh3_64(s.as_bytes());
+        self.odd_spans.entry(k).or_insert_with(|| s.into());
+        k
+    }
+
+    fn hex(&mut self, s: Option<&str>) -> Hex {
+        match s {
+            None => Hex::None,
+            Some(s) => match hex_value(s, 32) {
+                Some(value) => Hex::Hex {
+                    value,
+                    digits: s.len() as u8,
+                },
+                None => Hex::Text(self.dict.id(Some(s))),
+            },
+        }
+    }
+
+    /// The trace id as text.
+    pub fn trace_str(&self, row: usize) -> String {
+        let k = self.trace[row];
+        match self.odd_traces.get(&k) {
+            Some(s) => s.to_string(),
+            None => {
+                let mut s = String::with_capacity(32);
+                write_hex(&mut s, k, 32);
+                s
+            }
+        }
+    }
+
+    fn span_text(&self, k: u64) -> String {
+        match self.odd_spans.get(&k) {
+            Some(s) => s.to_string(),
+            None => {
+                let mut s = String::with_capacity(16);
+                write_hex(&mut s, u128::from(k), 16);
+                s
+            }
+        }
+    }
+
+    pub fn span_str(&self, row: usize) -> String {
+        self.span_text(self.span[row])
+    }
+
+    pub fn parent_str(&self, row: usize) -> Option<String> {
+        self.has_parent[row].then(|| self.span_text(self.parent[row]))
+    }
+
+    pub fn hex_str(&self, h: Hex) -> Option<String> {
+        match h {
+            Hex::None => None,
+            Hex::Hex { value, digits } => {
+                let mut s = String::with_capacity(digits as usize);
+                write_hex(&mut s, value, digits as usize);
+                Some(s)
+            }
+            Hex::Text(id) => self.dict.get(id).map(str::to_string),
+        }
+    }
+
+    /// The class of a row as the frames spell it.
+    pub fn class_str(&self, row: usize) -> Option<&str> {
+        match self.class[row] {
+            Class::Null => None,
+            Class::Known(c) => Some(c.as_str()),
+            Class::Other => self.other_class.get(&row).and_then(|&id| self.dict.get(id)),
+        }
+    }
+
+    /// Append the rows of `df`, which holds at least the ids, `start_ns`,
+    /// `end_ns` and `tool_name` of [`COLUMNS`].
+    pub fn append(&mut self, df: &DataFrame) -> PolarsResult<()> {
+        let n = df.height();
+        let strs = |name: &str| -> PolarsResult<Option<&StringChunked>> {
+            match df.column(name) {
+                Ok(c) => Ok(Some(c.str()?)),
+                Err(_) => Ok(None),
+            }
+        };
+        let bools = |name: &str| -> PolarsResult<Vec<bool>> {
+            Ok(match df.column(name) {
+                Ok(c) => c.bool()?.iter().map(|b| b == Some(true)).collect(),
+                Err(_) => vec![false; n],
+            })
+        };
+        let opt = |c| opt_strs(c, n);
+        self.reserve(n);
+        let trace = df.column("trace_id")?.str()?;
+        let span = df.column("span_id")?.str()?;
+        let parent = df.column("parent_span_id")?.str()?;
+        for (t, (s, p)) in trace.iter().zip(span.iter().zip(parent.iter())) {
+            let t = self.trace_key(t.unwrap_or(""));
+            self.trace.push(t);
+            let s = self.span_key(s.unwrap_or(""));
+            self.span.push(s);
+            match p {
+                Some(p) => {
+                    let p = self.span_key(p);
+                    self.parent.push(p);
+                    self.has_parent.push(true);
+                }
+                None => {
+                    self.parent.push(0);
+                    self.has_parent.push(false);
+                }
+            }
+        }
+        let ints = |name: &str| -> PolarsResult<Vec<i64>> {
+            Ok(df
+                .column(name)?
+                .i64()?
+                .iter()
+                .map(|v| v.unwrap_or(0))
+                .collect())
+        };
+        self.start.extend(ints("start_ns")?);
+        self.end.extend(ints("end_ns")?);
+        self.is_agent.extend(bools("is_agent")?);
+        // A frame of tool rows only (the rollup's) may lack the flag.
+        match df.column("is_tool_call") {
+            Ok(c) => self
+                .is_tool
+                .extend(c.bool()?.iter().map(|b| b == Some(true))),
+            Err(_) => self.is_tool.extend(std::iter::repeat_n(true, n)),
+        }
+        let dict_col = |dict: &mut Dict, c, out: &mut Vec<u32>| dict_column(dict, c, n, out);
+        dict_col(&mut self.dict, strs("agent_call_id")?, &mut self.agent_call);
+        dict_col(&mut self.dict, strs("tool_name")?, &mut self.tool);
+        dict_col(&mut self.dict, strs("service_name")?, &mut self.service);
+        dict_col(&mut self.dict, strs("session_id")?, &mut self.session);
+        dict_col(
+            &mut self.dict,
+            strs("tool_convention")?,
+            &mut self.convention,
+        );
+        // Classes through the dictionary too: a dozen names, parsed once each.
+        let base = self.class.len();
+        let mut ids = Vec::with_capacity(n);
+        dict_col(&mut self.dict, strs("error_class")?, &mut ids);
+        let mut parsed: HashMap<u32, Class, Fast> = HashMap::default();
+        for (i, id) in ids.into_iter().enumerate() {
+            let dict = &self.dict;
+            let class = *parsed
+                .entry(id)
+                .or_insert_with(|| Class::parse(dict.get(id)));
+            if class == Class::Other {
+                self.other_class.insert(base + i, id);
+            }
+            self.class.push(class);
+        }
+        for a in opt(strs("tool_args_hash")?) {
+            let h = self.hex(a);
+            self.args.push(h);
+        }
+        for r in opt(strs("tool_result_hash")?) {
+            let h = self.hex(r);
+            self.result.push(h);
+        }
+        match df.column("cost_usd") {
+            Ok(c) => {
+                let c = c.cast(&DataType::Float64)?;
+                self.cost.extend(c.f64()?.iter());
+            }
+            Err(_) => self.cost.extend(std::iter::repeat_n(None, n)),
+        }
+        Ok(())
+    }
+
+    /// Append the rows `rows` of `other` (a table with its own dictionary).
+    pub fn extend_from(&mut self, other: &SpanTable, rows: &[usize]) {
+        let mut remap: HashMap<u32, u32, Fast> = HashMap::default();
+        let mut map = |dict: &mut Dict, id: u32| -> u32 {
+            if id == 0 {
+                return 0;
+            }
+            *remap
+                .entry(id)
+                .or_insert_with(|| dict.id(other.dict.get(id)))
+        };
+        for &i in rows {
+            let row = self.len();
+            self.trace.push(other.trace[i]);
+            if let Some(s) = other.odd_traces.get(&other.trace[i]) {
+                self.odd_traces.entry(other.trace[i]).or_insert(s.clone());
+            }
+            for k in [other.span[i], other.parent[i]] {
+                if let Some(s) = other.odd_spans.get(&k) {
+                    self.odd_spans.entry(k).or_insert(s.clone());
+                }
+            }
+            self.span.push(other.span[i]);
+            self.parent.push(other.parent[i]);
+            self.has_parent.push(other.has_parent[i]);
+            self.start.push(other.start[i]);
+            self.end.push(other.end[i]);
+            self.is_agent.push(other.is_agent[i]);
+            self.is_tool.push(other.is_tool[i]);
+            let d = &mut self.dict;
+            let ids = [
+                other.agent_call[i],
+                other.tool[i],
+                other.service[i],
+                other.session[i],
+                other.convention[i],
+            ]
+            .map(|id| map(d, id));
+            self.agent_call.push(ids[0]);
+            self.tool.push(ids[1]);
+            self.service.push(ids[2]);
+            self.session.push(ids[3]);
+            self.convention.push(ids[4]);
+            self.class.push(other.class[i]);
+            if let Some(&id) = other.other_class.get(&i) {
+                let id = map(&mut self.dict, id);
+                self.other_class.insert(row, id);
+            }
+            let hex = |h: Hex, map: &mut dyn FnMut(&mut Dict, u32) -> u32, d: &mut Dict| match h {
+                Hex::Text(id) => Hex::Text(map(d, id)),
+                h => h,
+            };
+            let a = hex(other.args[i], &mut map, &mut self.dict);
+            self.args.push(a);
+            let r = hex(other.result[i], &mut map, &mut self.dict);
+            self.result.push(r);
+            self.cost.push(other.cost[i]);
+        }
+    }
+
+    fn reserve(&mut self, n: usize) {
+        self.trace.reserve(n);
+        self.span.reserve(n);
+        self.parent.reserve(n);
+        self.has_parent.reserve(n);
+        self.start.reserve(n);
+        self.end.reserve(n);
+        self.is_agent.reserve(n);
+        self.is_tool.reserve(n);
+        self.agent_call.reserve(n);
+        self.tool.reserve(n);
+        self.service.reserve(n);
+        self.session.reserve(n);
+        self.convention.reserve(n);
+        self.class.reserve(n);
+        self.args.reserve(n);
+        self.result.reserve(n);
+        self.cost.reserve(n);
+    }
+
+    /// Keep the first `rows` rows.
+    pub fn truncate(&mut self, rows: usize) {
+        self.trace.truncate(rows);
+        self.span.truncate(rows);
+        self.parent.truncate(rows);
+        self.has_parent.truncate(rows);
+        self.start.truncate(rows);
+        self.end.truncate(rows);
+        self.is_agent.truncate(rows);
+        self.is_tool.truncate(rows);
+        self.agent_call.truncate(rows);
+        self.tool.truncate(rows);
+        self.service.truncate(rows);
+        self.session.truncate(rows);
+        self.convention.truncate(rows);
+        self.class.truncate(rows);
+        self.other_class.retain(|&r, _| r < rows);
+        self.args.truncate(rows);
+        self.result.truncate(rows);
+        self.cost.truncate(rows);
+    }
+
+    /// Rows sorted by (trace, span), each key's rows in row order: the
+    /// index the parent lookups search.
+    pub fn by_trace_and_span(&self) -> Vec<u32> {
+        let mut keys: Vec<(u128, u64, u32)> = (0..self.len())
+            .map(|i| (self.trace[i], self.span[i], i as u32))
+            .collect();
+        keys.sort_unstable();
+        keys.into_iter().map(|k| k.2).collect()
+    }
+
+    /// Per row, the rows of its trace as a range of `order` (from
+    /// [`by_trace_and_span`](Self::by_trace_and_span)), and each row's place in `order`.
+    pub fn trace_ranges(&self, order: &[u32]) -> (Vec<u32>, Vec<(u32, u32)>) {
+        let mut place = vec![0u32; self.len()];
+        let mut range = vec![(0u32, 0u32); self.len()];
+        let mut a = 0;
+        while a < order.len() {
+            let t = self.trace[order[a] as usize];
+            let mut b = a + 1;
+            while b < order.len() && self.trace[order[b] as usize] == t {
+                b += 1;
+            }
+            for (k, &i) in order[a..b].iter().enumerate() {
+                place[i as usize] = (a + k) as u32;
+                range[i as usize] = (a as u32, b as u32);
+            }
+            a = b;
+        }
+        (place, range)
+    }
+}
+
+fn opt_strs(c: Option<&StringChunked>, n: usize) -> Vec<Option<&str>> {
+    match c {
+        Some(c) => c.iter().collect(),
+        None => vec![None; n],
+    }
+}
+
+/// Dictionary numbers of a string column. Values repeat (a part of one
+/// service, forty tool names), and Parquet's dictionary pages decode into
+/// views of one buffer: equal views are equal strings, so each chunk asks
+/// the dictionary once per distinct view, not once per row.
+fn dict_column(dict: &mut Dict, c: Option<&StringChunked>, n: usize, out: &mut Vec<u32>) {
+    let Some(c) = c else {
+        out.extend(std::iter::repeat_n(0, n));
+        return;
+    };
+    let mut seen: HashMap<u128, u32, Fast> = HashMap::default();
+    for arr in c.downcast_iter() {
+        seen.clear();
+        for (v, s) in arr.views().iter().zip(arr.iter()) {
+            let Some(s) = s else {
+                out.push(0);
+                continue;
+            };
+            let key = v.as_u128();
+            let id = match seen.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = dict.id(Some(s));
+                    seen.insert(key, id);
+                    id
+                }
+            };
+            out.push(id);
+        }
+    }
+}
+
+/// Finds a span of a trace by id: binary search within the trace's rows.
+pub struct SpanIndex<'a> {
+    table: &'a SpanTable,
+    order: Vec<u32>,
+    range: Vec<(u32, u32)>,
+}
+
+impl<'a> SpanIndex<'a> {
+    pub fn new(table: &'a SpanTable) -> SpanIndex<'a> {
+        let order = table.by_trace_and_span();
+        let (_, range) = table.trace_ranges(&order);
+        SpanIndex {
+            table,
+            order,
+            range,
+        }
+    }
+
+    /// Every row of `row`'s trace.
+    pub fn trace_rows(&self, row: usize) -> &[u32] {
+        let (a, b) = self.range[row];
+        &self.order[a as usize..b as usize]
+    }
+
+    /// The rows of `row`'s trace with span id `span`, in row order.
+    pub fn rows_of(&self, row: usize, span: u64) -> &[u32] {
+        let (a, b) = self.range[row];
+        let slice = &self.order[a as usize..b as usize];
+        let t = self.table;
+        let lo = slice.partition_point(|&i| t.span[i as usize] < span);
+        let hi = slice.partition_point(|&i| t.span[i as usize] <= span);
+        &slice[lo..hi]
+    }
+
+    /// The parent row of `row` (the last row with that id, as a map would
+    /// keep it), if its parent is in the table.
+    pub fn parent_of(&self, row: usize) -> Option<usize> {
+        if !self.table.has_parent[row] {
+            return None;
+        }
+        self.rows_of(row, self.table.parent[row])
+            .last()
+            .map(|&i| i as usize)
+    }
+}

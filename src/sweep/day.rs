@@ -1,0 +1,316 @@
+//! One day's per-turn result: from its sealed summary when it has a valid
+//! one, else from its spans through the kernel (sealing it when final);
+//! and the fingerprint a stored result is kept under.
+
+use super::summary::{self, Summary};
+use super::window::{Window, FOLLOW_DAYS};
+use super::SweepError;
+use crate::config::DetectConfig;
+use crate::detect::{self, calls, calls::TurnCalls};
+use crate::model::{day_of_ns, day_to_string, NANOS_PER_DAY};
+use crate::signal::{self, Finding};
+use crate::store::{Reader, StoreError};
+
+/// How long a trace must have been quiet to be judged, in ns.
+pub fn settle_ns(cfg: &DetectConfig) -> i64 {
+    cfg.retry_storm.settle_seconds.max(0) * 1_000_000_000
+}
+
+/// Bumped whenever a per-turn rule changes what it finds, so stored day
+/// results from an older version are recomputed.
+const RULES_VERSION: u32 = 5;
+
+/// The rules' version and parameters: the start of every day's fingerprint.
+fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(
+        format!(
+            "v{RULES_VERSION} {:?} {:?} {:?}",
+            cfg.retry_storm, cfg.tool_loop, cfg.retry_after_success
+        )
+        .as_bytes(),
+    );
+    h
+}
+
+/// A hash of `day`'s Parquet parts (name, size, modification time).
+fn part_hash(reader: &Reader, day: i32) -> Result<u128, SweepError> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&day.to_le_bytes());
+    for part in reader.layout().parts(day)? {
+        let meta = std::fs::metadata(&part).map_err(|e| {
+            SweepError::Store(StoreError::io(format!("reading {}", part.display()), e))
+        })?;
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        h.update(reader.layout().relative(&part).as_bytes());
+        h.update(&meta.len().to_le_bytes());
+        h.update(&mtime.to_le_bytes());
+    }
+    Ok(h.digest128())
+}
+
+/// What a day's per-turn result depends on: the rules, their parameters,
+/// and the parts of every day its read may take spans from (`day - 1 ..= through`).
+pub fn day_fingerprint(
+    reader: &Reader,
+    day: i32,
+    through: i32,
+    cfg: &DetectConfig,
+) -> Result<String, SweepError> {
+    let hashes: Vec<u128> = (day - 1..=through.max(day))
+        .map(|d| part_hash(reader, d))
+        .collect::<Result<_, _>>()?;
+    Ok(combine(cfg, &hashes))
+}
+
+fn combine(cfg: &DetectConfig, hashes: &[u128]) -> String {
+    let mut h = rules_hasher(cfg);
+    for x in hashes {
+        h.update(&x.to_le_bytes());
+    }
+    format!("{:032x}", h.digest128())
+}
+
+/// Where a day's result came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Its sealed summary.
+    Summary,
+    /// Its spans (and it was sealed if `sealed`).
+    Spans { sealed: bool },
+}
+
+/// Computes days' per-turn results, in ascending order of days.
+pub struct Days<'a> {
+    reader: &'a Reader,
+    cfg: &'a DetectConfig,
+    now: i64,
+    today: i32,
+    window: Window<'a>,
+    /// Read sealed summaries (off: every day from its spans).
+    pub use_summaries: bool,
+}
+
+impl<'a> Days<'a> {
+    pub fn new(reader: &'a Reader, cfg: &'a DetectConfig, now: i64) -> Days<'a> {
+        Days {
+            reader,
+            cfg,
+            now,
+            today: day_of_ns(now),
+            window: Window::new(reader, now),
+            use_summaries: true,
+        }
+    }
+
+    /// `day`'s result and the fingerprint to keep it under.
+    pub fn result(&mut self, day: i32) -> Result<(signal::DayResult, String, Source), SweepError> {
+        let (cfg, now) = (self.cfg, self.now);
+        let settle = settle_ns(cfg);
+        // Each day's parts hashed before anything of it is read.
+        let hashes: Vec<u128> = (day - 1..=self.today.min(day + FOLLOW_DAYS))
+            .map(|d| part_hash(self.reader, d))
+            .collect::<Result<_, _>>()?;
+        let fingerprint = |through: i32| {
+            let n = (through.max(day) - (day - 1) + 1) as usize;
+            combine(cfg, &hashes[..n.min(hashes.len())])
+        };
+        let layout = self.reader.layout();
+        if self.use_summaries {
+            if let Some(s) = summary::load(layout, day)? {
+                let through = s.read_through();
+                let result = day_result(&s, day, now, cfg, None);
+                return Ok((result, fingerprint(through), Source::Summary));
+            }
+        }
+        let t0 = std::time::Instant::now();
+        let turns = self.window.turns(day, self.today)?;
+        let t1 = std::time::Instant::now();
+        let table = &turns.table;
+        let tc =
+            calls::collect_table_keeping(table, now - settle, calls::Keep::Findable).began_on(day);
+        let t2 = std::time::Instant::now();
+        let horizon = table.end.iter().copied().max().unwrap_or(0);
+        // Final: the day is over, every trace the read saw has settled, and
+        // no trace was left to follow into days still to come.
+        let day_over = i64::from(day + 1) * NANOS_PER_DAY + settle;
+        let is_final = now >= day_over && horizon <= now - settle && !turns.capped;
+        let summary = Summary {
+            calls: tc,
+            spans: table.len(),
+            horizon_ns: horizon,
+            read_days: turns.read_days.clone(),
+        };
+        // Until when the result holds: the first unsettled span's settling,
+        // the first span left out for starting after `now`, the next day
+        // for a capped read, the day's end for a day still going.
+        let provisional = (!is_final).then(|| {
+            let mut until = table
+                .end
+                .iter()
+                .filter(|&&e| e > now - settle)
+                .map(|&e| e.saturating_add(settle))
+                .min()
+                .unwrap_or(i64::MAX);
+            if let Some(b) = turns.held_back_ns {
+                until = until.min(b);
+            }
+            if turns.capped {
+                until = until.min(i64::from(self.today + 1) * NANOS_PER_DAY);
+            }
+            if now < day_over {
+                until = until.min(day_over);
+            }
+            (now, until.max(now + 1))
+        });
+        let sealed = is_final
+            && {
+                let parts = turns.parts.clone();
+                match summary::write(layout, day, &summary, &parts) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!(day = %day_to_string(day), error = %e, "could not seal the day; it is read from its spans next time");
+                        false
+                    }
+                }
+            };
+        let t3 = std::time::Instant::now();
+        self.window.done(turns);
+        let result = day_result(&summary, day, now, cfg, provisional);
+        tracing::debug!(
+            day = %day_to_string(day),
+            read_ms = (t1 - t0).as_millis() as u64,
+            kernel_ms = (t2 - t1).as_millis() as u64,
+            seal_ms = (t3 - t2).as_millis() as u64,
+            rules_ms = t3.elapsed().as_millis() as u64,
+            calls = summary.calls.calls.len(),
+            "a day from its spans"
+        );
+        let through = summary.read_through();
+        Ok((result, fingerprint(through), Source::Spans { sealed }))
+    }
+}
+
+fn day_result(
+    s: &Summary,
+    day: i32,
+    now: i64,
+    cfg: &DetectConfig,
+    provisional: Option<(i64, i64)>,
+) -> signal::DayResult {
+    let (findings, outcomes, worst, traffic) = turn_findings(&s.calls, day, now, cfg);
+    signal::DayResult {
+        findings,
+        outcomes,
+        worst,
+        horizon_ns: s.horizon_ns.min(now),
+        spans: s.spans,
+        traffic,
+        read_through: s.read_through(),
+        provisional,
+    }
+}
+
+/// What the per-turn pass gives for one day: findings, retry outcomes, and
+/// per tool the turns where it failed most.
+type TurnDay = (
+    Vec<Finding>,
+    Vec<detect::outcomes::ToolDay>,
+    Vec<(String, Vec<signal::Evidence>)>,
+    Vec<(String, i64)>,
+);
+
+/// Findings of the per-turn rules over `tc`, kept for turns that began
+/// on `day`, what that day's settled retries achieved, and its worst
+/// failing turns per tool.
+fn turn_findings(tc: &TurnCalls, day: i32, now: i64, cfg: &DetectConfig) -> TurnDay {
+    let (calls, turns) = (&tc.calls, &tc.turns);
+    let began_today = |turn: &str| {
+        turns
+            .get(turn)
+            .is_some_and(|t| day_of_ns(t.began_ns) == day)
+    };
+    let settled = |turn: &str| {
+        turns
+            .get(turn)
+            .is_some_and(|t| t.settled(now, cfg.retry_storm.settle_seconds))
+    };
+    let growth = cfg.retry_storm.exponential_ratio;
+    let mut out = Vec::new();
+    for s in detect::retry_storms(tc, now, &cfg.retry_storm) {
+        if began_today(&s.turn) {
+            out.push(Finding::from_storm(&s));
+        }
+    }
+    let settle = cfg.retry_storm.settle_seconds;
+    // A request repeated in a loop is reported once, as the loop.
+    let mut looped: std::collections::HashSet<(String, String)> = Default::default();
+    for l in detect::tool_loops(tc, now, settle, growth, &cfg.tool_loop) {
+        looped.extend(l.steps.iter().map(|t| (l.turn.clone(), t.clone())));
+        if began_today(&l.turn) {
+            out.push(Finding::from_loop(&l));
+        }
+    }
+    let keep = |turn: &str| began_today(turn) && settled(turn);
+    for w in detect::wasted_retries(calls)
+        .iter()
+        .filter(|w| keep(&w.turn))
+    {
+        out.push(Finding::from_wasted(w));
+    }
+    let read_only = |tool: &str| cfg.retry_after_success.read_only(tool);
+    for r in detect::retries_after_success(calls, growth, read_only)
+        .iter()
+        .filter(|r| keep(&r.turn) && !looped.contains(&(r.turn.clone(), r.tool.clone())))
+    {
+        let read_only = cfg.retry_after_success.read_only(&r.tool);
+        out.push(Finding::from_after_success(r, read_only));
+    }
+    for s in detect::stacked_retries(calls)
+        .iter()
+        .filter(|s| keep(&s.turn))
+    {
+        out.push(Finding::from_stacked(s));
+    }
+    // Every per-turn finding belongs to the day its turn began.
+    for f in &mut out {
+        f.day = day;
+        if let Some(e) = f.evidence.as_mut() {
+            e.day = day_to_string(day);
+            if e.session_id.is_none() {
+                e.session_id = e
+                    .turn_id
+                    .as_deref()
+                    .and_then(|t| turns.get(t))
+                    .and_then(|t| t.session_id.clone());
+            }
+        }
+    }
+    let outcomes = detect::outcomes::per_tool_day(calls, day, growth, keep);
+    let worst = tc
+        .failing
+        .iter()
+        .filter(|((_, d), _)| *d == day)
+        .map(|((tool, _), turns)| {
+            let ev = turns
+                .iter()
+                .map(|t| signal::Evidence {
+                    session_id: t.session_id.clone(),
+                    ..signal::Evidence::turn(&t.trace_id, &t.turn, day, t.calls, t.failures)
+                })
+                .collect();
+            (tool.clone(), ev)
+        })
+        .collect();
+    let traffic = tc
+        .last_call
+        .iter()
+        .filter(|((_, d), _)| *d == day)
+        .map(|((tool, _), ns)| (tool.clone(), *ns))
+        .collect();
+    (out, outcomes, worst, traffic)
+}

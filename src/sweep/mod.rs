@@ -1,0 +1,258 @@
+//! One detection pass, as `stormwatch sweep` runs it (and, later, the
+//! server's scheduler): read the rollup and the spans of the window, run
+//! every rule, group the findings into signals, update their lifecycle.
+
+use std::collections::BTreeSet;
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use crate::config::DetectConfig;
+use crate::detect;
+use crate::model::{day_of_ns, day_to_string};
+use crate::signal::{self, Finding, Lifecycle, Signal, StateDb, StateError};
+use crate::store::{Reader, StoreError};
+
+mod day;
+mod report;
+pub mod summary;
+mod window;
+
+pub use day::{day_fingerprint, settle_ns, Source};
+pub use report::{parse_now, parse_since, rfc3339, signal_json, to_json, to_markdown, to_text};
+
+/// What a sweep looks at.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// The sweep's "now" (ns): replaying history sets it in the past.
+    pub now_ns: i64,
+    /// How far back findings are collected.
+    pub since_days: i32,
+    pub evidence_limit: usize,
+    /// A daily signal resolves after this many complete days without a finding …
+    pub resolve_after_days: i64,
+    /// … a per-turn one after this many hours of its tool's traffic without one.
+    pub resolve_after_hours: i64,
+    /// Reuse the stored per-day results of days whose data is unchanged
+    /// (`sweep --rescan` turns it off).
+    pub reuse: bool,
+    /// Queue notifications of this sweep's changes (when targets are set).
+    pub alerting: Option<crate::alert::Alerting>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("the store at {0} holds no spans yet: send traces to `stormwatch serve` or run `stormwatch import` first")]
+    Empty(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("{context}: {source}")]
+    Data {
+        context: String,
+        source: PolarsError,
+    },
+}
+
+fn data(context: &str) -> impl Fn(PolarsError) -> SweepError + '_ {
+    move |source| SweepError::Data {
+        context: context.to_string(),
+        source,
+    }
+}
+
+/// A state change, for reports and alerts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub id: String,
+    pub from: Option<Lifecycle>,
+    pub to: Lifecycle,
+}
+
+/// The sweep's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    pub now_ns: i64,
+    pub since_day: String,
+    /// The newest span end the sweep saw.
+    pub horizon_ns: i64,
+    pub spans_scanned: usize,
+    /// Days the per-turn rules read, and days whose stored result was reused.
+    pub days_scanned: usize,
+    pub days_reused: usize,
+    /// Days whose sealed summary was read instead of their spans, and days
+    /// this sweep sealed.
+    pub days_from_summary: usize,
+    pub days_sealed: usize,
+    pub signals: Vec<Signal>,
+    pub changes: Vec<Change>,
+    /// Messages this sweep queued for delivery.
+    pub queued: Vec<crate::alert::Queued>,
+}
+
+/// Run one sweep over `reader`'s store, updating `state`.
+pub fn run(
+    reader: &Reader,
+    state: &mut StateDb,
+    cfg: &DetectConfig,
+    opts: &SweepOptions,
+) -> Result<SweepReport, SweepError> {
+    let days = reader.days()?;
+    if days.is_empty() {
+        return Err(SweepError::Empty(
+            reader.layout().root().display().to_string(),
+        ));
+    }
+    let today = day_of_ns(opts.now_ns);
+    let since = today - opts.since_days;
+    let mut findings = Vec::new();
+
+    // Daily rules over the rollup: the whole history feeds the baselines,
+    // findings are kept for the window.
+    if let Some(rollup) = reader.tool_daily()? {
+        let rollup = rollup.collect().map_err(data("reading the daily rollup"))?;
+        let rows = detect::daily_rows(&rollup).map_err(data("reading the daily rollup"))?;
+        let verdicts = detect::judge(&rows, today, &BTreeSet::new(), &cfg.error_spike);
+        for v in verdicts.iter().filter(|v| v.day >= since) {
+            if v.flagged {
+                findings.push(Finding::from_spike(v));
+            } else if v.latency_flagged {
+                findings.push(Finding::from_latency(v));
+            }
+        }
+    }
+
+    // Per-turn rules, one day at a time so memory holds a day of spans, not
+    // the window: each day's turns are read whole — the day before for the
+    // traces that began then, the days after for as long as the day's traces
+    // go on — and their findings belong to the day the turn began. A day
+    // whose parts have not changed since a sweep that saw it final (or
+    // whose provisional result still holds) is not read again; a sealed day
+    // is read from its summary.
+    let now = opts.now_ns;
+    let settle_ns = settle_ns(cfg);
+    let mut horizon_ns = 0;
+    let (mut spans_scanned, mut days_scanned, mut days_reused) = (0, 0, 0);
+    let (mut days_from_summary, mut days_sealed) = (0, 0);
+    let mut per_day = day::Days::new(reader, cfg, now);
+    per_day.use_summaries = opts.reuse;
+    let mut outcomes = Vec::new();
+    let mut traffic: std::collections::BTreeMap<String, i64> = Default::default();
+    let mut worst: std::collections::HashMap<(String, i32), Vec<signal::Evidence>> =
+        Default::default();
+    if let Some(first) = days.first() {
+        state.forget_days_before(first - 1)?;
+    }
+    let mut take =
+        |result: signal::DayResult, day: i32, findings: &mut Vec<Finding>, horizon_ns: &mut i64| {
+            *horizon_ns = (*horizon_ns).max(result.horizon_ns);
+            findings.extend(result.findings);
+            outcomes.extend(result.outcomes);
+            for (tool, ns) in result.traffic {
+                let t = traffic.entry(tool).or_insert(i64::MIN);
+                *t = (*t).max(ns);
+            }
+            worst.extend(result.worst.into_iter().map(|(t, e)| ((t, day), e)));
+        };
+    for day in days.iter().copied().filter(|d| (since..=today).contains(d)) {
+        if opts.reuse {
+            if let Some(through) = state.day_read_through(day)? {
+                let fingerprint = day_fingerprint(reader, day, through, cfg)?;
+                if let Some(kept) = state.day_result(day, &fingerprint, now)? {
+                    take(kept, day, &mut findings, &mut horizon_ns);
+                    days_reused += 1;
+                    continue;
+                }
+            }
+        }
+        let t0 = std::time::Instant::now();
+        let (result, fingerprint, source) = per_day.result(day)?;
+        tracing::debug!(
+            day = %day_to_string(day),
+            spans = result.spans,
+            through = %day_to_string(result.read_through),
+            source = ?source,
+            ms = t0.elapsed().as_millis() as u64,
+            "per-turn rules"
+        );
+        match source {
+            Source::Summary => days_from_summary += 1,
+            Source::Spans { sealed } => {
+                spans_scanned += result.spans;
+                days_scanned += 1;
+                days_sealed += usize::from(sealed);
+            }
+        }
+        state.put_day_result(day, &fingerprint, &result)?;
+        take(result, day, &mut findings, &mut horizon_ns);
+    }
+    // A spike's evidence: the turn where the tool failed most that day.
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.kind == signal::Kind::ErrorRateSpike)
+    {
+        if let Some(e) = worst.get(&(f.tool.clone(), f.day)).and_then(|v| v.first()) {
+            f.evidence = Some(e.clone());
+        }
+    }
+
+    state.put_outcomes(since, today, &outcomes)?;
+    let drafts = signal::group(&findings, opts.evidence_limit);
+    let mut queued = Vec::new();
+    let state_path = reader.layout().state_db();
+    let quiet = signal::state::Quiet {
+        horizon_ns,
+        after_days: opts.resolve_after_days,
+        after_hours: opts.resolve_after_hours,
+        // Only traffic whose turns had time to settle counts as quiet.
+        traffic: traffic
+            .into_iter()
+            .map(|(t, ns)| (t, ns.min(now - settle_ns)))
+            .collect(),
+    };
+    let outcome = state.apply_then(&drafts, now, &quiet, |c, out| {
+        let Some(alerting) = &opts.alerting else {
+            return Ok(());
+        };
+        let db = |source| StateError::Db {
+            path: state_path.clone(),
+            source,
+        };
+        let signals = crate::signal::state::signals_in(c, &state_path)?;
+        let wall = crate::alert::Clock::System.now_ns();
+        queued = alerting
+            .enqueue(c, &signals, &out.changes, now, wall)
+            .map_err(db)?;
+        Ok(())
+    })?;
+    let keys: BTreeSet<&str> = drafts.iter().map(|d| d.key.as_str()).collect();
+    let mut signals: Vec<Signal> = state
+        .list()?
+        .into_iter()
+        .filter(|s| keys.contains(s.draft.key.as_str()))
+        .collect();
+    signals.sort_by(|a, b| {
+        b.draft
+            .last_seen_ns
+            .cmp(&a.draft.last_seen_ns)
+            .then_with(|| a.draft.id.cmp(&b.draft.id))
+    });
+    Ok(SweepReport {
+        now_ns: now,
+        since_day: day_to_string(since),
+        horizon_ns,
+        spans_scanned,
+        days_scanned,
+        days_reused,
+        days_from_summary,
+        days_sealed,
+        signals,
+        changes: outcome
+            .changes
+            .into_iter()
+            .map(|(id, from, to)| Change { id, from, to })
+            .collect(),
+        queued,
+    })
+}

@@ -1,0 +1,166 @@
+//! What a sweep tells: its JSON contract, the short text report, Markdown,
+//! and the parsing of `--since` / `--now`.
+
+use super::SweepReport;
+use crate::model::NANOS_PER_DAY;
+use crate::signal::Signal;
+
+/// RFC 3339 (UTC) of a nanosecond timestamp.
+pub fn rfc3339(ns: i64) -> String {
+    chrono::DateTime::from_timestamp(
+        ns.div_euclid(1_000_000_000),
+        ns.rem_euclid(1_000_000_000) as u32,
+    )
+    .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    .unwrap_or_default()
+}
+
+/// The JSON contract of `sweep --format json` (documented in the README).
+pub fn to_json(report: &SweepReport) -> serde_json::Value {
+    serde_json::json!({
+        "version": 1,
+        "now": rfc3339(report.now_ns),
+        "since": report.since_day,
+        "horizon": rfc3339(report.horizon_ns),
+        "spans_scanned": report.spans_scanned,
+        "days_scanned": report.days_scanned,
+        "days_reused": report.days_reused,
+        "days_from_summary": report.days_from_summary,
+        "days_sealed": report.days_sealed,
+        "signals": report.signals.iter().map(signal_json).collect::<Vec<_>>(),
+        "changes": report.changes,
+        "alerts_queued": report.queued,
+    })
+}
+
+pub fn signal_json(s: &Signal) -> serde_json::Value {
+    let d = &s.draft;
+    serde_json::json!({
+        "id": d.id,
+        "key": d.key,
+        "kind": d.kind,
+        "severity": d.severity().as_str(),
+        "tool": d.tool,
+        "error_class": d.error_class,
+        "title": d.title,
+        "state": s.state,
+        "first_seen": rfc3339(d.first_seen_ns),
+        "last_seen": rfc3339(d.last_seen_ns),
+        "days": d.days,
+        "findings": d.findings,
+        "evidence": d.evidence,
+        "evidence_more": d.evidence_more,
+        "muted_until": s.muted_until_ns.map(rfc3339),
+    })
+}
+
+/// The short human report.
+pub fn to_text(report: &SweepReport) -> String {
+    let mut out = format!(
+        "stormwatch sweep at {} over {} .. now ({} day(s) read, {} unchanged): {} signal(s), {} change(s)\n",
+        rfc3339(report.now_ns),
+        report.since_day,
+        report.days_scanned,
+        report.days_reused,
+        report.signals.len(),
+        report.changes.len()
+    );
+    for s in &report.signals {
+        let d = &s.draft;
+        out.push_str(&format!(
+            "\n{}  [{}]  {}\n",
+            d.id,
+            s.state.as_str(),
+            d.title
+        ));
+        out.push_str(&format!(
+            "    {} finding(s) on {}\n",
+            d.findings,
+            d.days.join(", ")
+        ));
+        for e in &d.evidence {
+            let rhythm = e
+                .rhythm
+                .as_deref()
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default();
+            let vs = match (e.turn_duration_s, e.healthy_turn_duration_s) {
+                (Some(t), Some(h)) if h > 0.0 => format!(", turn {t:.1} s vs {h:.1} s healthy"),
+                _ => String::new(),
+            };
+            out.push_str(&format!(
+                "    trace {}  {} calls, {} failed{rhythm}, {:.1} s wasted{vs}\n",
+                e.trace_id, e.calls, e.failures, e.wasted_seconds
+            ));
+        }
+        if d.evidence_more > 0 {
+            out.push_str(&format!("    +{} more trace(s)\n", d.evidence_more));
+        }
+    }
+    out
+}
+
+/// Markdown, for a pull request or an issue.
+pub fn to_markdown(report: &SweepReport) -> String {
+    let esc = |s: &str| {
+        s.replace('|', "\\|")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut out = format!(
+        "## stormwatch sweep — {}\n\n| id | state | signal | findings | days |\n|---|---|---|---|---|\n",
+        rfc3339(report.now_ns)
+    );
+    for s in &report.signals {
+        let d = &s.draft;
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            d.id,
+            s.state.as_str(),
+            esc(&d.title),
+            d.findings,
+            d.days.join(", ")
+        ));
+    }
+    if report.signals.is_empty() {
+        out.push_str("| — | — | no signals | — | — |\n");
+    }
+    out
+}
+
+/// Days of history a `--since` value covers (`30d`, `12h` rounds up to a day, `2w`).
+pub fn parse_since(s: &str) -> Result<i32, String> {
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: i64 = num
+        .parse()
+        .map_err(|_| format!("expected a duration like 30d, 12h or 2w, got {s:?}"))?;
+    let days = match unit {
+        "d" | "" => n,
+        "w" => n * 7,
+        "h" => (n + 23) / 24,
+        _ => {
+            return Err(format!(
+                "expected a duration like 30d, 12h or 2w, got {s:?}"
+            ))
+        }
+    };
+    i32::try_from(days.max(1)).map_err(|_| format!("{s:?} is too long"))
+}
+
+/// A `--now` value: RFC 3339, or a UTC date (its midnight).
+pub fn parse_now(s: &str) -> Result<i64, String> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return t
+            .timestamp_nanos_opt()
+            .ok_or_else(|| format!("{s:?} is out of range"));
+    }
+    let day = crate::model::day_from_str(s).ok_or_else(|| {
+        format!(
+            "expected an RFC 3339 time (2026-08-06T09:00:00Z) or a date (2026-08-06), got {s:?}"
+        )
+    })?;
+    i64::from(day)
+        .checked_mul(NANOS_PER_DAY)
+        .ok_or_else(|| format!("{s:?} is out of range"))
+}
