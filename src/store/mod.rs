@@ -13,15 +13,19 @@ mod error;
 mod flusher;
 pub mod frame;
 pub mod layout;
+mod manifest;
 mod memtable;
 pub mod parquet;
 pub mod read;
+mod replay;
 pub mod rollup;
 pub mod wal;
 mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_parts;
 
 use std::fs::File;
 use std::path::Path;
@@ -107,9 +111,16 @@ pub struct Stats {
     pub flushes: AtomicU64,
     pub flush_failures: AtomicU64,
     pub compactions: AtomicU64,
+    /// Panics caught in the flusher's maintenance tasks, by [`MAINTENANCE_TASKS`].
+    pub maintenance_panics: [AtomicU64; MAINTENANCE_TASKS.len()],
     pub memtable_rows: AtomicUsize,
+    /// The most rows the memtable has held (WAL replay included).
+    pub memtable_rows_peak: AtomicUsize,
     pub pending_bytes: AtomicUsize,
 }
+
+/// The flusher's maintenance tasks, as `maintenance_panics` counts them.
+pub const MAINTENANCE_TASKS: [&str; 3] = ["compact", "rollup", "retention"];
 
 /// Upper bounds (seconds) of the WAL write latency histogram.
 pub const WAL_SYNC_BUCKETS: [f64; 11] = [
@@ -137,6 +148,8 @@ pub struct Recovery {
     pub records: usize,
     pub spans: usize,
     pub torn_tails: usize,
+    /// Parts written during the replay, to keep the memtable within its limits.
+    pub flushes: usize,
 }
 
 struct Shared {
@@ -151,6 +164,27 @@ struct Shared {
     /// A frozen table was abandoned uncommitted: no commit may run any more.
     poisoned: AtomicBool,
     flusher_alive: AtomicBool,
+    /// Why the flusher thread stopped, once it has.
+    flusher_stopped: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Why writes are refused, if they are: with no flusher nothing would
+    /// ever leave the memtable (and the WAL would only grow).
+    fn refusal(&self) -> Option<StoreError> {
+        let reason = if !self.flusher_alive.load(Ordering::Acquire) {
+            self.flusher_stopped
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(|| "the flusher thread has stopped".into())
+        } else if self.poisoned.load(Ordering::Acquire) {
+            "a flush was abandoned at shutdown".into()
+        } else {
+            return None;
+        };
+        Some(StoreError::Unavailable { reason })
+    }
 }
 
 enum Cmd {
@@ -216,8 +250,9 @@ impl Store {
             closing: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
             flusher_alive: AtomicBool::new(true),
+            flusher_stopped: Mutex::new(None),
         });
-        let (state, recovery) = writer::recover(&shared)?;
+        let (state, recovery) = replay::recover(&shared)?;
         let (tx, rx) = mpsc::channel();
         let (job_tx, job_rx) = mpsc::channel();
         let w = Arc::clone(&shared);
@@ -237,6 +272,7 @@ impl Store {
                 records = recovery.records,
                 spans = recovery.spans,
                 torn_tails = recovery.torn_tails,
+                flushes = recovery.flushes,
                 "recovered the write-ahead log"
             );
         }
@@ -261,6 +297,16 @@ impl Store {
         &self.shared.stats
     }
 
+    /// Whether the flusher thread runs (without it, writes are refused).
+    pub fn flusher_alive(&self) -> bool {
+        self.shared.flusher_alive.load(Ordering::Acquire)
+    }
+
+    /// Why the store refuses writes, `None` while it takes them.
+    pub fn refusal(&self) -> Option<StoreError> {
+        self.shared.refusal()
+    }
+
     pub fn reader(&self) -> Reader {
         Reader::new(self.shared.layout.clone())
     }
@@ -278,6 +324,9 @@ impl Store {
     /// `Overloaded` when the queue is full; otherwise the returned ack
     /// resolves once the request is fsynced (or failed).
     pub fn submit(&self, prepared: Prepared) -> Result<PendingAck, StoreError> {
+        if let Some(e) = self.shared.refusal() {
+            return Err(e);
+        }
         let rows = prepared.normalized.rows;
         let bytes =
             prepared.wal_payload.len() + rows.iter().map(memtable::row_bytes).sum::<usize>();
