@@ -1,8 +1,10 @@
 //! Making a change to the Parquet files atomic: a flush, a compaction or a
 //! retention pass writes new parts under temporary names, then records an
 //! intent (renames, deletions, WAL segments covered, rollup days to redo),
-//! then applies it. Recovery re-applies an intent found on disk; a change
-//! with no intent on disk never happened, and its temporary files are removed.
+//! then applies it, publishing the new part set in each day's manifest
+//! between the renames and the deletions. Recovery re-applies an intent
+//! found on disk; a change with no intent on disk never happened, and its
+//! temporary files are removed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -1,6 +1,7 @@
 //! The embedded store: a write-ahead log with group commit (a span is
 //! acknowledged only once it is fsynced), Parquet parts under
-//! `spans/date=YYYY-MM-DD/` written from the log by a background flusher,
+//! `spans/date=YYYY-MM-DD/` (the live ones named by the day's `_parts.json`)
+//! written from the log by a background flusher,
 //! compaction of small parts, retention, the per-tool daily rollup, and
 //! readers that hand out polars `LazyFrame`s. Knows nothing of detectors.
 //!
