@@ -20,6 +20,7 @@ pub mod parquet;
 pub mod read;
 mod replay;
 pub mod rollup;
+mod stats;
 pub mod wal;
 mod writer;
 
@@ -30,7 +31,7 @@ mod tests_parts;
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -39,6 +40,7 @@ pub use error::StoreError;
 pub use layout::Layout;
 pub use memtable::row_bytes;
 pub use read::Reader;
+pub use stats::{Stats, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
 use crate::ingest::Prepared;
 use memtable::Frozen;
@@ -95,50 +97,6 @@ pub struct Ack {
     pub stored: usize,
     /// Spans already stored (a redelivery), dropped.
     pub duplicates: usize,
-}
-
-/// Counters for `/metrics` and the logs.
-#[derive(Debug, Default)]
-pub struct Stats {
-    pub spans_stored: AtomicU64,
-    pub spans_duplicate: AtomicU64,
-    pub requests_refused: AtomicU64,
-    pub wal_bytes: AtomicU64,
-    pub wal_syncs: AtomicU64,
-    pub wal_sync_nanos: AtomicU64,
-    /// WAL writes (write + fdatasync) per latency bucket of [`WAL_SYNC_BUCKETS`].
-    pub wal_sync_buckets: [AtomicU64; WAL_SYNC_BUCKETS.len()],
-    pub wal_failures: AtomicU64,
-    pub flushes: AtomicU64,
-    pub flush_failures: AtomicU64,
-    pub compactions: AtomicU64,
-    /// Panics caught in the flusher's maintenance tasks, by [`MAINTENANCE_TASKS`].
-    pub maintenance_panics: [AtomicU64; MAINTENANCE_TASKS.len()],
-    pub memtable_rows: AtomicUsize,
-    /// The most rows the memtable has held (WAL replay included).
-    pub memtable_rows_peak: AtomicUsize,
-    pub pending_bytes: AtomicUsize,
-}
-
-/// The flusher's maintenance tasks, as `maintenance_panics` counts them.
-pub const MAINTENANCE_TASKS: [&str; 3] = ["compact", "rollup", "retention"];
-
-/// Upper bounds (seconds) of the WAL write latency histogram.
-pub const WAL_SYNC_BUCKETS: [f64; 11] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-];
-
-impl Stats {
-    /// Count one WAL write (append and fdatasync) that took `took`.
-    pub fn observe_wal_sync(&self, took: Duration) {
-        self.wal_sync_nanos
-            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-        self.wal_syncs.fetch_add(1, Ordering::Relaxed);
-        let secs = took.as_secs_f64();
-        if let Some(i) = WAL_SYNC_BUCKETS.iter().position(|b| secs <= *b) {
-            self.wal_sync_buckets[i].fetch_add(1, Ordering::Relaxed);
-        }
-    }
 }
 
 /// What recovery found on open.
