@@ -7,13 +7,17 @@
 //! - `delay:MS`: every call sleeps MS milliseconds first (a slow disk);
 //! - `status:CODE`, `status:CODExN`: an outgoing HTTP request answers CODE
 //!   without being sent (`webhook=status:503x2`);
-//! - `kill`: SIGKILL the process at a [`kill_point`], for crash tests.
+//! - `kill`: SIGKILL the process at a [`kill_point`], for crash tests;
+//! - `panic`, `panic:N`: panic at a [`panic_point`] (a bug in a store task).
 //!
 //! Any action may end in `@N`: the first N-1 calls pass, the N-th is the
 //! first one hit (`wal_fsync=fail_once@3`).
 //!
 //! Points: `wal_write`, `wal_fsync`, `parquet_write`, `sweep`, `webhook`
-//! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`.
+//! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`;
+//! panic points `compact`, `rollup`, `retention` (each maintenance task of
+//! the store's flusher) and `flusher` (the flusher's loop itself, outside
+//! any guard: the thread dies).
 //! Unset, every check is one relaxed atomic load.
 
 use std::collections::HashMap;
@@ -33,6 +37,7 @@ pub enum Action {
     Delay(Duration),
     Status(u16),
     Kill,
+    Panic,
 }
 
 /// An armed point: its action, how many more calls it hits (`None`: all),
@@ -75,6 +80,8 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
         ("enospc", None) => fault(Action::NoSpace, None),
         ("enospc", Some(n)) => fault(Action::NoSpace, Some(count(entry, n)?)),
         ("kill", None) => fault(Action::Kill, Some(1)),
+        ("panic", None) => fault(Action::Panic, None),
+        ("panic", Some(n)) => fault(Action::Panic, Some(count(entry, n)?)),
         ("delay", Some(ms)) => fault(
             Action::Delay(Duration::from_millis(count(entry, ms)?.into())),
             None,
@@ -92,7 +99,7 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
             }
         }
         _ => Err(format!(
-            "fault {entry:?}: expected fail_once, fail, fail:N, enospc, enospc:N, delay:MS, status:CODE, status:CODExN or kill, got {action:?}"
+            "fault {entry:?}: expected fail_once, fail, fail:N, enospc, enospc:N, delay:MS, status:CODE, status:CODExN, kill, panic or panic:N, got {action:?}"
         )),
     }
 }
@@ -102,12 +109,14 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
 const IO_POINTS: [&str; 4] = ["wal_write", "wal_fsync", "parquet_write", "sweep"];
 const STATUS_POINTS: [&str; 1] = ["webhook"];
 const KILL_POINTS: [&str; 2] = ["alert_kill_before_send", "alert_kill_after_send"];
+const PANIC_POINTS: [&str; 4] = ["compact", "rollup", "retention", "flusher"];
 
 fn check_point(entry: &str, point: &str, action: Action) -> Result<(), String> {
     let ok = match action {
         Action::Fail | Action::NoSpace | Action::Delay(_) => IO_POINTS.contains(&point),
         Action::Status(_) => STATUS_POINTS.contains(&point),
         Action::Kill => KILL_POINTS.contains(&point),
+        Action::Panic => PANIC_POINTS.contains(&point),
     };
     if ok {
         return Ok(());
@@ -116,10 +125,11 @@ fn check_point(entry: &str, point: &str, action: Action) -> Result<(), String> {
         .iter()
         .chain(&STATUS_POINTS)
         .chain(&KILL_POINTS)
+        .chain(&PANIC_POINTS)
         .copied()
         .collect();
     if known.contains(&point) {
-        Err(format!("fault {entry:?}: {point} does not take that action (IO points {IO_POINTS:?} take fail, enospc and delay; {STATUS_POINTS:?} takes status; {KILL_POINTS:?} take kill)"))
+        Err(format!("fault {entry:?}: {point} does not take that action (IO points {IO_POINTS:?} take fail, enospc and delay; {STATUS_POINTS:?} takes status; {KILL_POINTS:?} take kill; {PANIC_POINTS:?} take panic)"))
     } else {
         Err(format!(
             "fault {entry:?}: no point {point:?}; the points are {known:?}"
@@ -189,7 +199,7 @@ pub fn check(point: &str) -> io::Result<()> {
             io::ErrorKind::StorageFull,
             format!("No space left on device (os error 28) (injected fault at {point})"),
         )),
-        Some(Action::Fail) | Some(Action::Kill) => {
+        Some(Action::Fail) | Some(Action::Kill) | Some(Action::Panic) => {
             Err(io::Error::other(format!("injected fault at {point}")))
         }
     }
@@ -216,6 +226,13 @@ pub fn kill_point(point: &str) {
     std::process::abort();
 }
 
+/// Panic here, as a bug would, if a fault is armed for `point`.
+pub fn panic_point(point: &str) {
+    if hit(point) == Some(Action::Panic) {
+        panic!("injected panic at {point}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,7 +241,7 @@ mod tests {
     fn every_action_parses_and_bad_ones_are_named() {
         let p = parse(
             "wal_write=fail_once, wal_fsync=fail:2, parquet_write=enospc, sweep=delay:25, \
-             webhook=status:503x2, alert_kill_after_send=kill",
+             webhook=status:503x2, alert_kill_after_send=kill, compact=panic, flusher=panic:1",
         )
         .unwrap();
         let f = |action, remaining| Fault {
@@ -241,6 +258,8 @@ mod tests {
         );
         assert_eq!(p["webhook"], f(Action::Status(503), Some(2)));
         assert_eq!(p["alert_kill_after_send"], f(Action::Kill, Some(1)));
+        assert_eq!(p["compact"], f(Action::Panic, None));
+        assert_eq!(p["flusher"], f(Action::Panic, Some(1)));
         assert_eq!(
             parse("webhook=status:429").unwrap()["webhook"],
             f(Action::Status(429), None)
@@ -249,6 +268,8 @@ mod tests {
             ("wal_fsnyc=fail", "wal_fsnyc"),
             ("wal_fsync=status:503", "does not take"),
             ("webhook=kill", "does not take"),
+            ("wal_fsync=panic", "does not take"),
+            ("rollup=fail", "does not take"),
             ("x", "point=action"),
             ("sweep=explode", "explode"),
             ("webhook=status:999", "999"),
@@ -275,5 +296,6 @@ mod tests {
         assert!(check("wal_fsync").is_ok());
         assert_eq!(status("webhook"), None);
         kill_point("alert_kill_before_send");
+        panic_point("compact");
     }
 }

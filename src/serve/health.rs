@@ -1,5 +1,6 @@
-//! `/healthz` (the process answers) and `/readyz` (the WAL's filesystem
-//! takes a 64 KiB synced write, and the store is readable).
+//! `/healthz` (the process answers) and `/readyz` (the store takes writes —
+//! its flusher runs —, the WAL's filesystem takes a 64 KiB synced write, and
+//! the store is readable).
 
 use std::sync::Arc;
 
@@ -46,9 +47,14 @@ async fn ready(State(store): State<Arc<Store>>) -> (StatusCode, Json<serde_json:
         Ok(c) => c,
         Err(e) => (Err(e.to_string()), Err("not checked".to_string())),
     };
-    let ok = wal.is_ok() && spans.is_ok();
+    let writes = match store.refusal() {
+        Some(e) => Err(e.to_string()),
+        None => Ok(()),
+    };
+    let ok = wal.is_ok() && spans.is_ok() && writes.is_ok();
     let body = serde_json::json!({
         "ready": ok,
+        "store_accepting_writes": writes.err().unwrap_or_else(|| "ok".into()),
         "wal_writable": wal.err().unwrap_or_else(|| "ok".into()),
         "store_readable": spans.err().unwrap_or_else(|| "ok".into()),
     });

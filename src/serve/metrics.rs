@@ -15,7 +15,7 @@ use axum::Router;
 use super::otlp::OtlpState;
 use super::scheduler::Sweeper;
 use crate::alert::stats::Stats as AlertStats;
-use crate::store::{Store, WAL_SYNC_BUCKETS};
+use crate::store::{Store, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
 /// Everything `/metrics` reads.
 #[derive(Clone)]
@@ -285,6 +285,21 @@ fn store(o: &mut Out, store: &Store) {
         "Days whose flush outputs were merged.",
         load(&st.compactions),
     );
+    o.one(
+        "stormwatch_store_flusher_alive",
+        "gauge",
+        "1 while the store's flusher thread runs; 0: it stopped, writes are refused (503) until a restart.",
+        u8::from(store.flusher_alive()),
+    );
+    let name = "stormwatch_store_maintenance_panics_total";
+    o.family(
+        name,
+        "counter",
+        "Panics caught in the flusher's maintenance tasks (each logged; the flusher carries on).",
+    );
+    for (task, n) in MAINTENANCE_TASKS.iter().zip(&st.maintenance_panics) {
+        o.sample(name, &[("task", task)], load(n));
+    }
     o.one(
         "stormwatch_memtable_rows",
         "gauge",

@@ -78,6 +78,7 @@ impl AppError {
         let (status, retry, message) = match &e {
             StoreError::Overloaded { retry_after_secs, .. } => (StatusCode::TOO_MANY_REQUESTS, *retry_after_secs, e.to_string()),
             StoreError::Closed => (StatusCode::SERVICE_UNAVAILABLE, 5, e.to_string()),
+            StoreError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, 30, e.to_string()),
             _ => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 5,

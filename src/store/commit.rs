@@ -1,16 +1,21 @@
 //! Making a change to the Parquet files atomic: a flush, a compaction or a
 //! retention pass writes new parts under temporary names, then records an
 //! intent (renames, deletions, WAL segments covered, rollup days to redo),
-//! then applies it. Recovery re-applies an intent found on disk; a change
-//! with no intent on disk never happened, and its temporary files are removed.
+//! then applies it, publishing the new part set in each day's manifest
+//! between the renames and the deletions. Recovery re-applies an intent
+//! found on disk; a change with no intent on disk never happened, and its
+//! temporary files are removed.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use super::layout::Layout;
-use super::{rollup, wal, StoreError};
+use super::{manifest, rollup, wal, StoreError};
 
 /// One atomic change of the store's files.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -25,9 +30,14 @@ pub struct Intent {
     pub rollup_days: Vec<i32>,
 }
 
+static COMMITS: Mutex<()> = Mutex::new(());
+
 /// Record the intent durably, then apply it. An earlier intent still on
 /// disk (its apply failed) is finished first, never overwritten.
 pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
+    // Commits read and replace the one intent file and the manifests: one
+    // at a time, whichever thread makes them.
+    let _one = COMMITS.lock().unwrap_or_else(|e| e.into_inner());
     finish_pending(layout)?;
     let path = layout.intent();
     let tmp = path.with_extension("json.tmp");
@@ -44,10 +54,64 @@ pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
     apply(layout, intent)
 }
 
+/// The moments of an apply a test can watch (`apply_observed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// New parts renamed into place, not yet named by their day's manifest.
+    Renamed,
+    /// The manifests name the new set; the replaced parts are still on disk.
+    Published,
+    /// The replaced parts are deleted.
+    Deleted,
+}
+
 /// Apply an intent; every step can be repeated, so a crash mid-way is
 /// finished by recovery.
 pub fn apply(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
-    let mut dirs = std::collections::BTreeSet::new();
+    apply_observed(layout, intent, &mut |_| {})
+}
+
+/// The day directory and file name of a span part path, `None` for any
+/// other file (rollups, summaries): only parts go through manifests.
+fn part_of(layout: &Layout, path: &Path) -> Option<(PathBuf, String)> {
+    let dir = path.parent()?;
+    let name = path.file_name()?.to_str()?;
+    (dir.parent()? == layout.spans_dir() && manifest::is_part_name(name))
+        .then(|| (dir.to_path_buf(), name.to_string()))
+}
+
+/// `apply`, calling `on` after each step. The order is what keeps readers
+/// right: (1) every day touched gets a manifest (from its listing, for a day
+/// written before manifests) so new files stay invisible; (2) renames;
+/// (3) each day's manifest is replaced by the new set; (4) deletions;
+/// (5) a day left with no parts loses its manifest and directory.
+pub fn apply_observed(
+    layout: &Layout,
+    intent: &Intent,
+    on: &mut dyn FnMut(Step),
+) -> Result<(), StoreError> {
+    // Per day directory: the parts this change adds and removes.
+    let mut days: BTreeMap<PathBuf, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for (_, to) in &intent.renames {
+        if let Some((dir, name)) = part_of(layout, &layout.absolute(to)) {
+            days.entry(dir).or_default().0.insert(name);
+        }
+    }
+    for rel in &intent.deletes {
+        if let Some((dir, name)) = part_of(layout, &layout.absolute(rel)) {
+            days.entry(dir).or_default().1.insert(name);
+        }
+    }
+    for (dir, (added, _)) in &days {
+        if dir.is_dir() && manifest::read_bytes(dir)?.is_none() {
+            let listed = manifest::list_dir(dir)?;
+            manifest::write(
+                dir,
+                listed.into_iter().filter(|n| !added.contains(n)).collect(),
+            )?;
+        }
+    }
+    let mut dirs = BTreeSet::new();
     for (from, to) in &intent.renames {
         let (from, to) = (layout.absolute(from), layout.absolute(to));
         match fs::rename(&from, &to) {
@@ -65,6 +129,33 @@ pub fn apply(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
             dirs.insert(d.to_path_buf());
         }
     }
+    for d in &dirs {
+        wal::sync_dir(d)?;
+    }
+    on(Step::Renamed);
+    let mut emptied = Vec::new();
+    for (dir, (added, removed)) in &days {
+        let Some(old) = manifest::read(dir)? else {
+            continue;
+        };
+        let new: Vec<String> = old
+            .parts
+            .iter()
+            .filter(|n| !removed.contains(*n))
+            .chain(added.iter().filter(|n| !removed.contains(*n)))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            emptied.push(dir.clone());
+        }
+        let mut sorted = new.clone();
+        sorted.sort();
+        sorted.dedup();
+        if sorted != old.parts {
+            manifest::write(dir, sorted)?;
+        }
+    }
+    on(Step::Published);
     for rel in &intent.deletes {
         let p = layout.absolute(rel);
         match fs::remove_file(&p) {
@@ -81,8 +172,12 @@ pub fn apply(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
             wal::sync_dir(d)?;
         }
     }
-    // A day directory left empty (retention, or a compaction of nothing) goes.
-    for d in &dirs {
+    on(Step::Deleted);
+    // A day with no parts left (retention) loses its manifest, then its directory.
+    for d in &emptied {
+        manifest::remove(d)?;
+    }
+    for d in dirs.iter().chain(&emptied) {
         if d.starts_with(layout.spans_dir())
             && fs::read_dir(d).is_ok_and(|mut e| e.next().is_none())
         {
@@ -119,9 +214,10 @@ fn finish_pending(layout: &Layout) -> Result<bool, StoreError> {
     }
 }
 
-/// Finish an interrupted change, and remove temporary files of changes that
-/// never committed.
+/// Finish an interrupted change, remove temporary files of changes that
+/// never committed, and make every day's manifest agree with its files.
 pub fn recover(layout: &Layout) -> Result<bool, StoreError> {
+    let _one = COMMITS.lock().unwrap_or_else(|e| e.into_inner());
     let path = layout.intent();
     let finished = finish_pending(layout)?;
     let _ = fs::remove_file(path.with_extension("json.tmp"));
@@ -134,6 +230,7 @@ pub fn recover(layout: &Layout) -> Result<bool, StoreError> {
                 }
             }
         }
+        manifest::repair(&dir)?;
     }
     let _ = fs::remove_file(layout.tool_daily().with_extension("parquet.tmp"));
     Ok(finished)

@@ -15,6 +15,8 @@ pub enum StoreError {
     },
     #[error("the store is shutting down")]
     Closed,
+    #[error("the store refuses writes: {reason}; restart stormwatch (acknowledged spans are safe in the WAL)")]
+    Unavailable { reason: String },
     #[error("data directory {dir} is in use by another stormwatch process (lock file {lock})")]
     Locked { dir: String, lock: String },
     #[error("{context}: {message}")]
@@ -40,7 +42,10 @@ impl StoreError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            StoreError::Io { .. } | StoreError::Overloaded { .. } | StoreError::Closed
+            StoreError::Io { .. }
+                | StoreError::Overloaded { .. }
+                | StoreError::Closed
+                | StoreError::Unavailable { .. }
         )
     }
 }

@@ -32,41 +32,92 @@ const WAITED_RETRY_BUDGET: Duration = Duration::from_secs(20);
 const CLOSING_ATTEMPTS: u32 = 3;
 
 /// Marks the flusher gone (and its table released) however it exits, so
-/// the writer never waits for a flusher that is not there.
+/// the writer never waits for a flusher that is not there, and refuses
+/// writes from then on.
 struct Alive<'a>(&'a Shared);
 
 impl Drop for Alive<'_> {
     fn drop(&mut self) {
+        self.0
+            .flusher_stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| "the flusher thread has exited".into());
         self.0.flusher_alive.store(false, Ordering::Release);
         *self.0.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.0.flusher_idle.notify_all();
     }
 }
 
+/// The text of a caught panic.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// The flusher's maintenance tasks, each guarded on its own.
+#[derive(Debug, Clone, Copy)]
+enum Task {
+    Compact = 0,
+    Rollup = 1,
+    Retention = 2,
+}
+
+impl Task {
+    fn name(self) -> &'static str {
+        super::MAINTENANCE_TASKS[self as usize]
+    }
+}
+
+/// Run a maintenance task; a panic in it is logged, counted, and survived
+/// (the files stay as the last commit left them; the task runs again later).
+fn guarded(shared: &Shared, task: Task, f: impl FnOnce()) {
+    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        shared.stats.maintenance_panics[task as usize].fetch_add(1, Ordering::Relaxed);
+        tracing::error!(task = task.name(), panic = %panic_text(p.as_ref()), "a store maintenance task panicked; skipped, the flusher carries on");
+    }
+}
+
 pub fn run(shared: Arc<Shared>, jobs: Receiver<Job>) {
     let _alive = Alive(&shared);
-    let mut dirty: BTreeSet<i32> = rollup_dirty(&shared);
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_loop(&shared, jobs)));
+    if let Err(p) = ran {
+        tracing::error!(panic = %panic_text(p.as_ref()), "the flusher thread panicked and stopped; the store refuses writes until stormwatch is restarted (acknowledged spans are safe in the WAL)");
+        // Said to clients too, so no panic text (it may name local paths).
+        *shared
+            .flusher_stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) =
+            Some("the flusher thread panicked (see the server log)".into());
+    }
+}
+
+fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
+    let mut dirty: BTreeSet<i32> = rollup_dirty(shared);
     let mut last_rollup = Instant::now();
     let mut last_retention: Option<Instant> = None;
     loop {
+        crate::faults::panic_point("flusher");
         let job = match jobs.recv_timeout(Duration::from_millis(500)) {
             Ok(job) => Some(job),
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => {
-                refresh_rollups(&shared, &mut dirty);
+                refresh_rollups(shared, &mut dirty);
                 return;
             }
         };
         if let Some(job) = job {
             let days: Vec<i32> = job.frozen.table.days.keys().copied().collect();
             let mut waiters = job.waiters;
-            let result = flush_until_committed(&shared, &job.frozen, &mut waiters);
+            let result = flush_until_committed(shared, &job.frozen, &mut waiters);
             if result.is_ok() {
                 dirty.extend(days.iter().copied());
-                compact_days(&shared, &days);
+                compact_days(shared, &days);
                 // Waiters asked for everything to be readable: rollups included.
                 if !waiters.is_empty() {
-                    refresh_rollups(&shared, &mut dirty);
+                    refresh_rollups(shared, &mut dirty);
                     last_rollup = Instant::now();
                 }
             }
@@ -79,14 +130,16 @@ pub fn run(shared: Arc<Shared>, jobs: Receiver<Job>) {
             }
         }
         if !dirty.is_empty() && last_rollup.elapsed() >= shared.opts.rollup_interval {
-            refresh_rollups(&shared, &mut dirty);
+            refresh_rollups(shared, &mut dirty);
             last_rollup = Instant::now();
         }
         if last_retention.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             last_retention = Some(Instant::now());
-            if let Err(e) = apply_retention(&shared, &mut dirty) {
-                tracing::error!(error = %e, "retention pass failed; will try again in an hour");
-            }
+            guarded(shared, Task::Retention, || {
+                if let Err(e) = apply_retention(shared, &mut dirty) {
+                    tracing::error!(error = %e, "retention pass failed; will try again in an hour");
+                }
+            });
         }
     }
 }
@@ -109,12 +162,15 @@ fn refresh_rollups(shared: &Shared, dirty: &mut BTreeSet<i32>) {
         return;
     }
     let days: Vec<i32> = dirty.iter().copied().collect();
-    match rollup::refresh(&shared.layout, &days) {
-        Ok(()) => dirty.clear(),
-        Err(e) => {
-            tracing::error!(error = %e, days = days.len(), "rollup refresh failed; will retry")
+    guarded(shared, Task::Rollup, || {
+        crate::faults::panic_point("rollup");
+        match rollup::refresh(&shared.layout, &days) {
+            Ok(()) => dirty.clear(),
+            Err(e) => {
+                tracing::error!(error = %e, days = days.len(), "rollup refresh failed; will retry")
+            }
         }
-    }
+    });
 }
 
 /// Flush until the table is committed. A flush that keeps failing keeps its
@@ -175,7 +231,7 @@ fn flush_until_committed(
 }
 
 /// Write one part per day, then commit them with the WAL segments they cover.
-fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
+pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
     let layout = &shared.layout;
     let mut intent = Intent {
         wal_upto: Some(frozen.wal_upto),
@@ -187,7 +243,7 @@ fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
             let refs: Vec<_> = rows.iter().collect();
             let mut df =
                 frame::rows_to_frame(&refs).map_err(|e| StoreError::data("building a part", e))?;
-            let tag = format!("{:016}", frozen.wal_upto);
+            let tag = parquet::new_part_tag();
             intent
                 .renames
                 .push(parquet::write_tmp_part(layout, *day, &tag, &mut df)?);
@@ -204,9 +260,9 @@ fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
 }
 
 /// Merge each day's flush outputs once there are `compact_parts` of them.
-fn compact_days(shared: &Shared, days: &[i32]) {
+pub fn compact_days(shared: &Shared, days: &[i32]) {
     for &day in days {
-        match compact_day(shared, day) {
+        guarded(shared, Task::Compact, || match compact_day(shared, day) {
             Ok(true) => {
                 shared.stats.compactions.fetch_add(1, Ordering::Relaxed);
             }
@@ -214,7 +270,7 @@ fn compact_days(shared: &Shared, days: &[i32]) {
             Err(e) => {
                 tracing::warn!(day = %day_to_string(day), error = %e, "compaction failed; the parts stay as they are")
             }
-        }
+        });
     }
 }
 
@@ -234,6 +290,7 @@ fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
     if small.len() < shared.opts.compact_parts.max(2) {
         return Ok(false);
     }
+    crate::faults::panic_point("compact");
     let context = || format!("compacting {}", day_to_string(day));
     let last = small
         .last()
@@ -282,6 +339,7 @@ fn dedup(df: DataFrame, seen: &mut KeySet) -> PolarsResult<DataFrame> {
 
 /// Delete the days older than the retention window.
 fn apply_retention(shared: &Shared, dirty: &mut BTreeSet<i32>) -> Result<(), StoreError> {
+    crate::faults::panic_point("retention");
     let Some(keep) = shared.opts.retention_days else {
         return Ok(());
     };

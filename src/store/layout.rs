@@ -82,25 +82,24 @@ impl Layout {
         Ok(days)
     }
 
-    /// The committed Parquet parts of a day, in name order.
+    /// The live Parquet parts of a day, in name order: those its manifest
+    /// (`_parts.json`) names, so a reader never sees a merged part beside
+    /// its sources; for a day written before manifests, its `part-*.parquet`
+    /// files. Files the manifest does not name are invisible.
     pub fn parts(&self, day: i32) -> Result<Vec<PathBuf>, StoreError> {
         let dir = self.day_dir(day);
-        let entries = match fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::io(format!("listing {}", dir.display()), e)),
-        };
-        let mut parts: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("part-") && n.ends_with(".parquet"))
-            })
-            .collect();
-        parts.sort();
-        Ok(parts)
+        Ok(super::manifest::live(&dir)?
+            .into_iter()
+            .map(|n| dir.join(n))
+            .collect())
+    }
+
+    /// A fingerprint of the day's live part set, without touching the
+    /// parts: a hash of its manifest, "" when the day has no parts. Equal
+    /// versions mean the same parts (names are never reused, parts never
+    /// rewritten in place).
+    pub fn day_version(&self, day: i32) -> Result<String, StoreError> {
+        super::manifest::version(&self.day_dir(day))
     }
 
     /// A path relative to the root, as intents record it.

@@ -1,6 +1,7 @@
 //! The embedded store: a write-ahead log with group commit (a span is
 //! acknowledged only once it is fsynced), Parquet parts under
-//! `spans/date=YYYY-MM-DD/` written from the log by a background flusher,
+//! `spans/date=YYYY-MM-DD/` (the live ones named by the day's `_parts.json`)
+//! written from the log by a background flusher,
 //! compaction of small parts, retention, the per-tool daily rollup, and
 //! readers that hand out polars `LazyFrame`s. Knows nothing of detectors.
 //!
@@ -13,20 +14,25 @@ mod error;
 mod flusher;
 pub mod frame;
 pub mod layout;
+mod manifest;
 mod memtable;
 pub mod parquet;
 pub mod read;
+mod replay;
 pub mod rollup;
+mod stats;
 pub mod table;
 pub mod wal;
 mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_parts;
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -35,6 +41,7 @@ pub use error::StoreError;
 pub use layout::Layout;
 pub use memtable::row_bytes;
 pub use read::Reader;
+pub use stats::{Stats, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
 use crate::ingest::Prepared;
 use memtable::Frozen;
@@ -93,43 +100,6 @@ pub struct Ack {
     pub duplicates: usize,
 }
 
-/// Counters for `/metrics` and the logs.
-#[derive(Debug, Default)]
-pub struct Stats {
-    pub spans_stored: AtomicU64,
-    pub spans_duplicate: AtomicU64,
-    pub requests_refused: AtomicU64,
-    pub wal_bytes: AtomicU64,
-    pub wal_syncs: AtomicU64,
-    pub wal_sync_nanos: AtomicU64,
-    /// WAL writes (write + fdatasync) per latency bucket of [`WAL_SYNC_BUCKETS`].
-    pub wal_sync_buckets: [AtomicU64; WAL_SYNC_BUCKETS.len()],
-    pub wal_failures: AtomicU64,
-    pub flushes: AtomicU64,
-    pub flush_failures: AtomicU64,
-    pub compactions: AtomicU64,
-    pub memtable_rows: AtomicUsize,
-    pub pending_bytes: AtomicUsize,
-}
-
-/// Upper bounds (seconds) of the WAL write latency histogram.
-pub const WAL_SYNC_BUCKETS: [f64; 11] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-];
-
-impl Stats {
-    /// Count one WAL write (append and fdatasync) that took `took`.
-    pub fn observe_wal_sync(&self, took: Duration) {
-        self.wal_sync_nanos
-            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-        self.wal_syncs.fetch_add(1, Ordering::Relaxed);
-        let secs = took.as_secs_f64();
-        if let Some(i) = WAL_SYNC_BUCKETS.iter().position(|b| secs <= *b) {
-            self.wal_sync_buckets[i].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
 /// What recovery found on open.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Recovery {
@@ -138,6 +108,8 @@ pub struct Recovery {
     pub records: usize,
     pub spans: usize,
     pub torn_tails: usize,
+    /// Parts written during the replay, to keep the memtable within its limits.
+    pub flushes: usize,
 }
 
 struct Shared {
@@ -152,6 +124,27 @@ struct Shared {
     /// A frozen table was abandoned uncommitted: no commit may run any more.
     poisoned: AtomicBool,
     flusher_alive: AtomicBool,
+    /// Why the flusher thread stopped, once it has.
+    flusher_stopped: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Why writes are refused, if they are: with no flusher nothing would
+    /// ever leave the memtable (and the WAL would only grow).
+    fn refusal(&self) -> Option<StoreError> {
+        let reason = if !self.flusher_alive.load(Ordering::Acquire) {
+            self.flusher_stopped
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(|| "the flusher thread has stopped".into())
+        } else if self.poisoned.load(Ordering::Acquire) {
+            "a flush was abandoned at shutdown".into()
+        } else {
+            return None;
+        };
+        Some(StoreError::Unavailable { reason })
+    }
 }
 
 enum Cmd {
@@ -217,8 +210,9 @@ impl Store {
             closing: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
             flusher_alive: AtomicBool::new(true),
+            flusher_stopped: Mutex::new(None),
         });
-        let (state, recovery) = writer::recover(&shared)?;
+        let (state, recovery) = replay::recover(&shared)?;
         let (tx, rx) = mpsc::channel();
         let (job_tx, job_rx) = mpsc::channel();
         let w = Arc::clone(&shared);
@@ -238,6 +232,7 @@ impl Store {
                 records = recovery.records,
                 spans = recovery.spans,
                 torn_tails = recovery.torn_tails,
+                flushes = recovery.flushes,
                 "recovered the write-ahead log"
             );
         }
@@ -262,6 +257,16 @@ impl Store {
         &self.shared.stats
     }
 
+    /// Whether the flusher thread runs (without it, writes are refused).
+    pub fn flusher_alive(&self) -> bool {
+        self.shared.flusher_alive.load(Ordering::Acquire)
+    }
+
+    /// Why the store refuses writes, `None` while it takes them.
+    pub fn refusal(&self) -> Option<StoreError> {
+        self.shared.refusal()
+    }
+
     pub fn reader(&self) -> Reader {
         Reader::new(self.shared.layout.clone())
     }
@@ -279,6 +284,9 @@ impl Store {
     /// `Overloaded` when the queue is full; otherwise the returned ack
     /// resolves once the request is fsynced (or failed).
     pub fn submit(&self, prepared: Prepared) -> Result<PendingAck, StoreError> {
+        if let Some(e) = self.shared.refusal() {
+            return Err(e);
+        }
         let rows = prepared.normalized.rows;
         let bytes =
             prepared.wal_payload.len() + rows.iter().map(memtable::row_bytes).sum::<usize>();

@@ -21,7 +21,7 @@ fn kv(key: &str, v: &str) -> KeyValue {
 }
 
 /// `n` tool spans on `day` ('YYYY-MM-DD'), ids from `seed`.
-fn request(day: &str, seed: u8, n: usize, tool: &str) -> ExportTraceServiceRequest {
+pub(super) fn request(day: &str, seed: u8, n: usize, tool: &str) -> ExportTraceServiceRequest {
     let start = i64::from(day_from_str(day).unwrap()) * NANOS_PER_DAY + 3_600_000_000_000;
     let spans = (0..n)
         .map(|i| Span {
@@ -49,7 +49,7 @@ fn request(day: &str, seed: u8, n: usize, tool: &str) -> ExportTraceServiceReque
 }
 
 /// Submit `request(day, seed, n, tool)` and wait for its acknowledgement.
-fn put(store: &Store, day: &str, seed: u8, n: usize, tool: &str) -> Ack {
+pub(super) fn put(store: &Store, day: &str, seed: u8, n: usize, tool: &str) -> Ack {
     store
         .submit(crate::ingest::prepare(&request(day, seed, n, tool)))
         .unwrap()
@@ -57,14 +57,14 @@ fn put(store: &Store, day: &str, seed: u8, n: usize, tool: &str) -> Ack {
         .unwrap()
 }
 
-fn quick() -> StoreOptions {
+pub(super) fn quick() -> StoreOptions {
     StoreOptions {
         flush_interval: Duration::from_secs(3600),
         ..StoreOptions::default()
     }
 }
 
-fn count(dir: &std::path::Path) -> usize {
+pub(super) fn count(dir: &std::path::Path) -> usize {
     Reader::open(dir)
         .unwrap()
         .all_spans()

@@ -1,7 +1,8 @@
 //! The writer thread: takes queued requests, makes sure the stored keys of
 //! every day they touch are loaded (dedup), appends them to the WAL with one
 //! fsync per group, acknowledges them, and keeps their new rows in the
-//! memtable until it hands a frozen table to the flusher.
+//! memtable until it hands a frozen table to the flusher. Refuses every
+//! request once the flusher is gone.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -9,13 +10,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use prost::Message;
-
 use super::flusher::Job;
 use super::memtable::{memory_keys, Frozen, KeySet, Memtable, Seen};
-use super::wal::{self, Wal};
-use super::{parquet, Ack, Cmd, Recovery, Shared, StoreError, Submission};
+use super::wal::Wal;
+use super::{parquet, Ack, Cmd, Shared, StoreError, Submission};
 use crate::model::{day_to_string, SpanRow};
 
 /// Largest group of requests written with one fsync.
@@ -23,61 +21,15 @@ const MAX_GROUP_BYTES: usize = 32 << 20;
 
 /// What the writer owns.
 pub struct WriterState {
-    wal: Wal,
-    mem: Memtable,
-    seen: Seen,
-}
-
-/// Finish an interrupted commit and replay the WAL into a memtable.
-pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
-    let layout = &shared.layout;
-    let mut report = Recovery {
-        finished_commit: super::commit::recover(layout)?,
-        ..Recovery::default()
-    };
-    let mut mem = Memtable::default();
-    let mut seen = Seen::new(shared.opts.dedup_days);
-    let wal_dir = layout.wal_dir();
-    let seqs = wal::list(&wal_dir)?;
-    for (i, &seq) in seqs.iter().enumerate() {
-        let newest = i + 1 == seqs.len();
-        let segment = wal::read_segment(&wal_dir, seq, newest)?;
-        report.segments += 1;
-        if let Some(at) = segment.torn_at {
-            report.torn_tails += 1;
-            tracing::warn!(
-                segment = seq,
-                offset = at,
-                "cut a torn record off the WAL (a write interrupted before it was acknowledged)"
-            );
-        }
-        for record in &segment.records {
-            report.records += 1;
-            match ExportTraceServiceRequest::decode(record.as_slice()) {
-                Ok(req) => {
-                    let rows = crate::ingest::normalize(&req).rows;
-                    load_days(shared, &mut seen, &mem, None, &rows)?;
-                    let (stored, _) = insert_rows(&mut mem, &mut seen, rows);
-                    report.spans += stored;
-                }
-                Err(e) => {
-                    tracing::error!(segment = seq, error = %e, "a WAL record passed its CRC but does not decode; skipped")
-                }
-            }
-        }
-    }
-    let wal = Wal::create(&wal_dir, seqs.last().copied().unwrap_or(0))?;
-    shared
-        .stats
-        .memtable_rows
-        .store(mem.rows, Ordering::Relaxed);
-    Ok((WriterState { wal, mem, seen }, report))
+    pub wal: Wal,
+    pub mem: Memtable,
+    pub seen: Seen,
 }
 
 /// Make sure the stored keys of every day `rows` touch are loaded. A day
 /// whose keys cannot be read is an error: storing without them could store
 /// a redelivered span twice.
-fn load_days(
+pub fn load_days(
     shared: &Shared,
     seen: &mut Seen,
     mem: &Memtable,
@@ -95,7 +47,7 @@ fn load_days(
 }
 
 /// Keep the rows not stored before (their days' keys must be loaded).
-fn insert_rows(mem: &mut Memtable, seen: &mut Seen, rows: Vec<SpanRow>) -> (usize, usize) {
+pub fn insert_rows(mem: &mut Memtable, seen: &mut Seen, rows: Vec<SpanRow>) -> (usize, usize) {
     let (mut stored, mut dups) = (0, 0);
     for row in rows {
         let day = row.day();
@@ -219,6 +171,12 @@ fn refuse(shared: &Shared, group: Vec<Submission>, e: &StoreError) {
 
 fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>) {
     let stats = &shared.stats;
+    // No flusher: acknowledging would only grow the memtable without bound.
+    if let Some(e) = shared.refusal() {
+        tracing::error!(error = %e, requests = group.len(), "refusing requests");
+        refuse(shared, group, &e);
+        return;
+    }
     let frozen = shared
         .frozen
         .lock()
@@ -265,6 +223,9 @@ fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>)
         }
     }
     stats.memtable_rows.store(state.mem.rows, Ordering::Relaxed);
+    stats
+        .memtable_rows_peak
+        .fetch_max(state.mem.rows, Ordering::Relaxed);
 }
 
 /// Wait until the flusher has no table, or can take none any more.
@@ -301,9 +262,15 @@ fn hand_off(
     }
     // After a table was abandoned uncommitted (shutdown with a broken disk),
     // no later commit may run: it would delete that table's WAL segments.
-    if shared.poisoned.load(Ordering::Acquire) || !shared.flusher_alive.load(Ordering::Acquire) {
+    if shared.poisoned.load(Ordering::Acquire) {
         for w in waiters {
             let _ = w.send(Err(StoreError::Closed));
+        }
+        return false;
+    }
+    if let Some(e) = shared.refusal() {
+        for w in waiters {
+            let _ = w.send(Err(e.clone()));
         }
         return false;
     }

@@ -4,6 +4,7 @@
 mod alerts;
 mod common;
 mod crash;
+mod crash_flusher;
 mod dashboard;
 mod fixtures;
 mod frameworks;

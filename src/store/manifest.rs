@@ -1,0 +1,169 @@
+//! The per-day manifest of live parts, `spans/date=YYYY-MM-DD/_parts.json`:
+//! which `part-*.parquet` files of the day a reader sees. A commit
+//! (`commit::apply`) replaces it atomically (temporary file, fsync, rename)
+//! between renaming new parts in and deleting the parts they replace, so a
+//! reader lists either the old set or the new one, never both. A day written
+//! before manifests existed has none; its parts are then the directory's
+//! `part-*.parquet` files, and its first commit writes the manifest.
+
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{wal, StoreError};
+
+/// The manifest's file name inside a day directory.
+pub const FILE: &str = "_parts.json";
+
+/// What the manifest holds: the live parts' file names, sorted.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub version: u32,
+    pub parts: Vec<String>,
+}
+
+/// Whether `name` is a committed part's file name.
+pub fn is_part_name(name: &str) -> bool {
+    name.starts_with("part-") && name.ends_with(".parquet")
+}
+
+pub fn path(day_dir: &Path) -> PathBuf {
+    day_dir.join(FILE)
+}
+
+/// The manifest's bytes, `None` when the day has none.
+pub fn read_bytes(day_dir: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    let p = path(day_dir);
+    match fs::read(&p) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io(format!("reading {}", p.display()), e)),
+    }
+}
+
+/// The day's manifest, `None` when it has none (a day written before
+/// manifests, or no day at all).
+pub fn read(day_dir: &Path) -> Result<Option<Manifest>, StoreError> {
+    read_bytes(day_dir)?
+        .map(|b| decode(day_dir, &b))
+        .transpose()
+}
+
+fn decode(day_dir: &Path, bytes: &[u8]) -> Result<Manifest, StoreError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::data(format!("reading {}", path(day_dir).display()), e))
+}
+
+/// The `part-*.parquet` files in the directory, sorted (what a day without
+/// a manifest holds).
+pub fn list_dir(day_dir: &Path) -> Result<Vec<String>, StoreError> {
+    let entries = match fs::read_dir(day_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io(format!("listing {}", day_dir.display()), e)),
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| is_part_name(n))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The live part names of a day: the manifest's, or the listing's without one.
+pub fn live(day_dir: &Path) -> Result<Vec<String>, StoreError> {
+    match read(day_dir)? {
+        Some(m) => Ok(m.parts),
+        None => list_dir(day_dir),
+    }
+}
+
+/// A fingerprint of the day's live part set: a hash of the manifest's
+/// bytes, of the listed names for a day without one, "" for no parts.
+/// Part names are never reused, so a change of the set changes it.
+pub fn version(day_dir: &Path) -> Result<String, StoreError> {
+    let bytes = match read_bytes(day_dir)? {
+        Some(b) => {
+            if decode(day_dir, &b)?.parts.is_empty() {
+                return Ok(String::new());
+            }
+            b
+        }
+        None => {
+            let names = list_dir(day_dir)?;
+            if names.is_empty() {
+                return Ok(String::new());
+            }
+            format!("listed:{}", names.join("\n")).into_bytes()
+        }
+    };
+    Ok(format!(
+        "{:032x}",
+        xxhash_rust::xxh3::xxh3_128(bytes.as_slice())
+    ))
+}
+
+/// Replace the manifest with `parts` (sorted here): temporary file, fsync,
+/// rename, directory fsync.
+pub fn write(day_dir: &Path, mut parts: Vec<String>) -> Result<(), StoreError> {
+    parts.sort();
+    parts.dedup();
+    let m = Manifest { version: 1, parts };
+    let p = path(day_dir);
+    let tmp = day_dir.join(format!(".{FILE}.tmp"));
+    let body = serde_json::to_vec(&m).map_err(|e| StoreError::data("encoding a manifest", e))?;
+    fs::File::create(&tmp)
+        .and_then(|mut f| {
+            f.write_all(&body)?;
+            f.sync_all()
+        })
+        .and_then(|()| fs::rename(&tmp, &p))
+        .map_err(|e| StoreError::io(format!("writing {}", p.display()), e))?;
+    wal::sync_dir(day_dir)
+}
+
+/// Remove the manifest (a day whose last part went).
+pub fn remove(day_dir: &Path) -> Result<(), StoreError> {
+    let p = path(day_dir);
+    match fs::remove_file(&p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(format!("removing {}", p.display()), e)),
+    }
+}
+
+/// On open, with no commit pending: make the manifest agree with the disk.
+/// An unreadable manifest is rebuilt from the listing; names whose files
+/// are gone are dropped; a day without one gets one. Parts on disk that the
+/// manifest does not name are left invisible and reported.
+pub fn repair(day_dir: &Path) -> Result<(), StoreError> {
+    let listed = list_dir(day_dir)?;
+    let bytes = read_bytes(day_dir)?;
+    let current = match bytes.as_deref().map(|b| decode(day_dir, b)) {
+        Some(Ok(m)) => m.parts,
+        None => {
+            if !listed.is_empty() {
+                write(day_dir, listed)?;
+            }
+            return Ok(());
+        }
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "rebuilding an unreadable part manifest from the directory listing");
+            return write(day_dir, listed);
+        }
+    };
+    let (kept, gone): (Vec<String>, Vec<String>) =
+        current.into_iter().partition(|n| listed.contains(n));
+    let unnamed: Vec<&String> = listed.iter().filter(|n| !kept.contains(n)).collect();
+    if !unnamed.is_empty() {
+        tracing::warn!(dir = %day_dir.display(), files = ?unnamed, "parts not named by the day's manifest are ignored");
+    }
+    if !gone.is_empty() {
+        tracing::warn!(dir = %day_dir.display(), files = ?gone, "the day's manifest named missing parts; dropped from it");
+        write(day_dir, kept)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! Recovery on open: finish an interrupted commit, then replay the WAL into
+//! the memtable with the writer's dedup. A long WAL is replayed in chunks:
+//! whenever the memtable reaches a flush limit it is written to parts and
+//! committed, so memory stays within the memtable's bounds. A chunk's
+//! commit deletes only the segments read to their end; the segment being
+//! read stays until a later commit covers it (a crash mid-replay replays it
+//! again, and dedup against the committed parts drops what is already in).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+
+use super::memtable::{Frozen, Memtable, Seen};
+use super::wal::{self, Wal};
+use super::writer::{insert_rows, load_days, WriterState};
+use super::{flusher, Recovery, Shared, StoreError};
+
+/// Attempts a chunk's flush gets before the open fails.
+const CHUNK_ATTEMPTS: u32 = 5;
+
+/// Finish an interrupted commit and replay the WAL into a memtable.
+pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
+    let layout = &shared.layout;
+    let mut report = Recovery {
+        finished_commit: super::commit::recover(layout)?,
+        ..Recovery::default()
+    };
+    let mut mem = Memtable::default();
+    let mut seen = Seen::new(shared.opts.dedup_days);
+    let wal_dir = layout.wal_dir();
+    let seqs = wal::list(&wal_dir)?;
+    for (i, &seq) in seqs.iter().enumerate() {
+        let newest = i + 1 == seqs.len();
+        let segment = wal::read_segment(&wal_dir, seq, newest)?;
+        report.segments += 1;
+        if let Some(at) = segment.torn_at {
+            report.torn_tails += 1;
+            tracing::warn!(
+                segment = seq,
+                offset = at,
+                "cut a torn record off the WAL (a write interrupted before it was acknowledged)"
+            );
+        }
+        for record in &segment.records {
+            report.records += 1;
+            match ExportTraceServiceRequest::decode(record.as_slice()) {
+                Ok(req) => {
+                    let rows = crate::ingest::normalize(&req).rows;
+                    load_days(shared, &mut seen, &mem, None, &rows)?;
+                    let (stored, _) = insert_rows(&mut mem, &mut seen, rows);
+                    report.spans += stored;
+                    shared
+                        .stats
+                        .memtable_rows_peak
+                        .fetch_max(mem.rows, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    tracing::error!(segment = seq, error = %e, "a WAL record passed its CRC but does not decode; skipped")
+                }
+            }
+            // Segments before this one are wholly in parts or in `mem`.
+            if let Some(upto) = seq.checked_sub(1).filter(|_| over_limit(shared, &mem)) {
+                flush_chunk(shared, &mut mem, upto)?;
+                report.flushes += 1;
+            }
+        }
+    }
+    let wal = Wal::create(&wal_dir, seqs.last().copied().unwrap_or(0))?;
+    shared
+        .stats
+        .memtable_rows
+        .store(mem.rows, Ordering::Relaxed);
+    Ok((WriterState { wal, mem, seen }, report))
+}
+
+/// Whether the replayed memtable reached a limit a flush would have had.
+fn over_limit(shared: &Shared, mem: &Memtable) -> bool {
+    let o = &shared.opts;
+    mem.rows >= o.flush_rows || mem.bytes >= o.flush_bytes.min(o.max_memory_bytes)
+}
+
+/// Write the memtable to parts and commit them with the WAL segments up to
+/// `wal_upto`; retried with backoff a few times, then the open fails (the
+/// WAL keeps everything).
+fn flush_chunk(shared: &Shared, mem: &mut Memtable, wal_upto: u64) -> Result<(), StoreError> {
+    let frozen = Frozen {
+        table: mem.take(),
+        wal_upto,
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match flusher::flush(shared, &frozen) {
+            Ok(()) => break,
+            Err(e) if attempt >= CHUNK_ATTEMPTS => {
+                return Err(StoreError::io(
+                    "flushing replayed WAL records",
+                    format!("{e} (after {attempt} attempts; the WAL keeps the spans)"),
+                ))
+            }
+            Err(e) => {
+                let delay = crate::retry::full_jitter(
+                    Duration::from_millis(200),
+                    Duration::from_secs(5),
+                    attempt,
+                );
+                tracing::warn!(error = %e, attempt, "flushing replayed WAL records failed; retrying");
+                std::thread::sleep(delay);
+            }
+        }
+    }
+    shared.stats.flushes.fetch_add(1, Ordering::Relaxed);
+    let days: Vec<i32> = frozen.table.days.keys().copied().collect();
+    flusher::compact_days(shared, &days);
+    Ok(())
+}
