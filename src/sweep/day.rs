@@ -9,7 +9,7 @@ use crate::config::DetectConfig;
 use crate::detect::{self, calls, calls::TurnCalls};
 use crate::model::{day_of_ns, day_to_string, NANOS_PER_DAY};
 use crate::signal::{self, Finding};
-use crate::store::{Reader, StoreError};
+use crate::store::Reader;
 
 /// How long a trace must have been quiet to be judged, in ns.
 pub fn settle_ns(cfg: &DetectConfig) -> i64 {
@@ -33,24 +33,11 @@ fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {
     h
 }
 
-/// A hash of `day`'s Parquet parts (name, size, modification time).
+/// A fingerprint of `day`'s parts: the store's day version (a hash of the
+/// day's part manifest), not a `stat` of every part.
 fn part_hash(reader: &Reader, day: i32) -> Result<u128, SweepError> {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(&day.to_le_bytes());
-    for part in reader.layout().parts(day)? {
-        let meta = std::fs::metadata(&part).map_err(|e| {
-            SweepError::Store(StoreError::io(format!("reading {}", part.display()), e))
-        })?;
-        let mtime = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        h.update(reader.layout().relative(&part).as_bytes());
-        h.update(&meta.len().to_le_bytes());
-        h.update(&mtime.to_le_bytes());
-    }
-    Ok(h.digest128())
+    let v = reader.layout().day_version(day)?;
+    Ok(xxhash_rust::xxh3::xxh3_128(format!("{day} {v}").as_bytes()))
 }
 
 /// What a day's per-turn result depends on: the rules, their parameters,
