@@ -21,7 +21,7 @@ fn kv(key: &str, v: &str) -> KeyValue {
 }
 
 /// `n` tool spans on `day` ('YYYY-MM-DD'), ids from `seed`.
-fn request(day: &str, seed: u8, n: usize, tool: &str) -> ExportTraceServiceRequest {
+pub(super) fn request(day: &str, seed: u8, n: usize, tool: &str) -> ExportTraceServiceRequest {
     let start = i64::from(day_from_str(day).unwrap()) * NANOS_PER_DAY + 3_600_000_000_000;
     let spans = (0..n)
         .map(|i| Span {
