@@ -48,7 +48,7 @@ pub struct SealOptions {
 impl Default for SealOptions {
     fn default() -> Self {
         SealOptions {
-            range_rows: 300_000,
+            range_rows: 150_000,
             row_group_rows: 128 * 1024,
         }
     }
