@@ -14,10 +14,12 @@
 //! first one hit (`wal_fsync=fail_once@3`).
 //!
 //! Points: `wal_write`, `wal_fsync`, `parquet_write`, `sweep`, `webhook`
-//! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`;
-//! panic points `compact`, `rollup`, `retention` (each maintenance task of
-//! the store's flusher) and `flusher` (the flusher's loop itself, outside
-//! any guard: the thread dies).
+//! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`,
+//! `seal_compact_before_commit` (a seal compaction's outputs written, not
+//! committed) and `seal_compact_after_commit` (committed, manifest and
+//! scratch files not yet seen to); panic points `compact`, `rollup`,
+//! `retention` (each maintenance task of the store's flusher) and `flusher`
+//! (the flusher's loop itself, outside any guard: the thread dies).
 //! Unset, every check is one relaxed atomic load.
 
 use std::collections::HashMap;
@@ -108,7 +110,12 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
 /// outgoing-request point (status) and the kill points.
 const IO_POINTS: [&str; 4] = ["wal_write", "wal_fsync", "parquet_write", "sweep"];
 const STATUS_POINTS: [&str; 1] = ["webhook"];
-const KILL_POINTS: [&str; 2] = ["alert_kill_before_send", "alert_kill_after_send"];
+const KILL_POINTS: [&str; 4] = [
+    "alert_kill_before_send",
+    "alert_kill_after_send",
+    "seal_compact_before_commit",
+    "seal_compact_after_commit",
+];
 const PANIC_POINTS: [&str; 4] = ["compact", "rollup", "retention", "flusher"];
 
 fn check_point(entry: &str, point: &str, action: Action) -> Result<(), String> {

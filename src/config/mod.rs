@@ -166,6 +166,8 @@ pub struct StoreConfig {
     pub max_memory_bytes: usize,
     pub compact_parts: usize,
     pub rollup_interval_secs: u64,
+    /// Seal-compact a day once it ended this long ago; 0 never does.
+    pub seal_after_secs: u64,
 }
 
 impl Default for StoreConfig {
@@ -179,6 +181,7 @@ impl Default for StoreConfig {
             max_memory_bytes: d.max_memory_bytes,
             compact_parts: d.compact_parts,
             rollup_interval_secs: d.rollup_interval.as_secs(),
+            seal_after_secs: d.seal_after.map_or(0, |a| a.as_secs()),
         }
     }
 }
@@ -375,6 +378,8 @@ impl Config {
             compact_parts: self.store.compact_parts,
             retention_days: (days > 0).then_some(days),
             rollup_interval: Duration::from_secs(self.store.rollup_interval_secs.max(1)),
+            seal_after: (self.store.seal_after_secs > 0)
+                .then(|| Duration::from_secs(self.store.seal_after_secs)),
             ..StoreOptions::default()
         }
     }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::detect::{daily_rows, judge, DailyRow, DayVerdict, SpikeParams};
 use crate::model::ErrorClass;
-use crate::store::{Reader, StoreError};
+use crate::store::{ReadStats, Reader, StoreError};
 
 /// The rollup, per tool, across services.
 #[derive(Debug, Default)]
@@ -287,19 +287,15 @@ impl Rollup {
     }
 }
 
-/// The spans of one trace (on `day` and its neighbours when known).
+/// The spans of one trace (on `day` and its neighbours when known), by
+/// start, and what reading them took: on a sealed day, one row group.
 pub fn trace_spans(
     reader: &Reader,
     trace_id: &str,
     day: Option<i32>,
-) -> Result<DataFrame, StoreError> {
-    let filter = col("trace_id").eq(lit(trace_id.to_string()));
-    let build = |lf: LazyFrame| {
-        lf.filter(filter.clone())
-            .sort(["start_ns"], SortMultipleOptions::default())
-    };
+) -> Result<(DataFrame, ReadStats), StoreError> {
     match day {
-        Some(d) => reader.collect_spans(d - 1..=d + 1, build),
-        None => reader.collect_spans(.., build),
+        Some(d) => reader.trace_spans(d - 1..=d + 1, trace_id),
+        None => reader.trace_spans(.., trace_id),
     }
 }

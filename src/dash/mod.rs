@@ -423,7 +423,15 @@ fn trace_view(
         None => Some(d.full_scans.lock().unwrap_or_else(|e| e.into_inner())),
         Some(_) => None,
     };
-    let df = data::trace_spans(&d.reader, &trace_id.to_ascii_lowercase(), day).map_err(internal)?;
+    let (df, read) =
+        data::trace_spans(&d.reader, &trace_id.to_ascii_lowercase(), day).map_err(internal)?;
+    tracing::debug!(
+        trace_id,
+        files = read.files,
+        row_groups_read = read.row_groups_read,
+        row_groups_skipped = read.row_groups_skipped,
+        "trace lookup"
+    );
     if df.height() == 0 {
         return Err(Fail(
             StatusCode::NOT_FOUND,

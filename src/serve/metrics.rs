@@ -301,6 +301,18 @@ fn store(o: &mut Out, store: &Store) {
         o.sample(name, &[("task", task)], load(n));
     }
     o.one(
+        "stormwatch_seal_compactions_total",
+        "counter",
+        "Finished days rewritten as at most four parts sorted by trace.",
+        load(&st.seal_compactions),
+    );
+    o.one(
+        "stormwatch_seal_failures_total",
+        "counter",
+        "Seal compactions that failed (the parts stay as they were; retried later).",
+        load(&st.seal_failures),
+    );
+    o.one(
         "stormwatch_memtable_rows",
         "gauge",
         "Rows acknowledged but not yet in Parquet.",

@@ -10,18 +10,27 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use polars::prelude::*;
-
 use super::commit::{self, Intent};
+use super::layout::is_seal_output;
 use super::memtable::Frozen;
 use super::memtable::KeySet;
+use super::seal::SealReport;
+use super::sealer::{self, Sealer};
 use super::{frame, parquet, rollup, Shared, StoreError};
 use crate::model::{day_to_string, NANOS_PER_DAY};
 
-/// A table to write, and who waits for it.
-pub struct Job {
-    pub frozen: Arc<Frozen>,
-    pub waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+/// What the flusher is asked to do.
+pub enum Job {
+    /// Write a table, and tell who waits for it.
+    Flush {
+        frozen: Arc<Frozen>,
+        waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+    },
+    /// Seal-compact a day now, and answer.
+    Seal {
+        day: i32,
+        reply: std::sync::mpsc::Sender<Result<Option<SealReport>, StoreError>>,
+    },
 }
 
 const RETRY_BASE: Duration = Duration::from_millis(200);
@@ -98,6 +107,7 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
     let mut dirty: BTreeSet<i32> = rollup_dirty(shared);
     let mut last_rollup = Instant::now();
     let mut last_retention: Option<Instant> = None;
+    let mut sealer = Sealer::new(&shared.opts);
     loop {
         crate::faults::panic_point("flusher");
         let job = match jobs.recv_timeout(Duration::from_millis(500)) {
@@ -108,12 +118,15 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
                 return;
             }
         };
-        if let Some(job) = job {
-            let days: Vec<i32> = job.frozen.table.days.keys().copied().collect();
-            let mut waiters = job.waiters;
-            let result = flush_until_committed(shared, &job.frozen, &mut waiters);
+        if let Some(Job::Seal { day, reply }) = job {
+            let _ = reply.send(sealer::seal_guarded(shared, day, &mut dirty));
+        } else if let Some(Job::Flush { frozen, waiters }) = job {
+            let days: Vec<i32> = frozen.table.days.keys().copied().collect();
+            let mut waiters = waiters;
+            let result = flush_until_committed(shared, &frozen, &mut waiters);
             if result.is_ok() {
                 dirty.extend(days.iter().copied());
+                sealer.wrote(&days);
                 compact_days(shared, &days);
                 // Waiters asked for everything to be readable: rollups included.
                 if !waiters.is_empty() {
@@ -133,6 +146,7 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
             refresh_rollups(shared, &mut dirty);
             last_rollup = Instant::now();
         }
+        sealer.tick(&shared, &mut dirty);
         if last_retention.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             last_retention = Some(Instant::now());
             guarded(shared, Task::Retention, || {
@@ -279,11 +293,15 @@ fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
         return Ok(false);
     }
     let layout = &shared.layout;
+    let parts = layout.parts(day)?;
+    // A sealed day's late parts wait for the re-seal, which merges them all.
+    if parts.iter().any(|p| is_seal_output(p)) {
+        return Ok(false);
+    }
     // Flush outputs only (each at most `flush_rows` rows, so one in memory is
     // bounded); a merged part is never merged again, so a busy day is not
     // rewritten over and over.
-    let small: Vec<_> = layout
-        .parts(day)?
+    let small: Vec<_> = parts
         .into_iter()
         .filter(|p| !p.to_string_lossy().ends_with("-c.parquet"))
         .collect();
@@ -309,7 +327,7 @@ fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
             };
             let df = parquet::scan_parts(std::slice::from_ref(part))
                 .and_then(|lf| lf.collect())
-                .and_then(|df| dedup(df, &mut seen))
+                .and_then(|df| frame::dedup(df, &mut seen))
                 .map_err(|e| StoreError::data(context(), e))?;
             Ok(Some(df))
         })?;
@@ -323,18 +341,6 @@ fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
     commit::commit(layout, &intent)?;
     tracing::debug!(day = %day_to_string(day), parts = small.len(), rows, "compacted");
     Ok(true)
-}
-
-/// Keep the first row of each (trace id, span id) not in `seen`.
-fn dedup(df: DataFrame, seen: &mut KeySet) -> PolarsResult<DataFrame> {
-    let mask: BooleanChunked = frame::keys(&df)?
-        .into_iter()
-        .map(|k| k.is_none_or(|k| seen.insert(k)))
-        .collect();
-    if mask.all() {
-        return Ok(df);
-    }
-    df.filter(&mask)
 }
 
 /// Delete the days older than the retention window.
@@ -355,9 +361,6 @@ fn apply_retention(shared: &Shared, dirty: &mut BTreeSet<i32>) -> Result<(), Sto
         .into_iter()
         .filter(|d| *d < oldest_kept)
         .collect();
-    if old.is_empty() {
-        return Ok(());
-    }
     let mut intent = Intent {
         rollup_days: old.clone(),
         ..Intent::default()
@@ -367,8 +370,21 @@ fn apply_retention(shared: &Shared, dirty: &mut BTreeSet<i32>) -> Result<(), Sto
             .deletes
             .extend(layout.parts(day)?.iter().map(|p| layout.relative(p)));
     }
-    commit::commit(layout, &intent)?;
-    dirty.extend(old.iter().copied());
-    tracing::info!(days = old.len(), oldest = %day_to_string(old[0]), "retention removed old days");
+    if !old.is_empty() {
+        commit::commit(layout, &intent)?;
+        dirty.extend(old.iter().copied());
+        tracing::info!(days = old.len(), oldest = %day_to_string(old[0]), "retention removed old days");
+    }
+    // Their summaries go too (also those a crash left behind their spans).
+    for day in layout.sealed_days()? {
+        if day < oldest_kept {
+            let dir = layout.sealed_dir(day);
+            match fs::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io(format!("removing {}", dir.display()), e)),
+            }
+        }
+    }
     Ok(())
 }

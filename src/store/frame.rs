@@ -3,6 +3,7 @@
 
 use polars::prelude::*;
 
+use super::memtable::KeySet;
 use crate::model::{SpanKey, SpanRow};
 
 /// Columns of a stored span part, in order, with their types.
@@ -133,4 +134,16 @@ pub fn keys(df: &DataFrame) -> PolarsResult<Vec<Option<SpanKey>>> {
         .zip(spans.iter())
         .map(|(t, s)| SpanKey::from_hex(t?, s?))
         .collect())
+}
+
+/// Keep the first row of each (trace id, span id) not in `seen`.
+pub fn dedup(df: DataFrame, seen: &mut KeySet) -> PolarsResult<DataFrame> {
+    let mask: BooleanChunked = keys(&df)?
+        .into_iter()
+        .map(|k| k.is_none_or(|k| seen.insert(k)))
+        .collect();
+    if mask.all() {
+        return Ok(df);
+    }
+    df.filter(&mask)
 }

@@ -6,6 +6,16 @@ use std::path::{Path, PathBuf};
 use super::StoreError;
 use crate::model::{day_from_str, day_to_string};
 
+/// How the name of a seal compaction's output ends (`part-…-s.parquet`).
+pub const SEAL_SUFFIX: &str = "-s.parquet";
+
+/// Whether `path` names a part written by seal compaction.
+pub fn is_seal_output(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(SEAL_SUFFIX))
+}
+
 /// The data directory's layout (DESIGN.md, "Storage layout").
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -28,6 +38,15 @@ impl Layout {
     }
     pub fn day_dir(&self, day: i32) -> PathBuf {
         self.spans_dir()
+            .join(format!("date={}", day_to_string(day)))
+    }
+    /// Where the derived summaries of sealed days live.
+    pub fn sealed_root(&self) -> PathBuf {
+        self.root.join("sealed")
+    }
+    /// `<root>/sealed/date=YYYY-MM-DD`: a sealed day's summary and its `manifest.json`.
+    pub fn sealed_dir(&self, day: i32) -> PathBuf {
+        self.sealed_root()
             .join(format!("date={}", day_to_string(day)))
     }
     pub fn rollups_dir(&self) -> PathBuf {
@@ -65,21 +84,12 @@ impl Layout {
 
     /// Days with a partition directory, in order.
     pub fn days(&self) -> Result<Vec<i32>, StoreError> {
-        let dir = self.spans_dir();
-        let entries = match fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::io(format!("listing {}", dir.display()), e)),
-        };
-        let mut days: Vec<i32> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name();
-                day_from_str(name.to_str()?.strip_prefix("date=")?)
-            })
-            .collect();
-        days.sort_unstable();
-        Ok(days)
+        list_days(&self.spans_dir())
+    }
+
+    /// Days with a directory under `sealed/`, in order.
+    pub fn sealed_days(&self) -> Result<Vec<i32>, StoreError> {
+        list_days(&self.sealed_root())
     }
 
     /// The live Parquet parts of a day, in name order: those its manifest
@@ -113,4 +123,22 @@ impl Layout {
     pub fn absolute(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
+}
+
+/// The `date=YYYY-MM-DD` directories in `dir`, as days in order.
+fn list_days(dir: &Path) -> Result<Vec<i32>, StoreError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io(format!("listing {}", dir.display()), e)),
+    };
+    let mut days: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            day_from_str(name.to_str()?.strip_prefix("date=")?)
+        })
+        .collect();
+    days.sort_unstable();
+    Ok(days)
 }

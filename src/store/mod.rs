@@ -1,9 +1,11 @@
 //! The embedded store: a write-ahead log with group commit (a span is
 //! acknowledged only once it is fsynced), Parquet parts under
 //! `spans/date=YYYY-MM-DD/` (the live ones named by the day's `_parts.json`)
-//! written from the log by a background flusher,
-//! compaction of small parts, retention, the per-tool daily rollup, and
-//! readers that hand out polars `LazyFrame`s. Knows nothing of detectors.
+//! written from the log by a background flusher, compaction of small parts,
+//! seal compaction of finished days (a few large files sorted by trace, see
+//! [`seal`]), retention, the per-tool daily rollup, and readers that hand
+//! out polars `LazyFrame`s (and a trace lookup that decodes only the row
+//! groups that can hold the trace). Knows nothing of detectors.
 //!
 //! Threads: one writer owns the WAL and the memtable; one flusher turns
 //! frozen memtables into Parquet and runs compaction, rollups and retention.
@@ -20,11 +22,16 @@ pub mod parquet;
 pub mod read;
 mod replay;
 pub mod rollup;
+mod rowgroup;
+pub mod seal;
+mod sealer;
 mod stats;
 pub mod table;
 pub mod wal;
 mod writer;
 
+#[cfg(test)]
+pub(crate) mod seal_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -40,7 +47,8 @@ use std::time::Duration;
 pub use error::StoreError;
 pub use layout::Layout;
 pub use memtable::row_bytes;
-pub use read::Reader;
+pub use read::{ReadStats, Reader};
+pub use seal::{ManifestUpdate, SealOptions, SealReport};
 pub use stats::{Stats, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
 use crate::ingest::Prepared;
@@ -70,6 +78,10 @@ pub struct StoreOptions {
     pub dedup_days: usize,
     /// Refresh the rollup of days changed by flushes this often.
     pub rollup_interval: Duration,
+    /// Seal-compact a day once it ended this long ago (`None`: never).
+    pub seal_after: Option<Duration>,
+    /// How seal compaction sizes its sub-ranges and row groups.
+    pub seal: SealOptions,
 }
 
 impl Default for StoreOptions {
@@ -84,6 +96,8 @@ impl Default for StoreOptions {
             retention_days: None,
             dedup_days: 3,
             rollup_interval: Duration::from_secs(30),
+            seal_after: Some(Duration::from_secs(3600)),
+            seal: SealOptions::default(),
         }
     }
 }
@@ -177,6 +191,8 @@ impl PendingAck {
 pub struct Store {
     shared: Arc<Shared>,
     tx: Mutex<Option<mpsc::Sender<Cmd>>>,
+    /// The flusher's own channel, for jobs that are not flushes.
+    jobs: Mutex<Option<mpsc::Sender<flusher::Job>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     recovery: Recovery,
     lock: File,
@@ -215,6 +231,7 @@ impl Store {
         let (state, recovery) = replay::recover(&shared)?;
         let (tx, rx) = mpsc::channel();
         let (job_tx, job_rx) = mpsc::channel();
+        let jobs = job_tx.clone();
         let w = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("stormwatch-wal".into())
@@ -239,6 +256,7 @@ impl Store {
         Ok(Store {
             shared,
             tx: Mutex::new(Some(tx)),
+            jobs: Mutex::new(Some(jobs)),
             threads: Mutex::new(vec![writer, flusher]),
             recovery,
             lock,
@@ -354,9 +372,26 @@ impl Store {
         rx.await.unwrap_or(Err(StoreError::Closed))
     }
 
+    /// Seal-compact `day` now (see [`seal`]), on the flusher thread, and
+    /// wait for it: `None` when every part of the day already is a seal
+    /// output. The automatic trigger is [`StoreOptions::seal_after`].
+    pub fn seal_compact(&self, day: i32) -> Result<Option<SealReport>, StoreError> {
+        let (reply, rx) = mpsc::channel();
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .ok_or(StoreError::Closed)?
+            .send(flusher::Job::Seal { day, reply })
+            .map_err(|_| StoreError::Closed)?;
+        rx.recv().unwrap_or(Err(StoreError::Closed))
+    }
+
     /// Tell the writer to stop (it hands its last table to the flusher) and
     /// wait for both threads; a second call finds nothing to do.
     fn stop_threads(&self) {
+        // The flusher stops once the writer's channel and this one are gone.
+        self.jobs.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = tx.send(Cmd::Shutdown);
         }

@@ -132,6 +132,68 @@ pub fn write_batches(
     Ok(rows)
 }
 
+/// A Parquet file with the span schema written frame by frame: each frame
+/// becomes one row group (it is rechunked first), so the caller sizes them.
+pub struct Batches {
+    path: PathBuf,
+    file: File,
+    writer: polars::io::parquet::write::BatchedWriter<File>,
+    rows: usize,
+}
+
+impl Batches {
+    /// Create `path` for frames with [`frame::schema`](super::frame::schema).
+    pub fn create(path: &Path, compression: ParquetCompression) -> Result<Batches, StoreError> {
+        let context = || format!("writing {}", path.display());
+        crate::faults::check("parquet_write").map_err(|e| StoreError::io(context(), e))?;
+        let file = File::create(path).map_err(|e| StoreError::io(context(), e))?;
+        let handle = file.try_clone().map_err(|e| StoreError::io(context(), e))?;
+        let writer = ParquetWriter::new(handle)
+            .with_compression(compression)
+            .with_statistics(StatisticsOptions::default())
+            .batched(&super::frame::schema())
+            .map_err(|e| StoreError::io(context(), e))?;
+        Ok(Batches {
+            path: path.to_path_buf(),
+            file,
+            writer,
+            rows: 0,
+        })
+    }
+
+    /// Append `df` as one row group.
+    pub fn write(&mut self, df: &DataFrame) -> Result<(), StoreError> {
+        if df.height() == 0 {
+            return Ok(());
+        }
+        let mut df = df.clone();
+        df.rechunk_mut();
+        self.writer
+            .write_batch(&df)
+            .map_err(|e| StoreError::io(format!("writing {}", self.path.display()), e))?;
+        self.rows += df.height();
+        Ok(())
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Write the footer; fsync the file when `durable`. Returns the rows written.
+    pub fn finish(self, durable: bool) -> Result<usize, StoreError> {
+        let context = || format!("writing {}", self.path.display());
+        self.writer
+            .finish()
+            .map_err(|e| StoreError::io(context(), e))?;
+        if durable {
+            self.file
+                .sync_all()
+                .map_err(|e| StoreError::io(context(), e))?;
+        }
+        Ok(self.rows)
+    }
+}
+
 /// A lazy scan over parts (which must exist and share a schema).
 pub fn scan(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
     scan_with(paths, None)

@@ -18,6 +18,8 @@ pub struct Stats {
     pub flushes: AtomicU64,
     pub flush_failures: AtomicU64,
     pub compactions: AtomicU64,
+    pub seal_compactions: AtomicU64,
+    pub seal_failures: AtomicU64,
     /// Panics caught in the flusher's maintenance tasks, by [`MAINTENANCE_TASKS`].
     pub maintenance_panics: [AtomicU64; MAINTENANCE_TASKS.len()],
     pub memtable_rows: AtomicUsize,

@@ -290,11 +290,13 @@ fn hand_off(
     });
     *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&frozen));
     shared.stats.memtable_rows.store(0, Ordering::Relaxed);
-    if let Err(err) = jobs.send(Job { frozen, waiters }) {
+    if let Err(err) = jobs.send(Job::Flush { frozen, waiters }) {
         // The flusher is gone: the rows stay safe in the WAL.
         *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        for w in err.0.waiters {
-            let _ = w.send(Err(StoreError::Closed));
+        if let Job::Flush { waiters, .. } = err.0 {
+            for w in waiters {
+                let _ = w.send(Err(StoreError::Closed));
+            }
         }
         return false;
     }

@@ -14,4 +14,5 @@ mod interop_rust;
 mod load;
 mod operate;
 mod otlp_http;
+mod seal;
 mod sweep;
