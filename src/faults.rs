@@ -17,7 +17,8 @@
 //! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`,
 //! `seal_compact_before_commit` (a seal compaction's outputs written, not
 //! committed) and `seal_compact_after_commit` (committed, manifest and
-//! scratch files not yet seen to); panic points `compact`, `rollup`,
+//! scratch files not yet seen to), `seal_summary` (a sweep sealing a day:
+//! some of its summary files written, no manifest yet); panic points `compact`, `rollup`,
 //! `retention` (each maintenance task of the store's flusher) and `flusher`
 //! (the flusher's loop itself, outside any guard: the thread dies).
 //! Unset, every check is one relaxed atomic load.
@@ -110,11 +111,12 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
 /// outgoing-request point (status) and the kill points.
 const IO_POINTS: [&str; 4] = ["wal_write", "wal_fsync", "parquet_write", "sweep"];
 const STATUS_POINTS: [&str; 1] = ["webhook"];
-const KILL_POINTS: [&str; 4] = [
+const KILL_POINTS: [&str; 5] = [
     "alert_kill_before_send",
     "alert_kill_after_send",
     "seal_compact_before_commit",
     "seal_compact_after_commit",
+    "seal_summary",
 ];
 const PANIC_POINTS: [&str; 4] = ["compact", "rollup", "retention", "flusher"];
 

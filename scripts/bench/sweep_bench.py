@@ -12,11 +12,14 @@ Without a data directory at --data it first writes one with the
 `sweep_data` bench (30 days x 1 M tool spans: about 2 GB, 80 s). Each run
 measures, alternating the order so drift hits both alike:
 
-- stormwatch cold: a fresh state.sqlite, every day read (`sweep --rescan`);
+- stormwatch cold: a fresh state.sqlite, every day read from its spans
+  (`sweep --rescan`: no summary is read; final days are sealed as it goes);
+- stormwatch sealed: a fresh state.sqlite again, every day from the
+  summaries the cold run sealed;
 - DuckDB: scripts/bench/duckdb_sweep.py with --threads 2;
 - stormwatch unchanged: the same sweep again, state kept;
 - stormwatch after one more day: a hard-linked copy of the store with one
-  more day appended, swept with the state of the cold run.
+  more day appended, swept with the state and summaries of the runs before.
 
 Wall time and peak RSS come from wait4() on each child process. Medians are
 printed, with the ratio stormwatch / DuckDB per run and its median.
@@ -119,7 +122,7 @@ def main():
             "--now", args.now, "--since-days", str(args.days), "--threads", "2"]
     env = dict(os.environ, RUST_LOG="warn")
 
-    rows = {"cold": [], "duckdb": [], "unchanged": [], "plus1": []}
+    rows = {"cold": [], "duckdb": [], "sealed": [], "unchanged": [], "plus1": []}
     found = {}
     for run in range(args.runs):
         order = ["cold", "duckdb"] if run % 2 == 0 else ["duckdb", "cold"]
@@ -132,10 +135,18 @@ def main():
                 wall, rss, out = measure(duck)
                 found["duckdb"] = json.loads(out)["findings"]
             rows[what].append((wall, rss))
+        clear_state(args.data)
+        wall, rss, out = measure(sweep[:1] + ["--data-dir", args.data] + sweep[1:], env)
+        rows["sealed"].append((wall, rss))
+        found["sealed"] = counts(out)
         wall, rss, _ = measure(sweep[:1] + ["--data-dir", args.data] + sweep[1:], env)
         rows["unchanged"].append((wall, rss))
         clear_state(plus)
         shutil.copy2(os.path.join(args.data, "state.sqlite"), os.path.join(plus, "state.sqlite"))
+        # The sealed summaries the earlier sweeps left, as a server keeps them.
+        shutil.rmtree(os.path.join(plus, "sealed"), ignore_errors=True)
+        if os.path.isdir(os.path.join(args.data, "sealed")):
+            shutil.copytree(os.path.join(args.data, "sealed"), os.path.join(plus, "sealed"))
         plus_cmd = [stormwatch, "sweep", "--data-dir", plus, "--now", next_now,
                     "--since", days_since, "--format", "json"]
         wall, rss, out = measure(plus_cmd, env)
@@ -149,16 +160,21 @@ def main():
     med = {k: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v))
            for k, v in rows.items()}
     ratios = [c[0] / d[0] for c, d in zip(rows["cold"], rows["duckdb"])]
+    sealed_ratios = [c[0] / d[0] for c, d in zip(rows["sealed"], rows["duckdb"])]
     print()
     print(f"{args.days} days x {args.per_day} tool spans/day, {args.runs} runs, medians:")
     for k, label in [("cold", "stormwatch sweep, every day read"),
                      ("duckdb", "DuckDB, same detection in SQL"),
+                     ("sealed", "stormwatch sweep, sealed days"),
                      ("unchanged", "stormwatch sweep, nothing changed"),
                      ("plus1", "stormwatch sweep after one more day")]:
         print(f"  {label:40} {med[k][0]:8.2f} s  peak RSS {med[k][1]:7.0f} MiB")
     print(f"  cold / DuckDB time: median {statistics.median(ratios):.2f} "
           f"(runs {', '.join(f'{r:.2f}' for r in ratios)})")
+    print(f"  sealed / DuckDB time: median {statistics.median(sealed_ratios):.2f} "
+          f"(runs {', '.join(f'{r:.2f}' for r in sealed_ratios)})")
     print(f"  findings, stormwatch: {json.dumps(found.get('stormwatch'), sort_keys=True)}")
+    print(f"  findings, sealed:     {json.dumps(found.get('sealed'), sort_keys=True)}")
     print(f"  findings, DuckDB:     {json.dumps(found.get('duckdb'), sort_keys=True)}")
 
 

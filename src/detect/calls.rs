@@ -164,7 +164,7 @@ pub struct FailingTurn {
 /// arguments, or either's unknown).
 fn repeats_a_request(t: &SpanTable, rows: &[u32]) -> bool {
     use crate::store::table::Hex;
-    let mut args: Vec<Hex> = rows.iter().map(|&i| t.args[i as usize]).collect();
+    let mut args: Vec<Hex> = rows.iter().map(|&i| t.args.get(i as usize)).collect();
     if args.contains(&Hex::None) {
         return true;
     }
@@ -225,22 +225,19 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
     let anchors = turns::anchors(t, &index);
     // Nested duplicates are looked for only where one call can be two
     // spans (an MCP span, or two conventions), as the rollup does.
-    let nested = if may_nest_in(t) {
-        nested_in(t, &index)
-    } else {
-        vec![None; n]
-    };
+    let nested = may_nest_in(t).then(|| nested_in(t, &index));
+    let nested_of = |i: usize| nested.as_ref().and_then(|v| v[i]);
     // The row whose class each call counts with: its own, or its inner
     // duplicate's failure.
-    let mut class_src: Vec<usize> = (0..n).collect();
-    for (i, p) in nested.iter().enumerate() {
+    let mut class_src: Vec<u32> = (0..n as u32).collect();
+    for (i, p) in nested.iter().flatten().enumerate() {
         if let Some(p) = *p {
-            if takes_inner_class(t.class_str(class_src[p]), t.class_str(i)) {
-                class_src[p] = i;
+            if takes_inner_class(t.class_str(class_src[p] as usize), t.class_str(i)) {
+                class_src[p] = i as u32;
             }
         }
     }
-    let class_of = |i: usize| t.class[class_src[i]];
+    let class_of = |i: usize| t.class[class_src[i] as usize];
 
     // Number the turns densely in order of first sight; a turn's extent and
     // span count as we go.
@@ -278,7 +275,7 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
         st.spans += 1;
         turn_of.push(k);
     }
-    let is_call = |i: usize| t.is_tool[i] && nested[i].is_none();
+    let is_call = |i: usize| t.is_tool[i] && nested_of(i).is_none();
 
     // The calls bucketed by turn (a counting sort), each bucket in row order.
     let mut offsets = vec![0u32; stats.len() + 1];
@@ -351,7 +348,7 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
         if repeats {
             // The place of every call of the turn among its calls, by start.
             let mut order: Vec<u32> = rows.to_vec();
-            order.sort_by_key(|&i| (t.start[i as usize], i));
+            order.sort_by_key(|&i| (t.start[i as usize], t.span[i as usize], i));
             for (place, &i) in order.iter().enumerate() {
                 seq_of[i as usize] = place as u32;
             }
@@ -421,22 +418,28 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
             start_ns: t.start[i],
             end_ns: t.end[i],
             class: class_of(i).class(),
-            args_hash: t.hex_str(t.args[i]),
-            result_hash: t.hex_str(t.result[i]),
+            args_hash: t.hex_str(t.args.get(i)),
+            result_hash: t.hex_str(t.result.get(i)),
             session_id: session(own_session),
-            cost_usd: t.cost[i],
+            cost_usd: t.cost_of(i),
             seq: seq_of[i],
         });
     }
-    for ((tool, day), mut turns_) in worst {
-        turns_.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    for ((tool, day), turns_) in worst {
+        // Worst first; ties by turn id, so the order of rows in the parts
+        // (a compaction re-sorts them) changes nothing.
+        let mut turns_: Vec<(i64, i64, u32, String)> = turns_
+            .into_iter()
+            .map(|(f, c, k)| (f, c, k, turns::turn_id(anchors[stats[k as usize].row], t)))
+            .collect();
+        turns_.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.3.cmp(&b.3)));
         let kept = turns_
             .into_iter()
             .take(WORST_TURNS)
-            .map(|(failures, calls, k)| {
+            .map(|(failures, calls, k, turn)| {
                 let row = stats[k as usize].row;
                 FailingTurn {
-                    turn: turns::turn_id(anchors[row], t),
+                    turn,
                     trace_id: t.trace_str(row),
                     calls: calls.max(0) as usize,
                     failures: failures.max(0) as usize,
@@ -450,8 +453,9 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
         .into_iter()
         .map(|((tool, day), ns)| ((dict(tool), day), ns))
         .collect();
-    out.calls
-        .sort_by(|a, b| (&a.turn, &a.tool, a.start_ns).cmp(&(&b.turn, &b.tool, b.start_ns)));
+    out.calls.sort_by(|a, b| {
+        (&a.turn, &a.tool, a.start_ns, &a.span_id).cmp(&(&b.turn, &b.tool, b.start_ns, &b.span_id))
+    });
     out.healthy = healthy
         .into_iter()
         .map(|(tool, (d, s))| {

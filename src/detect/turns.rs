@@ -40,8 +40,11 @@ pub fn turn_id(anchor: Anchor, table: &SpanTable) -> String {
 /// The turn anchor of every row of `table`.
 pub fn anchors(table: &SpanTable, index: &SpanIndex<'_>) -> Vec<Anchor> {
     let n = table.len();
-    // The nearest agent at or above each row, memoized along each walk.
-    let mut agent_of: Vec<Option<Option<usize>>> = vec![None; n];
+    // The nearest agent at or above each row, memoized along each walk
+    // (`UNSEEN`: not walked yet; `NONE`: no agent above).
+    const UNSEEN: u32 = u32::MAX;
+    const NONE: u32 = u32::MAX - 1;
+    let mut agent_of: Vec<u32> = vec![UNSEEN; n];
     let mut path = Vec::new();
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
@@ -49,8 +52,10 @@ pub fn anchors(table: &SpanTable, index: &SpanIndex<'_>) -> Vec<Anchor> {
         let mut cur = i;
         let mut top = i;
         let found = loop {
-            if let Some(known) = agent_of[cur] {
-                break known;
+            match agent_of[cur] {
+                UNSEEN => {}
+                NONE => break None,
+                known => break Some(known as usize),
             }
             path.push(cur);
             if table.is_agent[cur] {
@@ -64,7 +69,7 @@ pub fn anchors(table: &SpanTable, index: &SpanIndex<'_>) -> Vec<Anchor> {
             }
         };
         for &p in &path {
-            agent_of[p] = Some(found);
+            agent_of[p] = found.map_or(NONE, |a| a as u32);
         }
         out.push(match found {
             Some(a) => Anchor::Row(a),

@@ -157,6 +157,9 @@ pub fn nested_in(
 
 /// [`may_nest`] over a span table.
 pub fn may_nest_in(table: &super::table::SpanTable) -> bool {
+    if table.conventions_unknown {
+        return true;
+    }
     let mut first: Option<u32> = None;
     for &c in &table.convention {
         if c == 0 || first == Some(c) {

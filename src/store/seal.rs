@@ -353,8 +353,13 @@ fn write_output(
     out.finish(true)
 }
 
-/// Point the day's summary manifest at `outputs` when it named exactly
-/// `sources` and no row was dropped; other keys are kept.
+/// Point the summary manifests that read this day's parts at `outputs`:
+/// a summary names the parts of every day its read took spans from (the
+/// day before, the day itself, up to two days after), so the summaries of
+/// `day - 2 ..= day + 1` may name `day`'s. One whose names under this day
+/// are exactly `sources` (and no row was dropped) is carried over, other
+/// keys kept; one that names other parts of this day is left stale. Returns
+/// what became of `day`'s own summary.
 fn carry_manifest(
     layout: &Layout,
     day: i32,
@@ -362,7 +367,25 @@ fn carry_manifest(
     outputs: &[String],
     duplicates: usize,
 ) -> Result<ManifestUpdate, StoreError> {
-    let path = layout.sealed_dir(day).join("manifest.json");
+    let mut own = ManifestUpdate::Absent;
+    for d in day - 2..=day + 1 {
+        let update = carry_one(layout, d, day, sources, outputs, duplicates)?;
+        if d == day {
+            own = update;
+        }
+    }
+    Ok(own)
+}
+
+fn carry_one(
+    layout: &Layout,
+    summary_day: i32,
+    day: i32,
+    sources: &[String],
+    outputs: &[String],
+    duplicates: usize,
+) -> Result<ManifestUpdate, StoreError> {
+    let path = layout.sealed_dir(summary_day).join("manifest.json");
     let body = match fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(ManifestUpdate::Absent),
@@ -371,15 +394,32 @@ fn carry_manifest(
     let Ok(mut manifest) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return Ok(ManifestUpdate::Stale);
     };
-    let named: Option<BTreeSet<&str>> = manifest
+    let Some(named) = manifest
         .get("parts")
         .and_then(|p| p.as_array())
-        .and_then(|a| a.iter().map(|v| v.as_str()).collect());
+        .and_then(|a| {
+            a.iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<String>>>()
+        })
+    else {
+        return Ok(ManifestUpdate::Stale);
+    };
+    let prefix = format!("spans/date={}/", day_to_string(day));
+    let (here, elsewhere): (Vec<String>, Vec<String>) =
+        named.into_iter().partition(|p| p.starts_with(&prefix));
+    if here.is_empty() && summary_day != day {
+        // That summary did not read this day.
+        return Ok(ManifestUpdate::Absent);
+    }
+    let here: BTreeSet<&str> = here.iter().map(String::as_str).collect();
     let ours: BTreeSet<&str> = sources.iter().map(String::as_str).collect();
-    if duplicates > 0 || named.as_ref() != Some(&ours) {
+    if duplicates > 0 || here != ours {
         return Ok(ManifestUpdate::Stale);
     }
-    manifest["parts"] = serde_json::Value::from(outputs.to_vec());
+    let mut parts = elsewhere;
+    parts.extend(outputs.iter().cloned());
+    manifest["parts"] = serde_json::Value::from(parts);
     let body = serde_json::to_vec_pretty(&manifest)
         .map_err(|e| StoreError::data(format!("encoding {}", path.display()), e))?;
     let tmp = path.with_extension("json.tmp");
@@ -390,6 +430,6 @@ fn carry_manifest(
         })
         .and_then(|()| fs::rename(&tmp, &path))
         .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
-    wal::sync_dir(&layout.sealed_dir(day))?;
+    wal::sync_dir(&layout.sealed_dir(summary_day))?;
     Ok(ManifestUpdate::Carried)
 }

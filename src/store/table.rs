@@ -20,8 +20,8 @@ use crate::model::ErrorClass;
 
 type Fast = foldhash::fast::RandomState;
 
-/// The columns [`SpanTable::append`] reads; all but the ids, times and
-/// `tool_name` may be missing (they then read as null / false).
+/// The columns [`SpanTable::append`] reads; all but the ids may be missing
+/// (they then read as null, false or 0).
 pub const COLUMNS: [&str; 16] = [
     "trace_id",
     "span_id",
@@ -48,6 +48,69 @@ pub enum Hex {
     None,
     Hex { value: u128, digits: u8 },
     Text(u32),
+}
+
+/// A column of [`Hex`] values, stored for the rows that have one: four
+/// bytes a row, seventeen more where a value is set (most results and
+/// every agent span's arguments are null).
+#[derive(Debug, Default, Clone)]
+pub struct HexCol {
+    /// 0: none; else 1 + the index into `values` / `digits`.
+    idx: Vec<u32>,
+    values: Vec<u128>,
+    /// The hex width, or `TEXT` (then the value is a dictionary number).
+    digits: Vec<u8>,
+}
+
+const TEXT: u8 = 0xff;
+
+impl HexCol {
+    fn push(&mut self, h: Hex) {
+        let (value, digits) = match h {
+            Hex::None => {
+                self.idx.push(0);
+                return;
+            }
+            Hex::Hex { value, digits } => (value, digits),
+            Hex::Text(id) => (u128::from(id), TEXT),
+        };
+        self.values.push(value);
+        self.digits.push(digits);
+        self.idx.push(self.values.len() as u32);
+    }
+
+    pub fn get(&self, row: usize) -> Hex {
+        match self.idx[row] {
+            0 => Hex::None,
+            k => {
+                let k = k as usize - 1;
+                match self.digits[k] {
+                    TEXT => Hex::Text(self.values[k] as u32),
+                    digits => Hex::Hex {
+                        value: self.values[k],
+                        digits,
+                    },
+                }
+            }
+        }
+    }
+
+    fn reserve(&mut self, n: usize) {
+        self.idx.reserve(n);
+    }
+
+    fn truncate(&mut self, rows: usize) {
+        self.idx.truncate(rows);
+        let kept = self
+            .idx
+            .iter()
+            .rev()
+            .find(|&&k| k != 0)
+            .copied()
+            .unwrap_or(0) as usize;
+        self.values.truncate(kept);
+        self.digits.truncate(kept);
+    }
 }
 
 /// Null, or a class; `Other` is a class name this version does not know
@@ -137,10 +200,15 @@ pub struct SpanTable {
     pub class: Vec<Class>,
     /// The raw name of each `Class::Other` row.
     pub other_class: HashMap<usize, u32, Fast>,
-    pub args: Vec<Hex>,
-    pub result: Vec<Hex>,
-    pub cost: Vec<Option<f64>>,
+    pub args: HexCol,
+    pub result: HexCol,
+    /// Costs, meaningful where `has_cost`.
+    pub cost: Vec<f64>,
+    pub has_cost: Vec<bool>,
     pub dict: Dict,
+    /// Whether some rows came from a frame without `tool_convention` (then
+    /// any call may be two spans).
+    pub conventions_unknown: bool,
     /// Ids that are not hex of the usual width, by their hash key.
     odd_traces: HashMap<u128, Box<str>, Fast>,
     odd_spans: HashMap<u64, Box<str>, Fast>,
@@ -250,6 +318,11 @@ impl SpanTable {
         }
     }
 
+    /// The cost of a row, when its span says.
+    pub fn cost_of(&self, row: usize) -> Option<f64> {
+        self.has_cost[row].then(|| self.cost[row])
+    }
+
     /// The trace id as text.
     pub fn trace_str(&self, row: usize) -> String {
         let k = self.trace[row];
@@ -303,8 +376,7 @@ impl SpanTable {
         }
     }
 
-    /// Append the rows of `df`, which holds at least the ids, `start_ns`,
-    /// `end_ns` and `tool_name` of [`COLUMNS`].
+    /// Append the rows of `df`, which holds at least the ids of [`COLUMNS`].
     pub fn append(&mut self, df: &DataFrame) -> PolarsResult<()> {
         let n = df.height();
         let strs = |name: &str| -> PolarsResult<Option<&StringChunked>> {
@@ -342,13 +414,12 @@ impl SpanTable {
             }
         }
         let ints = |name: &str| -> PolarsResult<Vec<i64>> {
-            Ok(df
-                .column(name)?
-                .i64()?
-                .iter()
-                .map(|v| v.unwrap_or(0))
-                .collect())
+            Ok(match df.column(name) {
+                Ok(c) => c.i64()?.iter().map(|v| v.unwrap_or(0)).collect(),
+                Err(_) => vec![0; n],
+            })
         };
+        self.conventions_unknown |= df.column("tool_convention").is_err();
         self.start.extend(ints("start_ns")?);
         self.end.extend(ints("end_ns")?);
         self.is_agent.extend(bools("is_agent")?);
@@ -395,9 +466,15 @@ impl SpanTable {
         match df.column("cost_usd") {
             Ok(c) => {
                 let c = c.cast(&DataType::Float64)?;
-                self.cost.extend(c.f64()?.iter());
+                for v in c.f64()?.iter() {
+                    self.cost.push(v.unwrap_or(0.0));
+                    self.has_cost.push(v.is_some());
+                }
             }
-            Err(_) => self.cost.extend(std::iter::repeat_n(None, n)),
+            Err(_) => {
+                self.cost.extend(std::iter::repeat_n(0.0, n));
+                self.has_cost.extend(std::iter::repeat_n(false, n));
+            }
         }
         Ok(())
     }
@@ -413,6 +490,7 @@ impl SpanTable {
                 .entry(id)
                 .or_insert_with(|| dict.id(other.dict.get(id)))
         };
+        self.conventions_unknown |= other.conventions_unknown;
         for &i in rows {
             let row = self.len();
             self.trace.push(other.trace[i]);
@@ -454,11 +532,12 @@ impl SpanTable {
                 Hex::Text(id) => Hex::Text(map(d, id)),
                 h => h,
             };
-            let a = hex(other.args[i], &mut map, &mut self.dict);
+            let a = hex(other.args.get(i), &mut map, &mut self.dict);
             self.args.push(a);
-            let r = hex(other.result[i], &mut map, &mut self.dict);
+            let r = hex(other.result.get(i), &mut map, &mut self.dict);
             self.result.push(r);
             self.cost.push(other.cost[i]);
+            self.has_cost.push(other.has_cost[i]);
         }
     }
 
@@ -480,6 +559,7 @@ impl SpanTable {
         self.args.reserve(n);
         self.result.reserve(n);
         self.cost.reserve(n);
+        self.has_cost.reserve(n);
     }
 
     /// Keep the first `rows` rows.
@@ -502,6 +582,7 @@ impl SpanTable {
         self.args.truncate(rows);
         self.result.truncate(rows);
         self.cost.truncate(rows);
+        self.has_cost.truncate(rows);
     }
 
     /// Rows sorted by (trace, span), each key's rows in row order: the

@@ -62,6 +62,82 @@ fn combine(cfg: &DetectConfig, hashes: &[u128]) -> String {
     format!("{:032x}", h.digest128())
 }
 
+/// The results of those of `days` that have a valid summary, computed on
+/// two threads, each with its fingerprint.
+pub fn from_summaries(
+    reader: &Reader,
+    cfg: &DetectConfig,
+    now: i64,
+    days: &[i32],
+) -> Result<Vec<(i32, (signal::DayResult, String))>, SweepError> {
+    let today = day_of_ns(now);
+    let one = |day: i32| -> Result<Option<(signal::DayResult, String)>, SweepError> {
+        let hashes = day_hashes(reader, day, today)?;
+        let Some(s) = usable(summary::load(reader.layout(), day)?, day, now, cfg) else {
+            return Ok(None);
+        };
+        let fingerprint = fingerprint_through(cfg, day, &hashes, s.read_through());
+        Ok(Some((day_result(&s, day, now, cfg, None), fingerprint)))
+    };
+    const WORKERS: usize = 2;
+    let chunks: Vec<Vec<i32>> = (0..WORKERS)
+        .map(|w| days.iter().copied().skip(w).step_by(WORKERS).collect())
+        .collect();
+    let parts: Vec<Result<Vec<(i32, (signal::DayResult, String))>, SweepError>> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = chunks
+                .iter()
+                .map(|chunk| {
+                    let one = &one;
+                    scope.spawn(move || {
+                        let mut out = Vec::new();
+                        for &day in chunk {
+                            if let Some(r) = one(day)? {
+                                out.push((day, r));
+                            }
+                        }
+                        Ok(out)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+    let mut out = Vec::new();
+    for p in parts {
+        out.extend(p?);
+    }
+    out.sort_by_key(|(d, _)| *d);
+    Ok(out)
+}
+
+/// A summary holds for a sweep at `now` only if its day was final then
+/// (a replay with an earlier `now` must not see spans from after it).
+fn usable(s: Option<Summary>, day: i32, now: i64, cfg: &DetectConfig) -> Option<Summary> {
+    let settle = settle_ns(cfg);
+    s.filter(|s| {
+        now >= i64::from(day + 1) * NANOS_PER_DAY + settle
+            && s.horizon_ns <= now - settle
+            && s.read_through() <= day_of_ns(now)
+    })
+}
+
+/// Each day's part hash from the day before `day` to as far as its read
+/// may follow, taken before anything of it is read.
+fn day_hashes(reader: &Reader, day: i32, today: i32) -> Result<Vec<u128>, SweepError> {
+    (day - 1..=today.min(day + FOLLOW_DAYS).max(day))
+        .map(|d| part_hash(reader, d))
+        .collect()
+}
+
+/// The fingerprint of a read of `day` through `through`, from [`day_hashes`].
+fn fingerprint_through(cfg: &DetectConfig, day: i32, hashes: &[u128], through: i32) -> String {
+    let n = (through.max(day) - (day - 1) + 1) as usize;
+    combine(cfg, &hashes[..n.min(hashes.len())])
+}
+
 /// Where a day's result came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -99,16 +175,11 @@ impl<'a> Days<'a> {
         let (cfg, now) = (self.cfg, self.now);
         let settle = settle_ns(cfg);
         // Each day's parts hashed before anything of it is read.
-        let hashes: Vec<u128> = (day - 1..=self.today.min(day + FOLLOW_DAYS))
-            .map(|d| part_hash(self.reader, d))
-            .collect::<Result<_, _>>()?;
-        let fingerprint = |through: i32| {
-            let n = (through.max(day) - (day - 1) + 1) as usize;
-            combine(cfg, &hashes[..n.min(hashes.len())])
-        };
+        let hashes = day_hashes(self.reader, day, self.today)?;
+        let fingerprint = |through: i32| fingerprint_through(cfg, day, &hashes, through);
         let layout = self.reader.layout();
         if self.use_summaries {
-            if let Some(s) = summary::load(layout, day)? {
+            if let Some(s) = usable(summary::load(layout, day)?, day, now, cfg) {
                 let through = s.read_through();
                 let result = day_result(&s, day, now, cfg, None);
                 return Ok((result, fingerprint(through), Source::Summary));

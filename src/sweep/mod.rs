@@ -155,17 +155,37 @@ pub fn run(
             }
             worst.extend(result.worst.into_iter().map(|(t, e)| ((t, day), e)));
         };
+    // Stored results first; then the sealed days, from their summaries, on
+    // both cores (they need no neighbour); then, in order, the days read
+    // from their spans (each shares partitions with its neighbours).
+    let mut results: std::collections::BTreeMap<i32, (signal::DayResult, Option<String>)> =
+        Default::default();
+    let mut pending = Vec::new();
     for day in days.iter().copied().filter(|d| (since..=today).contains(d)) {
         if opts.reuse {
             if let Some(through) = state.day_read_through(day)? {
                 let fingerprint = day_fingerprint(reader, day, through, cfg)?;
                 if let Some(kept) = state.day_result(day, &fingerprint, now)? {
-                    take(kept, day, &mut findings, &mut horizon_ns);
+                    results.insert(day, (kept, None));
                     days_reused += 1;
                     continue;
                 }
             }
         }
+        pending.push(day);
+    }
+    if opts.reuse {
+        for (day, found) in day::from_summaries(reader, cfg, now, &pending)? {
+            let (result, fingerprint) = found;
+            days_from_summary += 1;
+            results.insert(day, (result, Some(fingerprint)));
+        }
+    }
+    let from_spans: Vec<i32> = pending
+        .into_iter()
+        .filter(|d| !results.contains_key(d))
+        .collect();
+    for day in from_spans {
         let t0 = std::time::Instant::now();
         let (result, fingerprint, source) = per_day.result(day)?;
         tracing::debug!(
@@ -184,7 +204,12 @@ pub fn run(
                 days_sealed += usize::from(sealed);
             }
         }
-        state.put_day_result(day, &fingerprint, &result)?;
+        results.insert(day, (result, Some(fingerprint)));
+    }
+    for (day, (result, fingerprint)) in results {
+        if let Some(fingerprint) = fingerprint {
+            state.put_day_result(day, &fingerprint, &result)?;
+        }
         take(result, day, &mut findings, &mut horizon_ns);
     }
     // A spike's evidence: the turn where the tool failed most that day.

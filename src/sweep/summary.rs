@@ -78,10 +78,7 @@ const FILES: [&str; 4] = [
 
 /// The directory of `day`'s summary.
 pub fn dir(layout: &Layout, day: i32) -> PathBuf {
-    layout
-        .root()
-        .join("sealed")
-        .join(format!("date={}", day_to_string(day)))
+    layout.sealed_dir(day)
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> SweepError {
@@ -198,8 +195,9 @@ pub fn write(
         // Written once, read every sweep: the fastest zstd level.
         let fast = polars::polars_utils::compression::ZstdLevel::try_new(1).ok();
         crate::store::parquet::write_file_with(&tmp, df, ParquetCompression::Zstd(fast))?;
-        crate::faults::check("seal").map_err(io(format!("writing {}", tmp.display())))?;
         fs::rename(&tmp, dir.join(name)).map_err(io(format!("writing {}", dir.display())))?;
+        // For the crash test: killed with some files in, no manifest.
+        crate::faults::kill_point("seal_summary");
     }
     let manifest = Manifest {
         version: VERSION,

@@ -15,4 +15,5 @@ mod load;
 mod operate;
 mod otlp_http;
 mod seal;
+mod sealed;
 mod sweep;
