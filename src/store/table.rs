@@ -378,21 +378,19 @@ impl SpanTable {
 
     /// Append the rows of `df`, which holds at least the ids of [`COLUMNS`].
     pub fn append(&mut self, df: &DataFrame) -> PolarsResult<()> {
+        self.append_ids(df)?;
+        self.append_rest(df)
+    }
+
+    /// Append the ids of `df`'s rows (`trace_id`, `span_id`,
+    /// `parent_span_id`): half of [`append`](Self::append), so a part can be
+    /// decoded in two narrower frames.
+    pub fn append_ids(&mut self, df: &DataFrame) -> PolarsResult<()> {
         let n = df.height();
-        let strs = |name: &str| -> PolarsResult<Option<&StringChunked>> {
-            match df.column(name) {
-                Ok(c) => Ok(Some(c.str()?)),
-                Err(_) => Ok(None),
-            }
-        };
-        let bools = |name: &str| -> PolarsResult<Vec<bool>> {
-            Ok(match df.column(name) {
-                Ok(c) => c.bool()?.iter().map(|b| b == Some(true)).collect(),
-                Err(_) => vec![false; n],
-            })
-        };
-        let opt = |c| opt_strs(c, n);
-        self.reserve(n);
+        self.trace.reserve(n);
+        self.span.reserve(n);
+        self.parent.reserve(n);
+        self.has_parent.reserve(n);
         let trace = df.column("trace_id")?.str()?;
         let span = df.column("span_id")?.str()?;
         let parent = df.column("parent_span_id")?.str()?;
@@ -413,6 +411,26 @@ impl SpanTable {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Append every column of `df`'s rows but the ids (the other half).
+    pub fn append_rest(&mut self, df: &DataFrame) -> PolarsResult<()> {
+        let n = df.height();
+        let strs = |name: &str| -> PolarsResult<Option<&StringChunked>> {
+            match df.column(name) {
+                Ok(c) => Ok(Some(c.str()?)),
+                Err(_) => Ok(None),
+            }
+        };
+        let bools = |name: &str| -> PolarsResult<Vec<bool>> {
+            Ok(match df.column(name) {
+                Ok(c) => c.bool()?.iter().map(|b| b == Some(true)).collect(),
+                Err(_) => vec![false; n],
+            })
+        };
+        let opt = |c| opt_strs(c, n);
+        self.reserve(n);
         let ints = |name: &str| -> PolarsResult<Vec<i64>> {
             Ok(match df.column(name) {
                 Ok(c) => c.i64()?.iter().map(|v| v.unwrap_or(0)).collect(),
@@ -491,6 +509,7 @@ impl SpanTable {
                 .or_insert_with(|| dict.id(other.dict.get(id)))
         };
         self.conventions_unknown |= other.conventions_unknown;
+        self.reserve_exact(rows.len());
         for &i in rows {
             let row = self.len();
             self.trace.push(other.trace[i]);
@@ -539,6 +558,29 @@ impl SpanTable {
             self.cost.push(other.cost[i]);
             self.has_cost.push(other.has_cost[i]);
         }
+    }
+
+    /// Room for `n` more rows, exactly: a day's table is sized once, so it
+    /// never doubles (and never holds two copies while it grows).
+    pub fn reserve_exact(&mut self, n: usize) {
+        self.trace.reserve_exact(n);
+        self.span.reserve_exact(n);
+        self.parent.reserve_exact(n);
+        self.has_parent.reserve_exact(n);
+        self.start.reserve_exact(n);
+        self.end.reserve_exact(n);
+        self.is_agent.reserve_exact(n);
+        self.is_tool.reserve_exact(n);
+        self.agent_call.reserve_exact(n);
+        self.tool.reserve_exact(n);
+        self.service.reserve_exact(n);
+        self.session.reserve_exact(n);
+        self.convention.reserve_exact(n);
+        self.class.reserve_exact(n);
+        self.args.idx.reserve_exact(n);
+        self.result.idx.reserve_exact(n);
+        self.cost.reserve_exact(n);
+        self.has_cost.reserve_exact(n);
     }
 
     fn reserve(&mut self, n: usize) {

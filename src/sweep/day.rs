@@ -188,10 +188,12 @@ impl<'a> Days<'a> {
         let t0 = std::time::Instant::now();
         let turns = self.window.turns(day, self.today)?;
         let t1 = std::time::Instant::now();
+        tracing::debug!(rss_mib = rss_mib(), rows = turns.table.len(), "read");
         let table = &turns.table;
         let tc =
             calls::collect_table_keeping(table, now - settle, calls::Keep::Findable).began_on(day);
         let t2 = std::time::Instant::now();
+        tracing::debug!(rss_mib = rss_mib(), "kernel");
         let horizon = table.end.iter().copied().max().unwrap_or(0);
         // Final: the day is over, every trace the read saw has settled, and
         // no trace was left to follow into days still to come.
@@ -246,11 +248,20 @@ impl<'a> Days<'a> {
             seal_ms = (t3 - t2).as_millis() as u64,
             rules_ms = t3.elapsed().as_millis() as u64,
             calls = summary.calls.calls.len(),
+            rss_mib = rss_mib(),
             "a day from its spans"
         );
         let through = summary.read_through();
         Ok((result, fingerprint(through), Source::Spans { sealed }))
     }
+}
+
+/// The process's resident memory (MiB), for the debug log.
+fn rss_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096 >> 20)
 }
 
 fn day_result(

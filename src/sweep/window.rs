@@ -219,18 +219,50 @@ fn decode_once(
     let columns: Vec<Expr> = COLUMNS.iter().map(|c| col(*c)).collect();
     let listed = reader.layout().parts(day)?;
     let parts = listed.iter().map(|p| reader.layout().relative(p)).collect();
+    // Sized once from the footers, with a little room for the rows of
+    // neighbouring days a read adds.
+    if !listed.is_empty() {
+        let rows = crate::store::parquet::scan_parts(&listed)
+            .and_then(|lf| lf.select([len()]).collect())
+            .map_err(data)?;
+        let rows = rows
+            .column("len")
+            .ok()
+            .and_then(|c| c.get(0).ok())
+            .and_then(|v| v.extract::<usize>())
+            .unwrap_or(0);
+        table.reserve_exact(rows + rows / 64 + 1024);
+    }
     for part in listed {
         let lf = crate::store::parquet::scan_parts(std::slice::from_ref(&part)).map_err(data)?;
         let in_day = col("start_ns")
             .gt_eq(lit(from))
             .and(col("start_ns").lt(lit(until)));
-        let df = lf
+        // In two narrower frames (the ids, then the rest): each column is
+        // decoded once, and half a part's Arrow columns are in memory at a time.
+        let kept = in_day.clone().and(col("start_ns").lt(lit(now_ns)));
+        let ids = lf
             .clone()
-            .filter(in_day.clone().and(col("start_ns").lt(lit(now_ns))))
-            .select(columns.clone())
+            .filter(kept.clone())
+            .select(columns[..3].to_vec())
             .collect()
             .map_err(data)?;
-        table.append(&df).map_err(data)?;
+        let rows = ids.height();
+        table.append_ids(&ids).map_err(data)?;
+        drop(ids);
+        let rest = lf
+            .clone()
+            .filter(kept)
+            .select(columns[3..].to_vec())
+            .collect()
+            .map_err(data)?;
+        if rest.height() != rows {
+            return Err(SweepError::Store(crate::store::StoreError::data(
+                format!("reading {}", part.display()),
+                format!("the part changed while it was read ({rows} then {} rows)", rest.height()),
+            )));
+        }
+        table.append_rest(&rest).map_err(data)?;
         if until > now_ns {
             let later = lf
                 .filter(in_day.and(col("start_ns").gt_eq(lit(now_ns))))
