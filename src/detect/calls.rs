@@ -322,7 +322,14 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
             let last = g.iter().map(|&i| t.start[i as usize]).max().unwrap_or(0);
             if calls >= 2 {
                 repeats = true;
-                findable |= failures > 0 || repeats_a_request(t, g);
+                // (A call with no class counts as `unknown`, a failure, in the rules.)
+                let failed = |i: &u32| {
+                    !matches!(
+                        class_of(*i as usize),
+                        crate::store::table::Class::Known(ErrorClass::Ok)
+                    )
+                };
+                findable |= g.iter().any(failed) || repeats_a_request(t, g);
                 turn_rows.extend_from_slice(g);
             }
             if st.end_ns <= settled_by_ns {

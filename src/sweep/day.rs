@@ -3,7 +3,7 @@
 //! and the fingerprint a stored result is kept under.
 
 use super::summary::{self, Summary};
-use super::window::{Window, FOLLOW_DAYS};
+use super::window::{part_hash, Window, FOLLOW_DAYS};
 use super::SweepError;
 use crate::config::DetectConfig;
 use crate::detect::{self, calls, calls::TurnCalls};
@@ -31,13 +31,6 @@ fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {
         .as_bytes(),
     );
     h
-}
-
-/// A fingerprint of `day`'s parts: the store's day version (a hash of the
-/// day's part manifest), not a `stat` of every part.
-fn part_hash(reader: &Reader, day: i32) -> Result<u128, SweepError> {
-    let v = reader.layout().day_version(day)?;
-    Ok(xxhash_rust::xxh3::xxh3_128(format!("{day} {v}").as_bytes()))
 }
 
 /// What a day's per-turn result depends on: the rules, their parameters,
@@ -113,6 +106,24 @@ pub fn from_summaries(
     Ok(out)
 }
 
+/// Whether `day` has a summary a sweep at `now` can use (its manifest
+/// only; the files are read later).
+pub fn has_usable_summary(
+    reader: &Reader,
+    cfg: &DetectConfig,
+    now: i64,
+    day: i32,
+) -> Result<bool, SweepError> {
+    let settle = settle_ns(cfg);
+    Ok(
+        summary::peek(reader.layout(), day)?.is_some_and(|(days, horizon)| {
+            now >= i64::from(day + 1) * NANOS_PER_DAY + settle
+                && horizon <= now - settle
+                && days.iter().all(|d| *d <= day_of_ns(now))
+        }),
+    )
+}
+
 /// A summary holds for a sweep at `now` only if its day was final then
 /// (a replay with an earlier `now` must not see spans from after it).
 fn usable(s: Option<Summary>, day: i32, now: i64, cfg: &DetectConfig) -> Option<Summary> {
@@ -175,18 +186,28 @@ impl<'a> Days<'a> {
         let (cfg, now) = (self.cfg, self.now);
         let settle = settle_ns(cfg);
         // Each day's parts hashed before anything of it is read.
-        let hashes = day_hashes(self.reader, day, self.today)?;
-        let fingerprint = |through: i32| fingerprint_through(cfg, day, &hashes, through);
+        let mut hashes = day_hashes(self.reader, day, self.today)?;
         let layout = self.reader.layout();
         if self.use_summaries {
             if let Some(s) = usable(summary::load(layout, day)?, day, now, cfg) {
                 let through = s.read_through();
                 let result = day_result(&s, day, now, cfg, None);
-                return Ok((result, fingerprint(through), Source::Summary));
+                let fingerprint = fingerprint_through(cfg, day, &hashes, through);
+                return Ok((result, fingerprint, Source::Summary));
             }
         }
         let t0 = std::time::Instant::now();
         let turns = self.window.turns(day, self.today)?;
+        // The days read are fingerprinted as they were when decoded (a day
+        // may have been decoded before this one's hashes were taken).
+        for (d, v) in &turns.versions {
+            if let Some(h) = usize::try_from(d - (day - 1))
+                .ok()
+                .and_then(|k| hashes.get_mut(k))
+            {
+                *h = *v;
+            }
+        }
         let t1 = std::time::Instant::now();
         tracing::debug!(rss_mib = rss_mib(), rows = turns.table.len(), "read");
         let table = &turns.table;
@@ -198,7 +219,12 @@ impl<'a> Days<'a> {
         // Final: the day is over, every trace the read saw has settled, and
         // no trace was left to follow into days still to come.
         let day_over = i64::from(day + 1) * NANOS_PER_DAY + settle;
-        let is_final = now >= day_over && horizon <= now - settle && !turns.capped;
+        // (And nothing it read was left out for starting after `now`: a
+        // replay's summary must not stand for the whole day.)
+        let is_final = now >= day_over
+            && horizon <= now - settle
+            && !turns.capped
+            && turns.held_back_ns.is_none();
         let summary = Summary {
             calls: tc,
             spans: table.len(),
@@ -252,7 +278,8 @@ impl<'a> Days<'a> {
             "a day from its spans"
         );
         let through = summary.read_through();
-        Ok((result, fingerprint(through), Source::Spans { sealed }))
+        let fingerprint = fingerprint_through(cfg, day, &hashes, through);
+        Ok((result, fingerprint, Source::Spans { sealed }))
     }
 }
 
@@ -276,7 +303,7 @@ fn day_result(
         findings,
         outcomes,
         worst,
-        horizon_ns: s.horizon_ns.min(now),
+        horizon_ns: s.horizon_ns,
         spans: s.spans,
         traffic,
         read_through: s.read_through(),

@@ -146,7 +146,7 @@ pub fn run(
     }
     let mut take =
         |result: signal::DayResult, day: i32, findings: &mut Vec<Finding>, horizon_ns: &mut i64| {
-            *horizon_ns = (*horizon_ns).max(result.horizon_ns);
+            *horizon_ns = (*horizon_ns).max(result.horizon_ns.min(now));
             findings.extend(result.findings);
             outcomes.extend(result.outcomes);
             for (tool, ns) in result.traffic {
@@ -165,7 +165,17 @@ pub fn run(
         if opts.reuse {
             if let Some(through) = state.day_read_through(day)? {
                 let fingerprint = day_fingerprint(reader, day, through, cfg)?;
-                if let Some(kept) = state.day_result(day, &fingerprint, now)? {
+                let kept = state.day_result(day, &fingerprint, now)?;
+                // A final result stands only for a `now` it was final at (a
+                // replay with an earlier `now` reads the day again).
+                let settle = settle_ns;
+                let holds = |r: &signal::DayResult| {
+                    r.provisional.is_some()
+                        || (now >= i64::from(day + 1) * crate::model::NANOS_PER_DAY + settle
+                            && r.horizon_ns <= now - settle
+                            && r.read_through <= today)
+                };
+                if let Some(kept) = kept.filter(holds) {
                     results.insert(day, (kept, None));
                     days_reused += 1;
                     continue;
@@ -174,28 +184,56 @@ pub fn run(
         }
         pending.push(day);
     }
-    if opts.reuse {
-        for (day, found) in day::from_summaries(reader, cfg, now, &pending)? {
-            let (result, fingerprint) = found;
-            days_from_summary += 1;
-            results.insert(day, (result, Some(fingerprint)));
+    // Sealed days on a thread of their own, beside the days read from spans.
+    let mut sealed = Vec::new();
+    let mut from_spans = Vec::new();
+    for day in pending {
+        if opts.reuse && day::has_usable_summary(reader, cfg, now, day)? {
+            sealed.push(day);
+        } else {
+            from_spans.push(day);
         }
     }
-    let from_spans: Vec<i32> = pending
+    type Read = (i32, signal::DayResult, String, Source);
+    let read_days = |days: &[i32], per_day: &mut day::Days<'_>| -> Result<Vec<Read>, SweepError> {
+        let mut out = Vec::new();
+        for &day in days {
+            let t0 = std::time::Instant::now();
+            let (result, fingerprint, source) = per_day.result(day)?;
+            tracing::debug!(
+                day = %day_to_string(day),
+                spans = result.spans,
+                through = %day_to_string(result.read_through),
+                source = ?source,
+                ms = t0.elapsed().as_millis() as u64,
+                "per-turn rules"
+            );
+            out.push((day, result, fingerprint, source));
+        }
+        Ok(out)
+    };
+    let (summaries, spans_read) = std::thread::scope(|scope| {
+        let summaries = scope.spawn(|| day::from_summaries(reader, cfg, now, &sealed));
+        let spans_read = read_days(&from_spans, &mut per_day);
+        let summaries = summaries
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (summaries, spans_read)
+    });
+    let mut read = spans_read?;
+    for (day, (result, fingerprint)) in summaries? {
+        days_from_summary += 1;
+        results.insert(day, (result, Some(fingerprint)));
+    }
+    // A summary that went stale in between: its day from its spans.
+    let stale: Vec<i32> = sealed
         .into_iter()
         .filter(|d| !results.contains_key(d))
         .collect();
-    for day in from_spans {
-        let t0 = std::time::Instant::now();
-        let (result, fingerprint, source) = per_day.result(day)?;
-        tracing::debug!(
-            day = %day_to_string(day),
-            spans = result.spans,
-            through = %day_to_string(result.read_through),
-            source = ?source,
-            ms = t0.elapsed().as_millis() as u64,
-            "per-turn rules"
-        );
+    let mut again = day::Days::new(reader, cfg, now);
+    again.use_summaries = false;
+    read.extend(read_days(&stale, &mut again)?);
+    for (day, result, fingerprint, source) in read {
         match source {
             Source::Summary => days_from_summary += 1,
             Source::Spans { sealed } => {

@@ -105,6 +105,40 @@ pub fn parts_of(layout: &Layout, days: &[i32]) -> Result<Vec<String>, SweepError
 /// `day`'s summary, if one is there and still names exactly the parts the
 /// days it read hold. A summary this version cannot read counts as none.
 pub fn load(layout: &Layout, day: i32) -> Result<Option<Summary>, SweepError> {
+    let Some(m) = valid_manifest(layout, day)? else {
+        return Ok(None);
+    };
+    let dir = dir(layout, day);
+    let days: Vec<i32> = m
+        .read_days
+        .iter()
+        .filter_map(|d| crate::model::day_from_str(d))
+        .collect();
+    // A summary that cannot be read (a torn file) is none: the day is read
+    // from its spans and sealed again.
+    match read_files(&dir, day, &m, days) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            tracing::warn!(day = %day_to_string(day), error = %e, "a sealed summary could not be read; reading the day from its spans");
+            Ok(None)
+        }
+    }
+}
+
+/// What `day`'s valid summary says of itself (read days, spans, newest
+/// end), without reading its files: whether a sweep can use it.
+pub fn peek(layout: &Layout, day: i32) -> Result<Option<(Vec<i32>, i64)>, SweepError> {
+    Ok(valid_manifest(layout, day)?.map(|m| {
+        let days = m
+            .read_days
+            .iter()
+            .filter_map(|d| crate::model::day_from_str(d))
+            .collect();
+        (days, m.horizon_ns)
+    }))
+}
+
+fn valid_manifest(layout: &Layout, day: i32) -> Result<Option<Manifest>, SweepError> {
     let dir = dir(layout, day);
     let manifest = match fs::read(dir.join("manifest.json")) {
         Ok(m) => m,
@@ -131,6 +165,16 @@ pub fn load(layout: &Layout, day: i32) -> Result<Option<Summary>, SweepError> {
     if now != named {
         return Ok(None);
     }
+    drop(named);
+    Ok(Some(m))
+}
+
+fn read_files(
+    dir: &Path,
+    day: i32,
+    m: &Manifest,
+    days: Vec<i32>,
+) -> Result<Option<Summary>, SweepError> {
     let read = |name: &str| -> Result<DataFrame, SweepError> {
         let path = dir.join(name);
         crate::store::parquet::scan(std::slice::from_ref(&path))
@@ -179,6 +223,7 @@ pub fn write(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io(format!("removing {}", dir.display()))(e)),
     }
+    crate::store::wal::sync_dir(&dir)?;
     let tc = &summary.calls;
     let mut frames = [
         calls_frame(&tc.calls),
@@ -191,7 +236,7 @@ pub fn write(
             context: "building a day's summary".into(),
             source: e.clone(),
         })?;
-        let tmp = dir.join(format!(".{name}.tmp"));
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         // Written once, read every sweep: the fastest zstd level.
         let fast = polars::polars_utils::compression::ZstdLevel::try_new(1).ok();
         crate::store::parquet::write_file_with(&tmp, df, ParquetCompression::Zstd(fast))?;
@@ -221,7 +266,7 @@ pub fn write(
 
 fn write_durably(path: &Path, body: &[u8]) -> Result<(), SweepError> {
     use std::io::Write;
-    let tmp = path.with_extension("json.tmp");
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
     fs::File::create(&tmp)
         .and_then(|mut f| {
             f.write_all(body)?;

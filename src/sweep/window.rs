@@ -24,8 +24,10 @@ pub const FOLLOW_DAYS: i32 = 2;
 /// A decoded partition.
 struct Decoded {
     table: SpanTable,
-    /// The parts it was decoded from (relative to the data directory).
+    /// The parts it was decoded from (relative to the data directory), and
+    /// the day's version taken before they were listed.
     parts: Vec<String>,
+    version: u128,
     /// The earliest start the decode left out for being at or after `now`.
     held_back_ns: Option<i64>,
 }
@@ -45,8 +47,10 @@ pub struct DayTurns {
     own_rows: usize,
     /// The days the read took spans from, in order.
     pub read_days: Vec<i32>,
-    /// The parts of those days, as they were when read.
+    /// The parts of those days, as they were when read, and each day's
+    /// version ([`part_hash`]) taken before its parts were listed.
     pub parts: Vec<String>,
+    pub versions: Vec<(i32, u128)>,
     /// Whether following the day's traces stopped at `today` (a later
     /// sweep, with more days, may read further).
     pub capped: bool,
@@ -86,11 +90,13 @@ impl<'a> Window<'a> {
         let mut held_back = None;
         let mut read_days = Vec::new();
         let mut parts = Vec::new();
+        let mut versions = Vec::new();
         let rootless = traces_reaching(&own.table, None);
         if !rootless.is_empty() {
             read_days.push(day - 1);
             let before = self.load(day - 1)?;
             parts.extend(before.parts.iter().cloned());
+            versions.push((day - 1, before.version));
             let rows = rows_of(&before.table, &rootless);
             own.table.extend_from(&before.table, &rows);
         }
@@ -98,6 +104,7 @@ impl<'a> Window<'a> {
         self.days.remove(&(day - 1));
         read_days.push(day);
         parts.extend(own.parts.iter().cloned());
+        versions.push((day, own.version));
         let mut d = day + 1;
         let mut capped = false;
         while d <= day + FOLLOW_DAYS {
@@ -112,11 +119,13 @@ impl<'a> Window<'a> {
             read_days.push(d);
             let next = self.load(d)?;
             parts.extend(next.parts.iter().cloned());
+            versions.push((d, next.version));
             let rows = rows_of(&next.table, &reaching);
+            // Read, even when it gives nothing: spans it held back count.
+            held_back = min_opt(held_back, next.held_back_ns);
             if rows.is_empty() {
                 break;
             }
-            held_back = min_opt(held_back, next.held_back_ns);
             own.table.extend_from(&next.table, &rows);
             d += 1;
         }
@@ -127,6 +136,7 @@ impl<'a> Window<'a> {
             own_rows: base,
             read_days,
             parts,
+            versions,
             capped,
             held_back_ns: min_opt(held_back, held),
         })
@@ -146,6 +156,11 @@ impl<'a> Window<'a> {
             Decoded {
                 table,
                 parts: own,
+                version: turns
+                    .versions
+                    .iter()
+                    .find(|(d, _)| *d == turns.day)
+                    .map_or(0, |(_, v)| *v),
                 held_back_ns: None,
             },
         );
@@ -217,6 +232,7 @@ fn decode_once(
     let mut table = SpanTable::default();
     let mut held_back: Option<i64> = None;
     let columns: Vec<Expr> = COLUMNS.iter().map(|c| col(*c)).collect();
+    let version = part_hash(reader, day)?;
     let listed = reader.layout().parts(day)?;
     let parts = listed.iter().map(|p| reader.layout().relative(p)).collect();
     // Sized once from the footers, with a little room for the rows of
@@ -259,7 +275,10 @@ fn decode_once(
         if rest.height() != rows {
             return Err(SweepError::Store(crate::store::StoreError::data(
                 format!("reading {}", part.display()),
-                format!("the part changed while it was read ({rows} then {} rows)", rest.height()),
+                format!(
+                    "the part changed while it was read ({rows} then {} rows)",
+                    rest.height()
+                ),
             )));
         }
         table.append_rest(&rest).map_err(data)?;
@@ -279,6 +298,14 @@ fn decode_once(
     Ok(Decoded {
         table,
         parts,
+        version,
         held_back_ns: held_back,
     })
+}
+
+/// A fingerprint of `day`'s parts: the store's day version (a hash of the
+/// day's part manifest), not a `stat` of every part.
+pub fn part_hash(reader: &Reader, day: i32) -> Result<u128, SweepError> {
+    let v = reader.layout().day_version(day)?;
+    Ok(xxhash_rust::xxh3::xxh3_128(format!("{day} {v}").as_bytes()))
 }
