@@ -127,7 +127,7 @@ pub struct SweepArgs {
     /// Exit 1 when signals are open, for CI
     #[arg(long)]
     pub fail_on: Option<FailOn>,
-    /// Read every day again instead of reusing the stored results of days whose data has not changed
+    /// Read every day from its spans again, instead of reusing stored results and sealed summaries of days whose data has not changed (final days are sealed again)
     #[arg(long)]
     pub rescan: bool,
 }

@@ -40,10 +40,10 @@ fn sweep() -> Value {
     json!({"post": {"summary": "Sweep now (one at a time; serve also sweeps every sweep.interval_secs)",
         "responses": {
             "200": {"description": "The sweep's summary", "content": {"application/json": {"schema": {"type": "object",
-                "required": ["trigger", "started", "duration_ms", "outcome", "spans_scanned", "days_scanned", "days_reused", "signals", "findings", "changes", "alerts_queued"],
+                "required": ["trigger", "started", "duration_ms", "outcome", "spans_scanned", "days_scanned", "days_reused", "days_from_summary", "days_sealed", "signals", "findings", "changes", "alerts_queued"],
                 "properties": {"trigger": {"type": "string", "enum": ["api", "schedule"]}, "started": {"type": "string"}, "duration_ms": count,
                     "outcome": {"type": "string", "enum": ["ok", "empty"], "description": "empty: the store holds no spans yet"},
-                    "spans_scanned": count, "days_scanned": count, "days_reused": count, "signals": count, "findings": count, "changes": count, "alerts_queued": count}}}}},
+                    "spans_scanned": count, "days_scanned": count, "days_reused": count, "days_from_summary": count, "days_sealed": count, "signals": count, "findings": count, "changes": count, "alerts_queued": count}}}}},
             "401": unauthorized(),
             "403": json_err("Asked from another site"),
             "409": json_err("A sweep is already running; Retry-After says when to ask again"),

@@ -296,7 +296,8 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
     let day = |k: u32| crate::model::day_of_ns(stats[k as usize].began_ns);
     let mut last_call: HashMap<(u32, i32), i64, Fast> = HashMap::default();
     // (tool, day) → (failures, calls, turn number) of the turns it failed in.
-    let mut worst: HashMap<(u32, i32), Vec<(i64, i64, u32)>, Fast> = HashMap::default();
+    type Worst = HashMap<(u32, i32), Vec<(i64, i64, u32)>, Fast>;
+    let mut worst = Worst::default();
     let mut healthy: HashMap<u32, (Vec<f64>, Vec<f64>), Fast> = HashMap::default();
     let mut seq_of: Vec<u32> = vec![0; n];
     // Rows of the (turn, tool) pairs called twice or more.

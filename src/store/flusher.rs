@@ -146,7 +146,7 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
             refresh_rollups(shared, &mut dirty);
             last_rollup = Instant::now();
         }
-        sealer.tick(&shared, &mut dirty);
+        sealer.tick(shared, &mut dirty);
         if last_retention.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             last_retention = Some(Instant::now());
             guarded(shared, Task::Retention, || {

@@ -55,6 +55,9 @@ fn combine(cfg: &DetectConfig, hashes: &[u128]) -> String {
     format!("{:032x}", h.digest128())
 }
 
+/// A day's result and the fingerprint to keep it under.
+pub type Found = (signal::DayResult, String);
+
 /// The results of those of `days` that have a valid summary, computed on
 /// two threads, each with its fingerprint.
 pub fn from_summaries(
@@ -62,9 +65,9 @@ pub fn from_summaries(
     cfg: &DetectConfig,
     now: i64,
     days: &[i32],
-) -> Result<Vec<(i32, (signal::DayResult, String))>, SweepError> {
+) -> Result<Vec<(i32, Found)>, SweepError> {
     let today = day_of_ns(now);
-    let one = |day: i32| -> Result<Option<(signal::DayResult, String)>, SweepError> {
+    let one = |day: i32| -> Result<Option<Found>, SweepError> {
         let hashes = day_hashes(reader, day, today)?;
         let Some(s) = usable(summary::load(reader.layout(), day)?, day, now, cfg) else {
             return Ok(None);
@@ -76,28 +79,27 @@ pub fn from_summaries(
     let chunks: Vec<Vec<i32>> = (0..WORKERS)
         .map(|w| days.iter().copied().skip(w).step_by(WORKERS).collect())
         .collect();
-    let parts: Vec<Result<Vec<(i32, (signal::DayResult, String))>, SweepError>> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = chunks
-                .iter()
-                .map(|chunk| {
-                    let one = &one;
-                    scope.spawn(move || {
-                        let mut out = Vec::new();
-                        for &day in chunk {
-                            if let Some(r) = one(day)? {
-                                out.push((day, r));
-                            }
+    let parts: Vec<Result<Vec<(i32, Found)>, SweepError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                let one = &one;
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    for &day in chunk {
+                        if let Some(r) = one(day)? {
+                            out.push((day, r));
                         }
-                        Ok(out)
-                    })
+                    }
+                    Ok(out)
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
     let mut out = Vec::new();
     for p in parts {
         out.extend(p?);
@@ -288,7 +290,7 @@ fn rss_mib() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096 >> 20)
+        .map_or(0, |pages| (pages * 4096) >> 20)
 }
 
 fn day_result(

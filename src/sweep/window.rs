@@ -260,7 +260,7 @@ fn decode_once(
         let ids = lf
             .clone()
             .filter(kept.clone())
-            .select(columns[..3].to_vec())
+            .select(&columns[..3])
             .collect()
             .map_err(data)?;
         let rows = ids.height();
@@ -269,7 +269,7 @@ fn decode_once(
         let rest = lf
             .clone()
             .filter(kept)
-            .select(columns[3..].to_vec())
+            .select(&columns[3..])
             .collect()
             .map_err(data)?;
         if rest.height() != rows {
