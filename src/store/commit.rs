@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -43,14 +43,7 @@ pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
     let tmp = path.with_extension("json.tmp");
     let body = serde_json::to_vec(intent)
         .map_err(|e| StoreError::data("encoding the commit intent", e))?;
-    fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(&body)?;
-            f.sync_all()
-        })
-        .and_then(|()| fs::rename(&tmp, &path))
-        .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
-    wal::sync_dir(layout.root())?;
+    wal::replace_file(&path, &tmp, &body)?;
     apply(layout, intent)
 }
 

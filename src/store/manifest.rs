@@ -7,7 +7,7 @@
 //! `part-*.parquet` files, and its first commit writes the manifest.
 
 use std::fs;
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -115,14 +115,7 @@ pub fn write(day_dir: &Path, mut parts: Vec<String>) -> Result<(), StoreError> {
     let p = path(day_dir);
     let tmp = day_dir.join(format!(".{FILE}.tmp"));
     let body = serde_json::to_vec(&m).map_err(|e| StoreError::data("encoding a manifest", e))?;
-    fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(&body)?;
-            f.sync_all()
-        })
-        .and_then(|()| fs::rename(&tmp, &p))
-        .map_err(|e| StoreError::io(format!("writing {}", p.display()), e))?;
-    wal::sync_dir(day_dir)
+    wal::replace_file(&p, &tmp, &body)
 }
 
 /// Remove the manifest (a day whose last part went).

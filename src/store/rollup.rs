@@ -264,14 +264,7 @@ fn write_dirty(layout: &Layout, days: &std::collections::BTreeSet<i32>) -> Resul
     }
     let tmp = path.with_extension("json.tmp");
     let body = serde_json::to_vec(days).map_err(|e| StoreError::data("encoding dirty days", e))?;
-    fs::File::create(&tmp)
-        .and_then(|mut f| {
-            std::io::Write::write_all(&mut f, &body)?;
-            f.sync_all()
-        })
-        .and_then(|()| fs::rename(&tmp, &path))
-        .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
-    wal::sync_dir(&layout.rollups_dir())
+    wal::replace_file(&path, &tmp, &body)
 }
 
 /// Record days whose rollup rows must be recomputed.

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
@@ -422,14 +422,6 @@ fn carry_one(
     manifest["parts"] = serde_json::Value::from(parts);
     let body = serde_json::to_vec_pretty(&manifest)
         .map_err(|e| StoreError::data(format!("encoding {}", path.display()), e))?;
-    let tmp = path.with_extension("json.tmp");
-    fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(&body)?;
-            f.sync_all()
-        })
-        .and_then(|()| fs::rename(&tmp, &path))
-        .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
-    wal::sync_dir(&layout.sealed_dir(summary_day))?;
+    wal::replace_file(&path, &path.with_extension("json.tmp"), &body)?;
     Ok(ManifestUpdate::Carried)
 }

@@ -227,6 +227,23 @@ pub fn delete_upto(dir: &Path, upto: u64) -> Result<(), StoreError> {
 }
 
 /// Make a directory's entries (new, renamed or removed files) durable.
+/// Replace `path` with `body` durably: written to `tmp` and fsynced, renamed
+/// over `path`, the directory fsynced. A crash leaves the old file or the new.
+pub fn replace_file(path: &Path, tmp: &Path, body: &[u8]) -> Result<(), StoreError> {
+    use std::io::Write;
+    File::create(tmp)
+        .and_then(|mut f| {
+            f.write_all(body)?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::rename(tmp, path))
+        .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
+    match path.parent() {
+        Some(dir) => sync_dir(dir),
+        None => Ok(()),
+    }
+}
+
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())

@@ -267,19 +267,8 @@ pub fn write(
     };
     let body = serde_json::to_vec_pretty(&manifest)
         .map_err(|e| SweepError::Store(StoreError::data("encoding a summary manifest", e)))?;
-    write_durably(&dir.join("manifest.json"), &body)?;
-    crate::store::wal::sync_dir(&dir)?;
-    Ok(())
-}
-
-fn write_durably(path: &Path, body: &[u8]) -> Result<(), SweepError> {
-    use std::io::Write;
+    let path = dir.join("manifest.json");
     let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(body)?;
-            f.sync_all()
-        })
-        .and_then(|()| fs::rename(&tmp, path))
-        .map_err(io(format!("writing {}", path.display())))
+    crate::store::wal::replace_file(&path, &tmp, &body)?;
+    Ok(())
 }
