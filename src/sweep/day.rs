@@ -41,10 +41,26 @@ pub fn day_fingerprint(
     through: i32,
     cfg: &DetectConfig,
 ) -> Result<String, SweepError> {
-    let hashes: Vec<u128> = (day - 1..=through.max(day))
+    Ok(combine(cfg, &hashes(reader, day, through)?))
+}
+
+/// Each day's part hash from the day before `day` through `last`.
+fn hashes(reader: &Reader, day: i32, last: i32) -> Result<Vec<u128>, SweepError> {
+    (day - 1..=last.max(day))
         .map(|d| part_hash(reader, d))
-        .collect::<Result<_, _>>()?;
-    Ok(combine(cfg, &hashes))
+        .collect()
+}
+
+/// Whether a read of `day` whose newest span ended at `horizon_ns` and that
+/// took spans through `through` is final at `now`: the day is over, every
+/// trace it saw has settled, and it read no day after `now`'s. A stored
+/// result or a summary stands only for a `now` it is final at (a replay
+/// with an earlier `now` must not see spans from after it).
+pub fn final_at(cfg: &DetectConfig, day: i32, now: i64, horizon_ns: i64, through: i32) -> bool {
+    let settle = settle_ns(cfg);
+    now >= i64::from(day + 1) * NANOS_PER_DAY + settle
+        && horizon_ns <= now - settle
+        && through <= day_of_ns(now)
 }
 
 fn combine(cfg: &DetectConfig, hashes: &[u128]) -> String {
@@ -69,7 +85,9 @@ pub fn from_summaries(
     let today = day_of_ns(now);
     let one = |day: i32| -> Result<Option<Found>, SweepError> {
         let hashes = day_hashes(reader, day, today)?;
-        let Some(s) = usable(summary::load(reader.layout(), day)?, day, now, cfg) else {
+        let Some(s) = summary::load(reader.layout(), day)?
+            .filter(|s| final_at(cfg, day, now, s.horizon_ns, s.read_through()))
+        else {
             return Ok(None);
         };
         let fingerprint = fingerprint_through(cfg, day, &hashes, s.read_through());
@@ -116,33 +134,18 @@ pub fn has_usable_summary(
     now: i64,
     day: i32,
 ) -> Result<bool, SweepError> {
-    let settle = settle_ns(cfg);
     Ok(
         summary::peek(reader.layout(), day)?.is_some_and(|(days, horizon)| {
-            now >= i64::from(day + 1) * NANOS_PER_DAY + settle
-                && horizon <= now - settle
-                && days.iter().all(|d| *d <= day_of_ns(now))
+            let through = days.iter().copied().max().unwrap_or(day);
+            final_at(cfg, day, now, horizon, through)
         }),
     )
-}
-
-/// A summary holds for a sweep at `now` only if its day was final then
-/// (a replay with an earlier `now` must not see spans from after it).
-fn usable(s: Option<Summary>, day: i32, now: i64, cfg: &DetectConfig) -> Option<Summary> {
-    let settle = settle_ns(cfg);
-    s.filter(|s| {
-        now >= i64::from(day + 1) * NANOS_PER_DAY + settle
-            && s.horizon_ns <= now - settle
-            && s.read_through() <= day_of_ns(now)
-    })
 }
 
 /// Each day's part hash from the day before `day` to as far as its read
 /// may follow, taken before anything of it is read.
 fn day_hashes(reader: &Reader, day: i32, today: i32) -> Result<Vec<u128>, SweepError> {
-    (day - 1..=today.min(day + FOLLOW_DAYS).max(day))
-        .map(|d| part_hash(reader, d))
-        .collect()
+    hashes(reader, day, today.min(day + FOLLOW_DAYS))
 }
 
 /// The fingerprint of a read of `day` through `through`, from [`day_hashes`].
@@ -151,24 +154,14 @@ fn fingerprint_through(cfg: &DetectConfig, day: i32, hashes: &[u128], through: i
     combine(cfg, &hashes[..n.min(hashes.len())])
 }
 
-/// Where a day's result came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// Its sealed summary.
-    Summary,
-    /// Its spans (and it was sealed if `sealed`).
-    Spans { sealed: bool },
-}
-
-/// Computes days' per-turn results, in ascending order of days.
+/// Computes days' per-turn results from their spans, in ascending order
+/// of days (sealed days are read by [`from_summaries`]).
 pub struct Days<'a> {
     reader: &'a Reader,
     cfg: &'a DetectConfig,
     now: i64,
     today: i32,
     window: Window<'a>,
-    /// Read sealed summaries (off: every day from its spans).
-    pub use_summaries: bool,
 }
 
 impl<'a> Days<'a> {
@@ -179,25 +172,17 @@ impl<'a> Days<'a> {
             now,
             today: day_of_ns(now),
             window: Window::new(reader, now),
-            use_summaries: true,
         }
     }
 
-    /// `day`'s result and the fingerprint to keep it under.
-    pub fn result(&mut self, day: i32) -> Result<(signal::DayResult, String, Source), SweepError> {
+    /// `day`'s result from its spans, the fingerprint to keep it under, and
+    /// whether it was sealed.
+    pub fn result(&mut self, day: i32) -> Result<(signal::DayResult, String, bool), SweepError> {
         let (cfg, now) = (self.cfg, self.now);
         let settle = settle_ns(cfg);
         // Each day's parts hashed before anything of it is read.
         let mut hashes = day_hashes(self.reader, day, self.today)?;
         let layout = self.reader.layout();
-        if self.use_summaries {
-            if let Some(s) = usable(summary::load(layout, day)?, day, now, cfg) {
-                let through = s.read_through();
-                let result = day_result(&s, day, now, cfg, None);
-                let fingerprint = fingerprint_through(cfg, day, &hashes, through);
-                return Ok((result, fingerprint, Source::Summary));
-            }
-        }
         let t0 = std::time::Instant::now();
         let turns = self.window.turns(day, self.today)?;
         // The days read are fingerprinted as they were when decoded (a day
@@ -211,20 +196,18 @@ impl<'a> Days<'a> {
             }
         }
         let t1 = std::time::Instant::now();
-        tracing::debug!(rss_mib = rss_mib(), rows = turns.table.len(), "read");
         let table = &turns.table;
         let tc =
             calls::collect_table_keeping(table, now - settle, calls::Keep::Findable).began_on(day);
         let t2 = std::time::Instant::now();
-        tracing::debug!(rss_mib = rss_mib(), "kernel");
         let horizon = table.end.iter().copied().max().unwrap_or(0);
         // Final: the day is over, every trace the read saw has settled, and
         // no trace was left to follow into days still to come.
         let day_over = i64::from(day + 1) * NANOS_PER_DAY + settle;
         // (And nothing it read was left out for starting after `now`: a
         // replay's summary must not stand for the whole day.)
-        let is_final = now >= day_over
-            && horizon <= now - settle
+        let through = turns.read_days.iter().copied().max().unwrap_or(day);
+        let is_final = final_at(cfg, day, now, horizon, through)
             && !turns.capped
             && turns.held_back_ns.is_none();
         let summary = Summary {
@@ -281,7 +264,7 @@ impl<'a> Days<'a> {
         );
         let through = summary.read_through();
         let fingerprint = fingerprint_through(cfg, day, &hashes, through);
-        Ok((result, fingerprint, Source::Spans { sealed }))
+        Ok((result, fingerprint, sealed))
     }
 }
 

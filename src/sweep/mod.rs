@@ -18,7 +18,7 @@ mod report;
 pub mod summary;
 mod window;
 
-pub use day::{day_fingerprint, settle_ns, Source};
+pub use day::{day_fingerprint, settle_ns};
 pub use report::{parse_now, parse_since, rfc3339, signal_json, to_json, to_markdown, to_text};
 
 /// What a sweep looks at.
@@ -136,7 +136,6 @@ pub fn run(
     let (mut spans_scanned, mut days_scanned, mut days_reused) = (0, 0, 0);
     let (mut days_from_summary, mut days_sealed) = (0, 0);
     let mut per_day = day::Days::new(reader, cfg, now);
-    per_day.use_summaries = opts.reuse;
     let mut outcomes = Vec::new();
     let mut traffic: std::collections::BTreeMap<String, i64> = Default::default();
     let mut worst: std::collections::HashMap<(String, i32), Vec<signal::Evidence>> =
@@ -166,14 +165,10 @@ pub fn run(
             if let Some(through) = state.day_read_through(day)? {
                 let fingerprint = day_fingerprint(reader, day, through, cfg)?;
                 let kept = state.day_result(day, &fingerprint, now)?;
-                // A final result stands only for a `now` it was final at (a
-                // replay with an earlier `now` reads the day again).
-                let settle = settle_ns;
+                // A final result stands only for a `now` it is final at.
                 let holds = |r: &signal::DayResult| {
                     r.provisional.is_some()
-                        || (now >= i64::from(day + 1) * crate::model::NANOS_PER_DAY + settle
-                            && r.horizon_ns <= now - settle
-                            && r.read_through <= today)
+                        || day::final_at(cfg, day, now, r.horizon_ns, r.read_through)
                 };
                 if let Some(kept) = kept.filter(holds) {
                     results.insert(day, (kept, None));
@@ -194,21 +189,21 @@ pub fn run(
             from_spans.push(day);
         }
     }
-    type Read = (i32, signal::DayResult, String, Source);
+    type Read = (i32, signal::DayResult, String, bool);
     let read_days = |days: &[i32], per_day: &mut day::Days<'_>| -> Result<Vec<Read>, SweepError> {
         let mut out = Vec::new();
         for &day in days {
             let t0 = std::time::Instant::now();
-            let (result, fingerprint, source) = per_day.result(day)?;
+            let (result, fingerprint, sealed) = per_day.result(day)?;
             tracing::debug!(
                 day = %day_to_string(day),
                 spans = result.spans,
                 through = %day_to_string(result.read_through),
-                source = ?source,
+                sealed,
                 ms = t0.elapsed().as_millis() as u64,
                 "per-turn rules"
             );
-            out.push((day, result, fingerprint, source));
+            out.push((day, result, fingerprint, sealed));
         }
         Ok(out)
     };
@@ -230,18 +225,11 @@ pub fn run(
         .into_iter()
         .filter(|d| !results.contains_key(d))
         .collect();
-    let mut again = day::Days::new(reader, cfg, now);
-    again.use_summaries = false;
-    read.extend(read_days(&stale, &mut again)?);
-    for (day, result, fingerprint, source) in read {
-        match source {
-            Source::Summary => days_from_summary += 1,
-            Source::Spans { sealed } => {
-                spans_scanned += result.spans;
-                days_scanned += 1;
-                days_sealed += usize::from(sealed);
-            }
-        }
+    read.extend(read_days(&stale, &mut day::Days::new(reader, cfg, now))?);
+    for (day, result, fingerprint, sealed) in read {
+        spans_scanned += result.spans;
+        days_scanned += 1;
+        days_sealed += usize::from(sealed);
         results.insert(day, (result, Some(fingerprint)));
     }
     for (day, (result, fingerprint)) in results {
