@@ -63,10 +63,6 @@ impl HexCol {
         }
     }
 
-    pub(super) fn reserve(&mut self, n: usize) {
-        self.idx.reserve(n);
-    }
-
     pub(super) fn truncate(&mut self, rows: usize) {
         self.idx.truncate(rows);
         let kept = self

@@ -92,6 +92,7 @@ impl SpanTable {
     /// A table of `df`'s rows.
     pub fn from_frame(df: &DataFrame) -> PolarsResult<SpanTable> {
         let mut t = SpanTable::default();
+        t.reserve_exact(df.height());
         t.append(df)?;
         Ok(t)
     }
@@ -199,11 +200,6 @@ impl SpanTable {
     /// `parent_span_id`): half of [`append`](Self::append), so a part can be
     /// decoded in two narrower frames.
     pub fn append_ids(&mut self, df: &DataFrame) -> PolarsResult<()> {
-        let n = df.height();
-        self.trace.reserve(n);
-        self.span.reserve(n);
-        self.parent.reserve(n);
-        self.has_parent.reserve(n);
         let trace = df.column("trace_id")?.str()?;
         let span = df.column("span_id")?.str()?;
         let parent = df.column("parent_span_id")?.str()?;
@@ -243,7 +239,6 @@ impl SpanTable {
             })
         };
         let opt = |c| opt_strs(c, n);
-        self.reserve(n);
         let ints = |name: &str| -> PolarsResult<Vec<i64>> {
             Ok(match df.column(name) {
                 Ok(c) => c.i64()?.iter().map(|v| v.unwrap_or(0)).collect(),
@@ -394,27 +389,6 @@ impl SpanTable {
         self.result.idx.reserve_exact(n);
         self.cost.reserve_exact(n);
         self.has_cost.reserve_exact(n);
-    }
-
-    fn reserve(&mut self, n: usize) {
-        self.trace.reserve(n);
-        self.span.reserve(n);
-        self.parent.reserve(n);
-        self.has_parent.reserve(n);
-        self.start.reserve(n);
-        self.end.reserve(n);
-        self.is_agent.reserve(n);
-        self.is_tool.reserve(n);
-        self.agent_call.reserve(n);
-        self.tool.reserve(n);
-        self.service.reserve(n);
-        self.session.reserve(n);
-        self.convention.reserve(n);
-        self.class.reserve(n);
-        self.args.reserve(n);
-        self.result.reserve(n);
-        self.cost.reserve(n);
-        self.has_cost.reserve(n);
     }
 
     /// Keep the first `rows` rows.
