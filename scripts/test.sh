@@ -5,14 +5,16 @@
 # Debian's chromium for the dashboard), then
 # runs rustfmt, clippy -D warnings and every test, in one release build.
 #
-#   STORMWATCH_CACHE   where venvs and the cargo target dir live
+#   STORMWATCH_CACHE   where the venvs and npm packages live
 #                      (default ~/.cache/stormwatch, reused between runs)
-#   CARGO_TARGET_DIR   default $STORMWATCH_CACHE/target
+#   CARGO_TARGET_DIR   the cargo build; default the repository's target/,
+#                      the one `cargo run --release -- serve --demo` builds,
+#                      so the README's two commands compile polars once
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export STORMWATCH_CACHE="${STORMWATCH_CACHE:-$HOME/.cache/stormwatch}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$STORMWATCH_CACHE/target}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 mkdir -p "$STORMWATCH_CACHE"
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }

@@ -172,6 +172,13 @@ pub struct ServeArgs {
     /// Where OTLP/HTTP exporters send traces (POST /v1/traces)
     #[arg(long, env = "STORMWATCH_OTLP_ADDR", default_value = "127.0.0.1:4318")]
     pub otlp_addr: SocketAddr,
+    /// Where OTLP/gRPC exporters send traces (TraceService/Export); `none` turns it off
+    #[arg(
+        long,
+        env = "STORMWATCH_OTLP_GRPC_ADDR",
+        default_value = "127.0.0.1:4317"
+    )]
+    pub otlp_grpc_addr: ListenAddr,
     /// The dashboard, API and health endpoints
     #[arg(long, env = "STORMWATCH_HTTP_ADDR", default_value = "127.0.0.1:8080")]
     pub http_addr: SocketAddr,
@@ -203,6 +210,23 @@ pub struct ServeArgs {
     /// Seconds between scheduled sweeps, 0 for none [default: sweep.interval_secs of the config file, 300]
     #[arg(long, env = "STORMWATCH_SWEEP_INTERVAL", value_parser = clap::value_parser!(u64).range(0..=604_800))]
     pub sweep_interval: Option<u64>,
+}
+
+/// A listener's address, or `none` for no listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenAddr(pub Option<SocketAddr>);
+
+impl std::str::FromStr for ListenAddr {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ListenAddr, String> {
+        if s.eq_ignore_ascii_case("none") {
+            return Ok(ListenAddr(None));
+        }
+        s.parse().map(|a| ListenAddr(Some(a))).map_err(|_| {
+            format!("expected an address like 127.0.0.1:4317, or `none` to turn the listener off; got {s:?}")
+        })
+    }
 }
 
 #[derive(Debug, Args)]

@@ -137,6 +137,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|| config.alert.public_url.clone());
             let opts = stormwatch::serve::ServeOptions {
                 otlp_addr: args.otlp_addr,
+                otlp_grpc_addr: args.otlp_grpc_addr.0,
                 http_addr: args.http_addr,
                 max_body_bytes: config.ingest.max_body_bytes,
                 max_inflight_bytes: config.ingest.max_inflight_bytes,

@@ -155,50 +155,66 @@ pub fn render(s: &Sources) -> String {
 }
 
 fn ingest(o: &mut Out, otlp: &OtlpState) {
-    let c = &otlp.counters;
-    o.one(
+    let transports = [("http", &otlp.counters), ("grpc", &otlp.grpc)];
+    o.family(
         "stormwatch_ingest_requests_total",
         "counter",
-        "OTLP export requests received.",
-        load(&c.requests),
+        "OTLP export requests received, by transport (http, grpc).",
     );
+    for (t, c) in transports {
+        o.sample(
+            "stormwatch_ingest_requests_total",
+            &[("transport", t)],
+            load(&c.requests),
+        );
+    }
     o.family(
         "stormwatch_ingest_requests_refused_total",
         "counter",
-        "OTLP export requests refused, by reason.",
+        "OTLP export requests refused, by transport and reason.",
     );
-    for (reason, n) in c.refused() {
-        o.sample(
-            "stormwatch_ingest_requests_refused_total",
-            &[("reason", reason)],
-            n,
-        );
+    for (t, c) in transports {
+        for (reason, n) in c.refused() {
+            o.sample(
+                "stormwatch_ingest_requests_refused_total",
+                &[("transport", t), ("reason", reason)],
+                n,
+            );
+        }
     }
-    o.one(
+    o.family(
         "stormwatch_spans_accepted_total",
         "counter",
-        "Spans acknowledged (in the WAL on disk).",
-        load(&c.spans_accepted),
+        "Spans acknowledged (in the WAL on disk), by transport.",
     );
+    for (t, c) in transports {
+        o.sample(
+            "stormwatch_spans_accepted_total",
+            &[("transport", t)],
+            load(&c.spans_accepted),
+        );
+    }
     o.family(
         "stormwatch_spans_rejected_total",
         "counter",
-        "Spans not kept, by reason: invalid_id (a partial success) or store (the store refused a decoded request).",
+        "Spans not kept, by transport and reason: invalid_id (a partial success) or store (the store refused a decoded request).",
     );
-    o.sample(
-        "stormwatch_spans_rejected_total",
-        &[("reason", "invalid_id")],
-        load(&c.spans_rejected_invalid),
-    );
-    o.sample(
-        "stormwatch_spans_rejected_total",
-        &[("reason", "store")],
-        load(&c.spans_refused_store),
-    );
+    for (t, c) in transports {
+        o.sample(
+            "stormwatch_spans_rejected_total",
+            &[("transport", t), ("reason", "invalid_id")],
+            load(&c.spans_rejected_invalid),
+        );
+        o.sample(
+            "stormwatch_spans_rejected_total",
+            &[("transport", t), ("reason", "store")],
+            load(&c.spans_refused_store),
+        );
+    }
     o.one(
         "stormwatch_ingest_inflight_kib_available",
         "gauge",
-        "Request-body memory budget left (KiB); 429 when a request does not fit.",
+        "Request-body memory budget left (KiB), shared by both transports; 429 / RESOURCE_EXHAUSTED when a request does not fit.",
         otlp.inflight.available_permits(),
     );
 }

@@ -4,6 +4,7 @@
 //! detection logic.
 
 pub mod auth;
+pub mod grpc;
 pub mod health;
 pub mod metrics;
 pub mod otlp;
@@ -24,6 +25,8 @@ use crate::store::Store;
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub otlp_addr: SocketAddr,
+    /// The OTLP/gRPC receiver's address (`None`: no gRPC receiver).
+    pub otlp_grpc_addr: Option<SocketAddr>,
     pub http_addr: SocketAddr,
     pub max_body_bytes: usize,
     pub max_inflight_bytes: usize,
@@ -155,6 +158,16 @@ pub async fn run(
         opts.insecure,
     )
     .map_err(anyhow::Error::msg)?;
+    if let Some(addr) = opts.otlp_grpc_addr {
+        auth::check_bind(
+            addr,
+            opts.ingest_token.as_deref(),
+            "OTLP/gRPC ingest",
+            "--ingest-token (STORMWATCH_INGEST_TOKEN)",
+            opts.insecure,
+        )
+        .map_err(anyhow::Error::msg)?;
+    }
     auth::check_bind(
         opts.http_addr,
         opts.api_token.as_deref(),
@@ -178,6 +191,11 @@ pub async fn run(
         opts.ingest_token.is_some(),
         &public_host,
     );
+    let grpc_service = opts.otlp_grpc_addr.map(|addr| {
+        let loopback_only =
+            (opts.ingest_token.is_none() && addr.ip().is_loopback()).then(|| public_host.clone());
+        grpc::TraceService::new(Arc::clone(&otlp_state), loopback_only)
+    });
     let alert_stats = Arc::new(crate::alert::stats::Stats::default());
     let sweeper = Arc::new(scheduler::Sweeper::new(
         Arc::clone(&store),
@@ -208,15 +226,27 @@ pub async fn run(
     let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
         .await
         .with_context(|| format!("cannot listen for OTLP on {}", opts.otlp_addr))?;
+    let grpc_listener = match opts.otlp_grpc_addr {
+        Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| {
+            format!("cannot listen for OTLP/gRPC on {addr} (--otlp-grpc-addr; `none` turns the gRPC receiver off)")
+        })?),
+        None => None,
+    };
     let http_listener = tokio::net::TcpListener::bind(opts.http_addr)
         .await
         .with_context(|| format!("cannot listen for HTTP on {}", opts.http_addr))?;
+    let grpc_addr = match &grpc_listener {
+        Some(l) => l.local_addr()?.to_string(),
+        None => "off".to_string(),
+    };
     tracing::info!(
         otlp = %otlp_listener.local_addr()?,
+        otlp_grpc = %grpc_addr,
         http = %http_listener.local_addr()?,
         data_dir = %store.layout().root().display(),
-        "stormwatch is listening; OTLP/HTTP exporters can send to http://{}/v1/traces",
-        otlp_listener.local_addr()?
+        "stormwatch is listening; OTLP/HTTP exporters can send to http://{}/v1/traces, OTLP/gRPC exporters to http://{}",
+        otlp_listener.local_addr()?,
+        grpc_addr
     );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -231,6 +261,17 @@ pub async fn run(
             .with_graceful_shutdown(wait(stop_rx.clone()))
             .into_future(),
     );
+    let grpc = match (grpc_listener, grpc_service) {
+        (Some(listener), Some(service)) => Some(tokio::spawn(
+            grpc::server()
+                .add_service(service)
+                .serve_with_incoming_shutdown(
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    wait(stop_rx.clone()),
+                ),
+        )),
+        _ => None,
+    };
     let http = tokio::spawn(
         axum::serve(http_listener, http_app)
             .with_graceful_shutdown(wait(stop_rx.clone()))
@@ -275,6 +316,11 @@ pub async fn run(
     let deadline = tokio::time::Instant::now() + opts.shutdown_timeout;
     let drained = tokio::time::timeout_at(deadline, async {
         let _ = otlp.await;
+        if let Some(g) = grpc {
+            if let Ok(Err(e)) = g.await {
+                tracing::error!(error = %e, "the OTLP/gRPC server stopped with an error");
+            }
+        }
         let _ = http.await;
         if let Some(s) = schedule {
             let _ = s.await;

@@ -28,7 +28,10 @@ pub struct OtlpState {
     pub max_body_bytes: usize,
     /// Bytes of request bodies held in memory at once, in KiB permits.
     pub inflight: Arc<Semaphore>,
+    /// What the OTLP/HTTP receiver did.
     pub counters: OtlpCounters,
+    /// What the OTLP/gRPC receiver did.
+    pub grpc: OtlpCounters,
     /// The bearer token exporters must send, when one is set.
     pub token: Option<Arc<super::auth::Token>>,
     /// The in-flight budget's size, in KiB permits.
@@ -86,6 +89,7 @@ impl OtlpState {
             max_body_bytes,
             inflight: Arc::new(Semaphore::new(kib(max_inflight_bytes) as usize)),
             counters: OtlpCounters::default(),
+            grpc: OtlpCounters::default(),
             token: None,
             inflight_total: kib(max_inflight_bytes),
             drains: Arc::new(Semaphore::new(MAX_DRAINS)),
@@ -155,7 +159,7 @@ async fn drain(state: &OtlpState, body: Body, limit: usize, mut answer: AppError
 /// A request body must arrive within this.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-fn kib(bytes: usize) -> u32 {
+pub fn kib(bytes: usize) -> u32 {
     (bytes.div_ceil(1024)).clamp(1, u32::MAX as usize) as u32
 }
 
@@ -250,6 +254,32 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
     if permit.num_permits() > used {
         drop(permit.split(permit.num_permits() - used));
     }
+    let done = store_body(state, &state.counters, body, format, encoding, permit).await?;
+    Ok(success(format, done.rejected, done.message))
+}
+
+/// What an accepted export request did: spans rejected one by one (invalid
+/// ids) and the partial-success message naming why.
+#[derive(Debug)]
+pub struct Accepted {
+    pub rejected: u64,
+    pub message: Option<String>,
+}
+
+/// The part of an export both transports share: decompress (when
+/// `encoding` says so), decode and normalize on a blocking thread, charging
+/// what grows against the in-flight budget `permit` already holds the body's
+/// share of; then submit to the store and wait for the WAL fsync. Counted in
+/// `counters`.
+pub async fn store_body(
+    state: &OtlpState,
+    counters: &OtlpCounters,
+    body: bytes::Bytes,
+    format: Format,
+    encoding: Encoding,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Result<Accepted, AppError> {
+    let limit = state.max_body_bytes;
     // Decompressed output and a parsed JSON tree are charged as they grow.
     let semaphore = Arc::clone(&state.inflight);
     let total = state.inflight_total as usize;
@@ -305,8 +335,7 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
     let accepted = prepared.normalized.rows.len() as u64;
     if accepted > 0 {
         let refused = |e| {
-            state
-                .counters
+            counters
                 .spans_refused_store
                 .fetch_add(accepted, Ordering::Relaxed);
             AppError::from_store(e, format)
@@ -320,15 +349,16 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
             .map_err(refused)?;
     }
     drop(permit);
-    state
-        .counters
+    counters
         .spans_accepted
         .fetch_add(accepted, Ordering::Relaxed);
-    state
-        .counters
+    counters
         .spans_rejected_invalid
         .fetch_add(rejected, Ordering::Relaxed);
-    Ok(success(format, rejected, reject_message))
+    Ok(Accepted {
+        rejected,
+        message: reject_message,
+    })
 }
 
 /// The spec's success answer: empty, or a partial success naming what was rejected.

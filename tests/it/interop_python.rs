@@ -115,7 +115,9 @@ fn the_sdk_sends_the_ingest_token_from_otel_exporter_otlp_headers() {
         .text()
         .unwrap();
     assert!(
-        metrics.contains("stormwatch_ingest_requests_refused_total{reason=\"unauthorized\"}"),
+        metrics.contains(
+            "stormwatch_ingest_requests_refused_total{transport=\"http\",reason=\"unauthorized\"}"
+        ),
         "{metrics}"
     );
     server.stop();

@@ -1,0 +1,411 @@
+//! OTLP/gRPC: `opentelemetry.proto.collector.trace.v1.TraceService/Export`
+//! on its own port (4317 by default, where gRPC exporters send without
+//! configuration), served by tonic. It shares the HTTP receiver's admission,
+//! decode, normalization and durable acknowledgement (`otlp::store_body`):
+//! an answer is sent only once the spans are in the WAL on disk.
+//!
+//! The request message is taken as bytes (`RawCodec`), not decoded by the
+//! generated prost codec on the async thread: the decoding runs on a blocking
+//! thread under the memory budget, and the WAL records the bytes as they came.
+//! tonic itself does the gRPC framing, the gzip/zstd decompression (capped at
+//! `max_body_bytes`) and the status trailers.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    trace_service_server::SERVICE_NAME, ExportTracePartialSuccess, ExportTraceServiceResponse,
+};
+use prost::Message;
+use tonic::codec::{
+    Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder,
+};
+use tonic::codegen::{http, Body as HttpBody, Service, StdError};
+use tonic::{Code, Status};
+
+use super::otlp::{kib, store_body, OtlpCounters, OtlpState};
+use super::response::{AppError, ProtoAny, RpcStatus};
+use crate::ingest::{Encoding, Format};
+
+/// tonic's server as the receiver runs it: HTTP/2 keepalive pings (so a
+/// dead client's connection is dropped), a bound on concurrent streams per
+/// connection, and a deadline for a request to be answered.
+pub fn server() -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .max_concurrent_streams(Some(64))
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
+        .timeout(std::time::Duration::from_secs(60))
+}
+
+/// The one method served.
+pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+/// The trace service, as a tower service tonic's server routes to.
+#[derive(Clone)]
+pub struct TraceService {
+    state: Arc<OtlpState>,
+    /// `Some(public host)` on a loopback listener without a token: only
+    /// requests addressed to localhost (or the public host) are answered.
+    loopback_only: Option<Arc<Option<String>>>,
+}
+
+impl TraceService {
+    pub fn new(state: Arc<OtlpState>, loopback_only: Option<Option<String>>) -> TraceService {
+        TraceService {
+            state,
+            loopback_only: loopback_only.map(Arc::new),
+        }
+    }
+}
+
+impl tonic::server::NamedService for TraceService {
+    const NAME: &'static str = SERVICE_NAME;
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send>>;
+
+impl<B> Service<http::Request<B>> for TraceService
+where
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let svc = self.clone();
+        Box::pin(async move {
+            let counters = &svc.state.grpc;
+            counters.requests.fetch_add(1, Ordering::Relaxed);
+            let response = match svc.refuse_early(&req) {
+                Some(status) => status.into_http(),
+                None => export(&svc.state, req).await,
+            };
+            let response = rewrite_too_large(response, svc.state.max_body_bytes);
+            if let Some(reason) = refusal_reason(&response) {
+                counters.refuse(reason);
+            }
+            Ok(response)
+        })
+    }
+}
+
+impl TraceService {
+    /// A refusal decided from the headers alone, before the body is read.
+    fn refuse_early<B>(&self, req: &http::Request<B>) -> Option<Status> {
+        if req.uri().path() != EXPORT_PATH {
+            return Some(Status::unimplemented(format!(
+                "this receiver serves only {EXPORT_PATH} (OTLP traces); got {}",
+                req.uri().path()
+            )));
+        }
+        if let Some(token) = &self.state.token {
+            if !token.bearer_ok(req.headers()) {
+                tracing::debug!("refused a gRPC export without the ingest token");
+                return Some(Status::unauthenticated(
+                    "this receiver needs a token: send the metadata `authorization: Bearer <token>` \
+                     (OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20<token>)",
+                ));
+            }
+        }
+        if let Some(public_host) = &self.loopback_only {
+            let host = req
+                .uri()
+                .authority()
+                .map(|a| a.as_str().to_string())
+                .or_else(|| {
+                    req.headers()
+                        .get(http::header::HOST)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string)
+                });
+            if let Some(h) = host {
+                if !super::auth::loopback_host(&h) && public_host.as_deref() != Some(h.as_str()) {
+                    tracing::warn!(host = %h, "refused a gRPC request addressed to another host (loopback listener without a token)");
+                    return Some(Status::permission_denied(
+                        "this receiver listens on loopback without a token and answers only requests \
+                         addressed to localhost; set --ingest-token to serve it under another name",
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Decode the message with tonic (framing, decompression, size cap) and
+/// hand its bytes to the shared path.
+async fn export<B>(
+    state: &Arc<OtlpState>,
+    req: http::Request<B>,
+) -> http::Response<tonic::body::Body>
+where
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    let mut accept = EnabledCompressionEncodings::default();
+    accept.enable(CompressionEncoding::Gzip);
+    accept.enable(CompressionEncoding::Zstd);
+    let mut grpc = tonic::server::Grpc::new(RawCodec {
+        state: Arc::clone(state),
+    })
+    .apply_compression_config(accept, EnabledCompressionEncodings::default())
+    .apply_max_message_size_config(Some(state.max_body_bytes), None);
+    grpc.unary(
+        ExportMethod {
+            state: Arc::clone(state),
+        },
+        req,
+    )
+    .await
+}
+
+/// A request message's bytes, with the in-flight budget's permits for them.
+pub struct Admitted {
+    bytes: Bytes,
+    permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// The codec: requests stay bytes (charged against the in-flight budget as
+/// they are taken), responses are prost-encoded.
+struct RawCodec {
+    state: Arc<OtlpState>,
+}
+
+impl Codec for RawCodec {
+    type Encode = ExportTraceServiceResponse;
+    type Decode = Admitted;
+    type Encoder = ResponseEncoder;
+    type Decoder = AdmittingDecoder;
+
+    fn encoder(&mut self) -> ResponseEncoder {
+        ResponseEncoder
+    }
+
+    fn decoder(&mut self) -> AdmittingDecoder {
+        AdmittingDecoder {
+            state: Arc::clone(&self.state),
+        }
+    }
+}
+
+struct ResponseEncoder;
+
+impl Encoder for ResponseEncoder {
+    type Item = ExportTraceServiceResponse;
+    type Error = Status;
+
+    fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        item.encode(dst)
+            .map_err(|e| Status::internal(format!("encoding the response: {e}")))
+    }
+}
+
+struct AdmittingDecoder {
+    state: Arc<OtlpState>,
+}
+
+impl Decoder for AdmittingDecoder {
+    type Item = Admitted;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Admitted>, Status> {
+        let len = src.remaining();
+        let permit = Arc::clone(&self.state.inflight)
+            .try_acquire_many_owned(kib(len))
+            .map_err(|_| {
+                retry_later(
+                    Code::ResourceExhausted,
+                    "too many request bytes in flight; retry later",
+                    1,
+                )
+            })?;
+        Ok(Some(Admitted {
+            bytes: src.copy_to_bytes(len),
+            permit,
+        }))
+    }
+}
+
+/// The unary method: the shared path, its refusals as gRPC statuses.
+struct ExportMethod {
+    state: Arc<OtlpState>,
+}
+
+impl tonic::server::UnaryService<Admitted> for ExportMethod {
+    type Response = ExportTraceServiceResponse;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<tonic::Response<Self::Response>, Status>> + Send>>;
+
+    fn call(&mut self, request: tonic::Request<Admitted>) -> Self::Future {
+        let state = Arc::clone(&self.state);
+        Box::pin(async move {
+            let Admitted { bytes, permit } = request.into_inner();
+            let counters: &OtlpCounters = &state.grpc;
+            let done = store_body(
+                &state,
+                counters,
+                bytes,
+                Format::Protobuf,
+                Encoding::Identity,
+                permit,
+            )
+            .await
+            .map_err(|e| {
+                if e.status == http::StatusCode::SERVICE_UNAVAILABLE {
+                    tracing::warn!(error = %e.message, "refused a gRPC export request: the store cannot take it; the exporter retries");
+                }
+                to_status(e)
+            })?;
+            Ok(tonic::Response::new(ExportTraceServiceResponse {
+                partial_success: done.message.map(|m| ExportTracePartialSuccess {
+                    rejected_spans: done.rejected as i64,
+                    error_message: m,
+                }),
+            }))
+        })
+    }
+}
+
+/// An HTTP-shaped refusal of the shared path as the OTLP spec's gRPC status:
+/// overload is `RESOURCE_EXHAUSTED` with `RetryInfo` (retryable only with
+/// it), a store that cannot write `UNAVAILABLE` (with a hint of when), a body
+/// that can never fit `RESOURCE_EXHAUSTED` without `RetryInfo` (not
+/// retryable), anything undecodable `INVALID_ARGUMENT`.
+pub fn to_status(e: AppError) -> Status {
+    use http::StatusCode as S;
+    match e.status {
+        S::TOO_MANY_REQUESTS => retry_later(
+            Code::ResourceExhausted,
+            e.message,
+            e.retry_after.unwrap_or(1),
+        ),
+        S::SERVICE_UNAVAILABLE => {
+            retry_later(Code::Unavailable, e.message, e.retry_after.unwrap_or(5))
+        }
+        S::PAYLOAD_TOO_LARGE => Status::resource_exhausted(e.message),
+        S::UNAUTHORIZED => Status::unauthenticated(e.message),
+        _ => Status::invalid_argument(e.message),
+    }
+}
+
+/// `google.rpc.RetryInfo`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RetryInfo {
+    #[prost(message, optional, tag = "1")]
+    pub retry_delay: Option<ProtoDuration>,
+}
+
+/// `google.protobuf.Duration`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProtoDuration {
+    #[prost(int64, tag = "1")]
+    pub seconds: i64,
+    #[prost(int32, tag = "2")]
+    pub nanos: i32,
+}
+
+pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+
+/// A status with `RetryInfo { retry_delay: secs }` in its details
+/// (`grpc-status-details-bin`), as OTLP exporters read it.
+pub fn retry_later(code: Code, message: impl Into<String>, secs: u64) -> Status {
+    let message = message.into();
+    let info = RetryInfo {
+        retry_delay: Some(ProtoDuration {
+            seconds: secs as i64,
+            nanos: 0,
+        }),
+    };
+    let details = RpcStatus {
+        code: code as i32,
+        message: message.clone(),
+        details: vec![ProtoAny {
+            type_url: RETRY_INFO_TYPE.to_string(),
+            value: info.encode_to_vec(),
+        }],
+    };
+    Status::with_details(code, message, details.encode_to_vec().into())
+}
+
+/// tonic answers a message longer than the cap `OUT_OF_RANGE`, which OTLP
+/// exporters retry; it can never fit, so say `RESOURCE_EXHAUSTED` without
+/// `RetryInfo` (not retryable), as the HTTP receiver's 413 does.
+fn rewrite_too_large(
+    mut response: http::Response<tonic::body::Body>,
+    limit: usize,
+) -> http::Response<tonic::body::Body> {
+    let out_of_range = response
+        .headers()
+        .get(Status::GRPC_STATUS)
+        .is_some_and(|v| v.as_bytes() == b"11");
+    if out_of_range {
+        let found = Status::from_header_map(response.headers())
+            .map(|s| s.message().to_string())
+            .unwrap_or_default();
+        let status = Status::resource_exhausted(format!(
+            "the request is larger than this receiver's limit of {limit} bytes (max_body_bytes): {found}; \
+             send smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)"
+        ));
+        response.headers_mut().remove(Status::GRPC_MESSAGE);
+        response.headers_mut().remove(Status::GRPC_STATUS_DETAILS);
+        let _ = status.add_header(response.headers_mut());
+    }
+    response
+}
+
+/// The `/metrics` reason of a refused request, from its trailers-only status.
+fn refusal_reason(response: &http::Response<tonic::body::Body>) -> Option<&'static str> {
+    let code = response.headers().get(Status::GRPC_STATUS)?;
+    let has_retry_info = response.headers().contains_key(Status::GRPC_STATUS_DETAILS);
+    Some(match Code::from_bytes(code.as_bytes()) {
+        Code::Ok => return None,
+        Code::InvalidArgument => "bad_request",
+        Code::Unauthenticated => "unauthorized",
+        Code::PermissionDenied => "wrong_host",
+        Code::ResourceExhausted if has_retry_info => "overloaded",
+        Code::ResourceExhausted => "too_large",
+        Code::Unavailable => "store_unavailable",
+        Code::Unimplemented => "unimplemented",
+        _ => "other",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overload_carries_retry_info_and_too_large_does_not() {
+        let busy = to_status(AppError::busy("full", Format::Protobuf));
+        assert_eq!(busy.code(), Code::ResourceExhausted);
+        let details = RpcStatus::decode(busy.details()).unwrap();
+        assert_eq!(details.details[0].type_url, RETRY_INFO_TYPE);
+        let info = RetryInfo::decode(details.details[0].value.as_slice()).unwrap();
+        assert_eq!(info.retry_delay.unwrap().seconds, 1);
+        let big = to_status(AppError::new(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            "too big",
+            Format::Protobuf,
+        ));
+        assert_eq!(big.code(), Code::ResourceExhausted);
+        assert!(big.details().is_empty());
+        let bad = to_status(AppError::new(
+            http::StatusCode::BAD_REQUEST,
+            "bad",
+            Format::Protobuf,
+        ));
+        assert_eq!(bad.code(), Code::InvalidArgument);
+    }
+}
