@@ -15,11 +15,11 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::{Buf, BufMut, Bytes};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
-use bytes::{Buf, BufMut, Bytes};
 use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 
@@ -275,12 +275,8 @@ fn drive_grpc(host: &str, batches: &[Bytes], clients: usize) -> (f64, usize) {
                 .connect()
                 .await
                 .unwrap();
-            let (next, retries, batches, path) = (
-                next.clone(),
-                retries.clone(),
-                batches.clone(),
-                path.clone(),
-            );
+            let (next, retries, batches, path) =
+                (next.clone(), retries.clone(), batches.clone(), path.clone());
             tasks.push(tokio::spawn(async move {
                 let mut grpc = tonic::client::Grpc::new(channel);
                 loop {
@@ -335,7 +331,11 @@ fn end_to_end(batches: &[Bytes], clients: usize, transport: Transport) -> (f64, 
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let port = if transport == Transport::Http { otlp } else { grpc };
+    let port = if transport == Transport::Http {
+        otlp
+    } else {
+        grpc
+    };
     let host = format!("127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(30);
     while TcpStream::connect(&host).is_err() {

@@ -22,9 +22,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     trace_service_server::SERVICE_NAME, ExportTracePartialSuccess, ExportTraceServiceResponse,
 };
 use prost::Message;
-use tonic::codec::{
-    Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder,
-};
+use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::{http, Body as HttpBody, Service, StdError};
 use tonic::{Code, Status};
 
@@ -154,14 +152,12 @@ where
     B: HttpBody<Data = Bytes> + Send + 'static,
     B::Error: Into<StdError> + Send + 'static,
 {
-    let mut accept = EnabledCompressionEncodings::default();
-    accept.enable(CompressionEncoding::Gzip);
-    accept.enable(CompressionEncoding::Zstd);
     let mut grpc = tonic::server::Grpc::new(RawCodec {
         state: Arc::clone(state),
     })
-    .apply_compression_config(accept, EnabledCompressionEncodings::default())
-    .apply_max_message_size_config(Some(state.max_body_bytes), None);
+    .accept_compressed(CompressionEncoding::Gzip)
+    .accept_compressed(CompressionEncoding::Zstd)
+    .max_decoding_message_size(state.max_body_bytes);
     grpc.unary(
         ExportMethod {
             state: Arc::clone(state),
@@ -222,6 +218,13 @@ impl Decoder for AdmittingDecoder {
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Admitted>, Status> {
         let len = src.remaining();
+        if kib(len) > self.state.inflight_total {
+            return Err(Status::resource_exhausted(format!(
+                "a {len}-byte request can never fit the in-flight budget of {} KiB \
+                 (ingest.max_inflight_bytes); send smaller batches",
+                self.state.inflight_total
+            )));
+        }
         let permit = Arc::clone(&self.state.inflight)
             .try_acquire_many_owned(kib(len))
             .map_err(|_| {

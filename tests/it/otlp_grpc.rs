@@ -195,7 +195,10 @@ async fn plain_gzip_and_zstd_exports_are_stored_with_tool_class_and_session() {
         .unwrap()
         .into_inner();
     assert_eq!(resp.partial_success, None);
-    for (seed, encoding) in [(2, CompressionEncoding::Gzip), (3, CompressionEncoding::Zstd)] {
+    for (seed, encoding) in [
+        (2, CompressionEncoding::Gzip),
+        (3, CompressionEncoding::Zstd),
+    ] {
         let resp = rig
             .client()
             .await
@@ -290,14 +293,11 @@ async fn oversize_messages_are_resource_exhausted_without_retry_info() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ingest_token_is_checked_in_metadata() {
-    let rig = rig_with(64 << 20, 256 << 20, Some("s3cret-token"), false).await;
+    let rig = rig_with(64 << 20, 256 << 20, Some("s3cret-token-0123456789"), false).await;
     let err = rig.client().await.export(request(7, 1)).await.unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated);
     assert!(err.message().contains("authorization"), "{}", err.message());
-    for (value, ok) in [
-        ("Bearer wrong-token", false),
-        ("Bearer s3cret-token", true),
-    ] {
+    for (value, ok) in [("Bearer wrong-token-0123456789", false), ("Bearer s3cret-token-0123456789", true)] {
         let mut req = tonic::Request::new(request(7, 1));
         req.metadata_mut()
             .insert("authorization", value.parse().unwrap());
