@@ -297,7 +297,10 @@ async fn the_ingest_token_is_checked_in_metadata() {
     let err = rig.client().await.export(request(7, 1)).await.unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated);
     assert!(err.message().contains("authorization"), "{}", err.message());
-    for (value, ok) in [("Bearer wrong-token-0123456789", false), ("Bearer s3cret-token-0123456789", true)] {
+    for (value, ok) in [
+        ("Bearer wrong-token-0123456789", false),
+        ("Bearer s3cret-token-0123456789", true),
+    ] {
         let mut req = tonic::Request::new(request(7, 1));
         req.metadata_mut()
             .insert("authorization", value.parse().unwrap());
@@ -403,4 +406,21 @@ async fn a_span_sent_over_both_transports_is_stored_once() {
     assert_eq!(resp.status(), axum::http::StatusCode::OK);
     rig.client().await.export(req).await.unwrap();
     assert_eq!(rig.frame().await.height(), 4);
+}
+
+/// A message under the size cap whose bytes alone pass the whole in-flight
+/// budget is refused as it streams in, and not as a retryable overload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_larger_than_the_whole_budget_is_refused_while_it_streams() {
+    let rig = rig_with(1 << 20, 64 << 10, None, true).await;
+    let big = request(12, 600);
+    assert!(big.encoded_len() > 64 << 10 && big.encoded_len() < 1 << 20);
+    let err = rig.client().await.export(big).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert_eq!(retry_delay_secs(&err), None, "{err:?}");
+    assert!(err.message().contains("never fit"), "{}", err.message());
+    // Every permit is back.
+    assert_eq!(rig.state.inflight.available_permits(), 64);
+    rig.client().await.export(request(12, 5)).await.unwrap();
+    assert_eq!(rig.frame().await.height(), 5);
 }
