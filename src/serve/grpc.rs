@@ -414,7 +414,8 @@ pub struct ProtoDuration {
 pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
 
 /// A status with `RetryInfo { retry_delay: secs }` in its details
-/// (`grpc-status-details-bin`), as OTLP exporters read it.
+/// (`grpc-status-details-bin`, where tonic and Go exporters read it) and in
+/// the `google.rpc.retryinfo-bin` trailer (where the Python exporter does).
 pub fn retry_later(code: Code, message: impl Into<String>, secs: u64) -> Status {
     let message = message.into();
     let info = RetryInfo {
@@ -431,7 +432,13 @@ pub fn retry_later(code: Code, message: impl Into<String>, secs: u64) -> Status 
             value: info.encode_to_vec(),
         }],
     };
-    Status::with_details(code, message, details.encode_to_vec().into())
+    let mut status = Status::with_details(code, message, details.encode_to_vec().into());
+    // The Python exporter reads the delay from this trailer instead.
+    status.metadata_mut().insert_bin(
+        "google.rpc.retryinfo-bin",
+        tonic::metadata::MetadataValue::from_bytes(&info.encode_to_vec()),
+    );
+    status
 }
 
 /// tonic answers a message longer than the cap `OUT_OF_RANGE`, which OTLP
