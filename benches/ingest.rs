@@ -219,6 +219,8 @@ fn end_to_end(batches: &[Vec<u8>], clients: usize) -> (f64, u64, usize) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stormwatch"))
         .args([
             "serve",
+            "--otlp-grpc-addr",
+            "none",
             "--otlp-addr",
             &format!("127.0.0.1:{otlp}"),
             "--http-addr",
