@@ -5,6 +5,7 @@ mod alerts;
 mod common;
 mod crash;
 mod crash_flusher;
+mod crash_grpc;
 mod dashboard;
 mod fixtures;
 mod frameworks;
