@@ -10,6 +10,8 @@ mod dashboard;
 mod fixtures;
 mod frameworks;
 mod import;
+mod interop_grpc_python;
+mod interop_node;
 mod interop_python;
 mod interop_rust;
 mod load;
