@@ -1,11 +1,13 @@
-//! Ingest benchmark (not a test): end-to-end OTLP/HTTP ingest over loopback
-//! into a running `stormwatch serve` (protobuf, batches of 512 spans, several
-//! keep-alive clients, durable acknowledgement), next to decode-and-normalize
-//! alone, measured in the same run. Prints spans/s, the server's peak RSS and
-//! the ratio; medians over `--runs` repetitions.
+//! Ingest benchmark (not a test): end-to-end OTLP ingest over loopback into a
+//! running `stormwatch serve` (protobuf, batches of 512 spans, several
+//! keep-alive clients, durable acknowledgement), over HTTP and over gRPC (a
+//! tonic client, one HTTP/2 connection per client), next to
+//! decode-and-normalize alone, measured in the same run. Prints spans/s, the
+//! server's peak RSS and the ratios; medians over `--runs` repetitions.
 //!
 //!     cargo bench --bench ingest -- [--runs 5] [--batches 2000] [--clients 4]
-//!     cargo bench --bench ingest -- --target 127.0.0.1:4318   # drive a running server
+//!     cargo bench --bench ingest -- --target 127.0.0.1:4318        # drive a running server (HTTP)
+//!     cargo bench --bench ingest -- --grpc-target 127.0.0.1:4317   # the same over gRPC
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -13,11 +15,13 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::{Buf, BufMut, Bytes};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
 use prost::Message;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 
 const SPANS_PER_BATCH: usize = 512;
 const TOOLS: &[&str] = &[
@@ -37,7 +41,7 @@ fn kv(k: &str, v: Value) -> KeyValue {
 }
 
 /// A realistic agent batch: tool spans with GenAI attributes, some failing.
-fn batch(id: u64) -> Vec<u8> {
+fn batch(id: u64) -> Bytes {
     let mut trace = [0u8; 16];
     trace[..8].copy_from_slice(&id.to_be_bytes());
     trace[15] = 7;
@@ -103,6 +107,7 @@ fn batch(id: u64) -> Vec<u8> {
         }],
     }
     .encode_to_vec()
+    .into()
 }
 
 fn arg(name: &str, default: usize) -> usize {
@@ -115,7 +120,7 @@ fn arg(name: &str, default: usize) -> usize {
 }
 
 /// Decode + normalize every batch on `threads` threads; spans/s.
-fn decode_only(batches: &[Vec<u8>], threads: usize) -> f64 {
+fn decode_only(batches: &[Bytes], threads: usize) -> f64 {
     let next = AtomicUsize::new(0);
     let started = Instant::now();
     std::thread::scope(|s| {
@@ -123,7 +128,7 @@ fn decode_only(batches: &[Vec<u8>], threads: usize) -> f64 {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(b) = batches.get(i) else { break };
-                let req = ExportTraceServiceRequest::decode(b.as_slice()).unwrap();
+                let req = ExportTraceServiceRequest::decode(b.as_ref()).unwrap();
                 let n = stormwatch::ingest::normalize(&req);
                 assert_eq!(n.rows.len(), SPANS_PER_BATCH);
                 std::hint::black_box(n);
@@ -187,7 +192,7 @@ fn free_port() -> u16 {
 
 /// Send every batch to `host` with `clients` keep-alive connections; spans/s
 /// acknowledged and the number of retried requests.
-fn drive(host: &str, batches: &[Vec<u8>], clients: usize) -> (f64, usize) {
+fn drive(host: &str, batches: &[Bytes], clients: usize) -> (f64, usize) {
     let next = AtomicUsize::new(0);
     let retries = AtomicUsize::new(0);
     let started = Instant::now();
@@ -212,17 +217,110 @@ fn drive(host: &str, batches: &[Vec<u8>], clients: usize) -> (f64, usize) {
     (rate, retries.load(Ordering::Relaxed))
 }
 
-/// End to end: spans/s acknowledged, peak RSS (KiB), retries on 429.
-fn end_to_end(batches: &[Vec<u8>], clients: usize) -> (f64, u64, usize) {
+/// Pre-encoded requests out, responses ignored: the gRPC twin of `post`.
+struct BytesCodec;
+
+impl Codec for BytesCodec {
+    type Encode = Bytes;
+    type Decode = ();
+    type Encoder = BytesCodec;
+    type Decoder = BytesCodec;
+    fn encoder(&mut self) -> BytesCodec {
+        BytesCodec
+    }
+    fn decoder(&mut self) -> BytesCodec {
+        BytesCodec
+    }
+}
+
+impl Encoder for BytesCodec {
+    type Item = Bytes;
+    type Error = tonic::Status;
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Decoder for BytesCodec {
+    type Item = ();
+    type Error = tonic::Status;
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<()>, tonic::Status> {
+        src.advance(src.remaining());
+        Ok(Some(()))
+    }
+}
+
+/// `drive` over gRPC: `clients` tonic clients, each on its own HTTP/2
+/// connection, one request in flight each; a refused request is retried.
+fn drive_grpc(host: &str, batches: &[Bytes], clients: usize) -> (f64, usize) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let next = std::sync::Arc::new(AtomicUsize::new(0));
+    let retries = std::sync::Arc::new(AtomicUsize::new(0));
+    let batches = std::sync::Arc::new(batches.to_vec());
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+        "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+    );
+    let started = Instant::now();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..clients {
+            let channel = tonic::transport::Endpoint::from_shared(format!("http://{host}"))
+                .unwrap()
+                .tcp_nodelay(true)
+                .connect()
+                .await
+                .unwrap();
+            let (next, retries, batches, path) =
+                (next.clone(), retries.clone(), batches.clone(), path.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut grpc = tonic::client::Grpc::new(channel);
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(b) = batches.get(i) else { break };
+                    loop {
+                        grpc.ready().await.unwrap();
+                        let req = tonic::Request::new(b.clone());
+                        match grpc.unary(req, path.clone(), BytesCodec).await {
+                            Ok(_) => break,
+                            Err(_) => {
+                                retries.fetch_add(1, Ordering::Relaxed);
+                                tokio::time::sleep(Duration::from_millis(5)).await;
+                            }
+                        }
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let rate = (batches.len() * SPANS_PER_BATCH) as f64 / started.elapsed().as_secs_f64();
+    (rate, retries.load(Ordering::Relaxed))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Transport {
+    Http,
+    Grpc,
+}
+
+/// End to end: spans/s acknowledged, peak RSS (KiB), retried requests.
+fn end_to_end(batches: &[Bytes], clients: usize, transport: Transport) -> (f64, u64, usize) {
     let dir = tempfile::tempdir().unwrap();
-    let (otlp, http) = (free_port(), free_port());
+    let (otlp, grpc, http) = (free_port(), free_port(), free_port());
     let mut child = Command::new(env!("CARGO_BIN_EXE_stormwatch"))
         .args([
             "serve",
-            "--otlp-grpc-addr",
-            "none",
             "--otlp-addr",
             &format!("127.0.0.1:{otlp}"),
+            "--otlp-grpc-addr",
+            &format!("127.0.0.1:{grpc}"),
             "--http-addr",
             &format!("127.0.0.1:{http}"),
             "--data-dir",
@@ -233,13 +331,21 @@ fn end_to_end(batches: &[Vec<u8>], clients: usize) -> (f64, u64, usize) {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let host = format!("127.0.0.1:{otlp}");
+    let port = if transport == Transport::Http {
+        otlp
+    } else {
+        grpc
+    };
+    let host = format!("127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(30);
     while TcpStream::connect(&host).is_err() {
         assert!(Instant::now() < deadline, "server did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (rate, retries) = drive(&host, batches, clients);
+    let (rate, retries) = match transport {
+        Transport::Http => drive(&host, batches, clients),
+        Transport::Grpc => drive_grpc(&host, batches, clients),
+    };
     let rss = peak_rss_kib(child.id());
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -260,7 +366,7 @@ fn main() {
     let runs = arg("--runs", 5);
     let n = arg("--batches", 4000);
     let clients = arg("--clients", 4);
-    let batches: Vec<Vec<u8>> = (0..n as u64).map(batch).collect();
+    let batches: Vec<Bytes> = (0..n as u64).map(batch).collect();
     // `--target HOST:PORT`: only drive an already running server (for profiling it).
     let args: Vec<String> = std::env::args().collect();
     if let Some(host) = args
@@ -272,34 +378,55 @@ fn main() {
         println!("{host}: {rate:.0} spans/s acknowledged, {retried} retried requests");
         return;
     }
-    let bytes: usize = batches.iter().map(Vec::len).sum();
+    if let Some(host) = args
+        .iter()
+        .position(|a| a == "--grpc-target")
+        .and_then(|i| args.get(i + 1))
+    {
+        let (rate, retried) = drive_grpc(host, &batches, clients);
+        println!("{host} (gRPC): {rate:.0} spans/s acknowledged, {retried} retried requests");
+        return;
+    }
+    let bytes: usize = batches.iter().map(Bytes::len).sum();
     println!(
         "ingest benchmark: {n} batches x {SPANS_PER_BATCH} spans ({:.1} MiB protobuf), {clients} clients, {runs} runs, {} cores",
         bytes as f64 / (1 << 20) as f64,
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    let (mut dec1, mut dec2, mut e2e, mut ratio, mut rss) =
-        (vec![], vec![], vec![], vec![], vec![]);
+    let (mut dec1, mut dec2) = (vec![], vec![]);
+    let (mut http, mut http_ratio, mut http_rss) = (vec![], vec![], vec![]);
+    let (mut grpc, mut grpc_ratio, mut grpc_rss) = (vec![], vec![], vec![]);
     for run in 1..=runs {
         let d1 = decode_only(&batches, 1);
         let d2 = decode_only(&batches, 2);
-        let (e, r, retried) = end_to_end(&batches, clients);
+        let (h, hr, h_retried) = end_to_end(&batches, clients, Transport::Http);
+        let (g, gr, g_retried) = end_to_end(&batches, clients, Transport::Grpc);
         println!(
-            "run {run}: decode+normalize {:.0} spans/s (1 thread), {:.0} spans/s (2 threads); end-to-end {:.0} spans/s ({:.0}% of 2-thread decode), peak RSS {} MiB, {retried} retried requests",
-            d1, d2, e, 100.0 * e / d2, r / 1024
+            "run {run}: decode+normalize {:.0} spans/s (1 thread), {:.0} spans/s (2 threads); \
+             HTTP end to end {:.0} spans/s ({:.0}% of 2-thread decode), peak RSS {} MiB, {h_retried} retried; \
+             gRPC end to end {:.0} spans/s ({:.0}%), peak RSS {} MiB, {g_retried} retried",
+            d1, d2, h, 100.0 * h / d2, hr / 1024, g, 100.0 * g / d2, gr / 1024
         );
         dec1.push(d1);
         dec2.push(d2);
-        e2e.push(e);
-        ratio.push(e / d2);
-        rss.push(r as f64);
+        http.push(h);
+        http_ratio.push(h / d2);
+        http_rss.push(hr as f64);
+        grpc.push(g);
+        grpc_ratio.push(g / d2);
+        grpc_rss.push(gr as f64);
     }
     println!(
-        "median: decode+normalize {:.0} spans/s (1 thread), {:.0} (2 threads); end-to-end {:.0} spans/s; end-to-end / decode = {:.0}%; peak RSS {:.0} MiB",
+        "median: decode+normalize {:.0} spans/s (1 thread), {:.0} (2 threads); \
+         HTTP end to end {:.0} spans/s ({:.0}% of decode), peak RSS {:.0} MiB; \
+         gRPC end to end {:.0} spans/s ({:.0}% of decode), peak RSS {:.0} MiB",
         median(dec1),
         median(dec2),
-        median(e2e),
-        100.0 * median(ratio),
-        median(rss) / 1024.0
+        median(http),
+        100.0 * median(http_ratio),
+        median(http_rss) / 1024.0,
+        median(grpc),
+        100.0 * median(grpc_ratio),
+        median(grpc_rss) / 1024.0,
     );
 }

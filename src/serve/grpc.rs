@@ -22,10 +22,9 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     trace_service_server::SERVICE_NAME, ExportTracePartialSuccess, ExportTraceServiceResponse,
 };
 use prost::Message;
-use tonic::codec::{
-    Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder,
-};
-use tonic::codegen::{http, Body as HttpBody, Service, StdError};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::codegen::{http, Body as HttpBody, Service};
 use tonic::{Code, Status};
 
 use super::otlp::{kib, store_body, OtlpCounters, OtlpState};
@@ -70,11 +69,7 @@ impl tonic::server::NamedService for TraceService {
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send>>;
 
-impl<B> Service<http::Request<B>> for TraceService
-where
-    B: HttpBody<Data = Bytes> + Send + 'static,
-    B::Error: Into<StdError> + Send + 'static,
-{
+impl Service<http::Request<tonic::body::Body>> for TraceService {
     type Response = http::Response<tonic::body::Body>;
     type Error = Infallible;
     type Future = BoxFuture<Self::Response>;
@@ -83,14 +78,28 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+    fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
         let svc = self.clone();
         Box::pin(async move {
             let counters = &svc.state.grpc;
             counters.requests.fetch_add(1, Ordering::Relaxed);
             let response = match svc.refuse_early(&req) {
                 Some(status) => status.into_http(),
-                None => export(&svc.state, req).await,
+                None => {
+                    // The body is charged to the in-flight budget as it
+                    // arrives, before tonic buffers the whole message.
+                    let held = Held::default();
+                    let (parts, body) = req.into_parts();
+                    let charged = Charged {
+                        inner: body,
+                        budget: Arc::clone(&svc.state.inflight),
+                        held: Arc::clone(&held),
+                        bytes: 0,
+                        total: svc.state.inflight_total,
+                    };
+                    let req = http::Request::from_parts(parts, tonic::body::Body::new(charged));
+                    export(&svc.state, req, held).await
+                }
             };
             let response = rewrite_too_large(response, svc.state.max_body_bytes);
             if let Some(reason) = refusal_reason(&response) {
@@ -146,22 +155,18 @@ impl TraceService {
 
 /// Decode the message with tonic (framing, decompression, size cap) and
 /// hand its bytes to the shared path.
-async fn export<B>(
+async fn export(
     state: &Arc<OtlpState>,
-    req: http::Request<B>,
-) -> http::Response<tonic::body::Body>
-where
-    B: HttpBody<Data = Bytes> + Send + 'static,
-    B::Error: Into<StdError> + Send + 'static,
-{
-    let mut accept = EnabledCompressionEncodings::default();
-    accept.enable(CompressionEncoding::Gzip);
-    accept.enable(CompressionEncoding::Zstd);
+    req: http::Request<tonic::body::Body>,
+    held: Held,
+) -> http::Response<tonic::body::Body> {
     let mut grpc = tonic::server::Grpc::new(RawCodec {
         state: Arc::clone(state),
+        held,
     })
-    .apply_compression_config(accept, EnabledCompressionEncodings::default())
-    .apply_max_message_size_config(Some(state.max_body_bytes), None);
+    .accept_compressed(CompressionEncoding::Gzip)
+    .accept_compressed(CompressionEncoding::Zstd)
+    .max_decoding_message_size(state.max_body_bytes);
     grpc.unary(
         ExportMethod {
             state: Arc::clone(state),
@@ -169,6 +174,81 @@ where
         req,
     )
     .await
+}
+
+/// The in-flight budget's permits a request holds so far: taken by its body
+/// as frames arrive, then by the decoder.
+type Held = Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>;
+
+/// A request body that charges its bytes to the in-flight budget as they
+/// arrive; past the budget it ends with `RESOURCE_EXHAUSTED` + `RetryInfo`
+/// (tonic answers a body's `Status` error as that status), so memory stays
+/// bounded however many requests stream in at once.
+struct Charged {
+    inner: tonic::body::Body,
+    budget: Arc<Semaphore>,
+    held: Held,
+    bytes: usize,
+    /// The whole budget, in KiB permits.
+    total: u32,
+}
+
+impl HttpBody for Charged {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
+        let frame = match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => frame,
+            other => return other,
+        };
+        if let Some(data) = frame.data_ref() {
+            self.bytes += data.len();
+            let want = kib(self.bytes) as usize;
+            if want > self.total as usize {
+                return Poll::Ready(Some(Err(never_fits(self.bytes, self.total))));
+            }
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            let have = held.as_ref().map_or(0, |p| p.num_permits());
+            if want > have {
+                match Arc::clone(&self.budget).try_acquire_many_owned((want - have) as u32) {
+                    Ok(more) => match held.as_mut() {
+                        Some(p) => p.merge(more),
+                        None => *held = Some(more),
+                    },
+                    Err(_) => return Poll::Ready(Some(Err(busy()))),
+                }
+            }
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Not retryable: the same request is refused again however long one waits.
+fn never_fits(bytes: usize, total_kib: u32) -> Status {
+    Status::resource_exhausted(format!(
+        "a request of {bytes} bytes or more can never fit the in-flight budget of {total_kib} KiB \
+         (ingest.max_inflight_bytes); send smaller batches"
+    ))
+}
+
+fn busy() -> Status {
+    retry_later(
+        Code::ResourceExhausted,
+        "too many request bytes in flight; retry later",
+        1,
+    )
 }
 
 /// A request message's bytes, with the in-flight budget's permits for them.
@@ -181,6 +261,7 @@ pub struct Admitted {
 /// they are taken), responses are prost-encoded.
 struct RawCodec {
     state: Arc<OtlpState>,
+    held: Held,
 }
 
 impl Codec for RawCodec {
@@ -196,6 +277,7 @@ impl Codec for RawCodec {
     fn decoder(&mut self) -> AdmittingDecoder {
         AdmittingDecoder {
             state: Arc::clone(&self.state),
+            held: Arc::clone(&self.held),
         }
     }
 }
@@ -214,6 +296,7 @@ impl Encoder for ResponseEncoder {
 
 struct AdmittingDecoder {
     state: Arc<OtlpState>,
+    held: Held,
 }
 
 impl Decoder for AdmittingDecoder {
@@ -222,15 +305,27 @@ impl Decoder for AdmittingDecoder {
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Admitted>, Status> {
         let len = src.remaining();
-        let permit = Arc::clone(&self.state.inflight)
-            .try_acquire_many_owned(kib(len))
-            .map_err(|_| {
-                retry_later(
-                    Code::ResourceExhausted,
-                    "too many request bytes in flight; retry later",
-                    1,
-                )
-            })?;
+        if kib(len) > self.state.inflight_total {
+            return Err(never_fits(len, self.state.inflight_total));
+        }
+        // The body's bytes are charged already; a decompressed message may
+        // need more.
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let have = held.as_ref().map_or(0, |p| p.num_permits());
+        let want = kib(len) as usize;
+        let permit = match held {
+            Some(mut p) if want > have => {
+                let more = Arc::clone(&self.state.inflight)
+                    .try_acquire_many_owned((want - have) as u32)
+                    .map_err(|_| busy())?;
+                p.merge(more);
+                p
+            }
+            Some(p) => p,
+            None => Arc::clone(&self.state.inflight)
+                .try_acquire_many_owned(want as u32)
+                .map_err(|_| busy())?,
+        };
         Ok(Some(Admitted {
             bytes: src.copy_to_bytes(len),
             permit,

@@ -16,6 +16,7 @@ mod interop_python;
 mod interop_rust;
 mod load;
 mod operate;
+mod otlp_grpc;
 mod otlp_http;
 mod seal;
 mod sealed;
