@@ -113,7 +113,7 @@ echo "== starting $bin serve --demo on $base"
 # and the auth checks send some without it.
 token="schemathesis-$RANDOM$RANDOM"
 STORMWATCH_API_TOKEN="$token" "$bin" serve --demo --data-dir "$tmp/data" \
-  --otlp-addr "127.0.0.1:$otlp_port" --http-addr "127.0.0.1:$http_port" \
+  --otlp-addr "127.0.0.1:$otlp_port" --otlp-grpc-addr none --http-addr "127.0.0.1:$http_port" \
   --log-format json >"$server_log" 2>&1 &
 server_pid=$!
 

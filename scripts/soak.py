@@ -173,7 +173,7 @@ url = "http://127.0.0.1:{hook.server_address[1]}/hook"
     log = open(os.path.join(tmp, "server.log"), "w")
     server = subprocess.Popen(
         [args.bin, "serve", "--config", cfg, "--data-dir", os.path.join(tmp, "data"),
-         "--otlp-addr", f"127.0.0.1:{otlp}", "--http-addr", f"127.0.0.1:{http_port}", "--log-format", "json"],
+         "--otlp-addr", f"127.0.0.1:{otlp}", "--otlp-grpc-addr", "none", "--http-addr", f"127.0.0.1:{http_port}", "--log-format", "json"],
         stdout=subprocess.DEVNULL, stderr=log)
     for _ in range(600):
         try:

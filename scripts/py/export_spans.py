@@ -51,7 +51,7 @@ SCOPE_VERSION = "0.1.0"
 
 MS = 1_000_000  # nanoseconds per millisecond
 
-HTTP_CLASS = {503: "unavailable", 429: "rate_limited", 400: "invalid_request"}
+HTTP_CLASS = {503: "unavailable", 429: "rate_limited", 400: "invalid_request", 410: "not_found"}
 
 
 class UpstreamHTTPError(Exception):
@@ -76,7 +76,7 @@ class Planned:
     duration_ms: int
     is_tool_call: bool
     tool_name: str | None
-    error_class: str  # ok | unavailable | rate_limited | invalid_request | timeout
+    error_class: str  # ok | unavailable | rate_limited | invalid_request | not_found | timeout
     session_id: str | None
     http_status: int | None = None
     error_type: str | None = None  # only for the error.type-only failure
@@ -134,8 +134,9 @@ def _tool_call(
     )
 
 
-def plan_sessions(run_id: str, total_spans: int = TOTAL_SPANS) -> list[tuple[str, list[Planned]]]:
-    """The fixed scenario: per session (session id, children), root excluded."""
+def plan_sessions(run_id: str, total_spans: int = TOTAL_SPANS, gone: bool = False) -> list[tuple[str, list[Planned]]]:
+    """The fixed scenario: per session (session id, children), root excluded.
+    With `gone`, session 2 also has a call answered 410 Gone (not_found)."""
     sids = [f"{run_id}-s{i}" for i in range(1, SESSIONS + 1)]
     seq = iter(range(1, 10_000))
     s1, s2, s3 = sids
@@ -194,6 +195,8 @@ def plan_sessions(run_id: str, total_spans: int = TOTAL_SPANS) -> list[tuple[str
             _tool_call(run_id, s3, next(seq)),
         ],
     }
+    if gone:
+        children[s2].append(_tool_call(run_id, s2, next(seq), http_status=410))
     count = SESSIONS + sum(len(c) for c in children.values())
     extra = 0
     while count < total_spans:
@@ -218,16 +221,12 @@ def storm_session(run_id: str, calls: int) -> tuple[str, list[Planned]]:
     return sid, children
 
 
-def build_spans(
-    service: str, run_id: str, total_spans: int = TOTAL_SPANS, storm: int = 0
-) -> tuple[list[ReadableSpan], list[dict[str, Any]]]:
-    """Create the spans with the real SDK. Returns (finished spans, manifest entries).
-    With `storm` > 0, one more turn is a retry storm of that many calls."""
-    collector = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": service, "stormwatch.interop.run_id": run_id}))
-    provider.add_span_processor(SimpleSpanProcessor(collector))
-    tracer = provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
-
+def emit_spans(
+    tracer: trace_api.Tracer, run_id: str, total_spans: int = TOTAL_SPANS, storm: int = 0, gone: bool = False
+) -> dict[int, dict[str, Any]]:
+    """Start and end the scenario's spans on `tracer` (any tracer: this
+    module's own provider, or the global one `opentelemetry-instrument` set
+    up). Returns the manifest entries by span id, in the order started."""
     expected: dict[int, dict[str, Any]] = {}  # span_id -> manifest entry
 
     def record(span: trace_api.Span, plan: Planned) -> None:
@@ -244,7 +243,7 @@ def build_spans(
 
     now = time.time_ns()
     clock = now - 10 * 60 * 1000 * MS  # lay the sessions out over the last ~10 minutes
-    sessions = list(plan_sessions(run_id, total_spans))
+    sessions = list(plan_sessions(run_id, total_spans, gone=gone))
     if storm > 0:
         sessions.append(storm_session(run_id, storm))
     for sid, children in sessions:
@@ -287,6 +286,19 @@ def build_spans(
         clock += 2000 * MS
     if clock > now:
         LOG.warning("span timestamps run %d ms into the future", (clock - now) // MS)
+    return expected
+
+
+def build_spans(
+    service: str, run_id: str, total_spans: int = TOTAL_SPANS, storm: int = 0, gone: bool = False
+) -> tuple[list[ReadableSpan], list[dict[str, Any]]]:
+    """Create the spans with the real SDK. Returns (finished spans, manifest entries).
+    With `storm` > 0, one more turn is a retry storm of that many calls."""
+    collector = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": service, "stormwatch.interop.run_id": run_id}))
+    provider.add_span_processor(SimpleSpanProcessor(collector))
+    tracer = provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
+    expected = emit_spans(tracer, run_id, total_spans, storm=storm, gone=gone)
 
     provider.force_flush()
     spans = list(collector.get_finished_spans())

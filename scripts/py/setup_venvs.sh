@@ -2,6 +2,8 @@
 # Create (or reuse) the Python venvs the tests use:
 #   $STORMWATCH_CACHE/venv-proto    <- scripts/py/requirements-proto.txt (OTLP interop)
 #   $STORMWATCH_CACHE/venv-json     <- scripts/py/requirements-json.txt (OTLP interop)
+#   $STORMWATCH_CACHE/venv-grpc     <- scripts/py/requirements-grpc.txt (OTLP/gRPC interop:
+#                                      the gRPC exporter and opentelemetry-instrument)
 #   $STORMWATCH_CACHE/venv-browser  <- scripts/py/requirements-browser.txt (Playwright,
 #                                      driving Debian's chromium; no browser download)
 #   $STORMWATCH_CACHE/venv-frameworks <- scripts/py/requirements-frameworks.txt (pydantic-ai
@@ -81,6 +83,10 @@ ensure_venv venv-proto "$here/requirements-proto.txt" \
   "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter"
 ensure_venv venv-json "$here/requirements-json.txt" \
   "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.json.http.trace_exporter, opentelemetry.exporter.otlp.json.file"
+ensure_venv venv-grpc "$here/requirements-grpc.txt" \
+  "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.grpc.trace_exporter, opentelemetry.distro, grpc"
+[[ -x "$cache/venv-grpc/bin/opentelemetry-instrument" ]] \
+  || die "venv-grpc has no opentelemetry-instrument (opentelemetry-distro's script)"
 ensure_venv venv-browser "$here/requirements-browser.txt" "playwright.sync_api"
 "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
   || die "'$python' must be Python >= 3.11 for venv-frameworks (pydantic-ai 2.x needs 3.11+)"

@@ -33,6 +33,11 @@ pub fn batch(id: u64) -> Vec<u8> {
 
 /// Batch `id`: its own trace, `n` tool spans.
 pub fn batch_of(id: u64, n: usize) -> Vec<u8> {
+    request_of(id, n).encode_to_vec()
+}
+
+/// Batch `id` as the request message: its own trace, `n` tool spans.
+pub fn request_of(id: u64, n: usize) -> ExportTraceServiceRequest {
     let mut trace = [0u8; 16];
     trace[..8].copy_from_slice(&id.to_be_bytes());
     trace[15] = 1;
@@ -60,7 +65,6 @@ pub fn batch_of(id: u64, n: usize) -> Vec<u8> {
             ..Default::default()
         }],
     }
-    .encode_to_vec()
 }
 
 /// Post batch `id` and return the answer.
@@ -170,11 +174,17 @@ fn kill_9_mid_stream_loses_no_acknowledged_span_and_doubles_none() {
     }
     server.stop();
 
-    let df = spans(&data);
+    let expected: BTreeSet<u64> = acked.union(&resend).copied().collect();
+    assert_every_span_once(&data, &expected);
+}
+
+/// Every span of every batch in `expected` is stored, and nothing else;
+/// none twice.
+pub fn assert_every_span_once(data: &std::path::Path, expected: &BTreeSet<u64>) {
+    let df = spans(data);
     // rows_by_key panics if any span is stored twice.
     let stored = rows_by_key(&df, &[]);
-    let expected: BTreeSet<u64> = acked.union(&resend).copied().collect();
-    for id in &expected {
+    for id in expected {
         let mut trace = [0u8; 16];
         trace[..8].copy_from_slice(&id.to_be_bytes());
         trace[15] = 1;

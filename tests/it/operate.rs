@@ -65,6 +65,8 @@ fn config_default_prints_a_file_that_check_accepts_and_typos_are_named() {
     let serve = run(
         &[
             "serve",
+            "--otlp-grpc-addr",
+            "none",
             "--config",
             typo.to_str().unwrap(),
             "--data-dir",
@@ -85,7 +87,14 @@ fn a_public_address_needs_a_token_or_insecure() {
     // it a deadline rather than wait forever.
     let refused_log = dir.path().join("refused.log");
     let mut refused = std::process::Command::new(crate::common::BIN)
-        .args(["serve", "--http-addr", &public, "--otlp-addr"])
+        .args([
+            "serve",
+            "--otlp-grpc-addr",
+            "none",
+            "--http-addr",
+            &public,
+            "--otlp-addr",
+        ])
         .arg(free_addr().to_string())
         .arg("--data-dir")
         .arg(&data)
@@ -113,7 +122,15 @@ fn a_public_address_needs_a_token_or_insecure() {
     // With --insecure it serves (and says so).
     let log = dir.path().join("insecure.log");
     let mut child = std::process::Command::new(crate::common::BIN)
-        .args(["serve", "--insecure", "--http-addr", &public, "--otlp-addr"])
+        .args([
+            "serve",
+            "--insecure",
+            "--otlp-grpc-addr",
+            "none",
+            "--http-addr",
+            &public,
+            "--otlp-addr",
+        ])
         .arg(free_addr().to_string())
         .arg("--data-dir")
         .arg(&data)
