@@ -42,7 +42,7 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the OTLP/HTTP receiver and the HTTP server on the embedded store
+    /// Run the OTLP/HTTP and OTLP/gRPC receivers and the HTTP server on the embedded store
     Serve(ServeArgs),
     /// Load OTLP JSON, JSON-lines or protobuf files (or directories) into the store
     Import(ImportArgs),

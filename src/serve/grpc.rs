@@ -42,6 +42,26 @@ pub fn server() -> tonic::transport::Server {
         .timeout(std::time::Duration::from_secs(60))
 }
 
+/// The receiver's routes: the trace service, and the same service as the
+/// fallback for every other path, so a logs or metrics export (an exporter
+/// given the whole OTLP endpoint) is answered with a message saying what is
+/// served, and counted, instead of tonic's bare `UNIMPLEMENTED`.
+pub fn routes(service: TraceService) -> tonic::service::Routes {
+    let fallback = service.clone();
+    let router = tonic::service::Routes::new(service)
+        .into_axum_router()
+        .fallback(move |req: axum::extract::Request| {
+            let mut svc = fallback.clone();
+            async move {
+                match svc.call(req.map(tonic::body::Body::new)).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                }
+            }
+        });
+    tonic::service::Routes::from(router)
+}
+
 /// The one method served.
 pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
@@ -114,18 +134,27 @@ impl TraceService {
     /// A refusal decided from the headers alone, before the body is read.
     fn refuse_early<B>(&self, req: &http::Request<B>) -> Option<Status> {
         if req.uri().path() != EXPORT_PATH {
+            tracing::debug!(
+                path = req.uri().path(),
+                "refused a gRPC call to another method"
+            );
             return Some(Status::unimplemented(format!(
-                "this receiver serves only {EXPORT_PATH} (OTLP traces); got {}",
+                "stormwatch takes traces only ({EXPORT_PATH}); got {}. Send metrics and logs \
+                 elsewhere: give exporters OTEL_EXPORTER_OTLP_TRACES_ENDPOINT rather than \
+                 OTEL_EXPORTER_OTLP_ENDPOINT",
                 req.uri().path()
             )));
         }
         if let Some(token) = &self.state.token {
             if !token.bearer_ok(req.headers()) {
-                tracing::debug!("refused a gRPC export without the ingest token");
-                return Some(Status::unauthenticated(
+                let sent = req.headers().contains_key(http::header::AUTHORIZATION);
+                tracing::debug!(sent, "refused a gRPC export without the ingest token");
+                return Some(Status::unauthenticated(if sent {
+                    "the `authorization` metadata is not `Bearer <this receiver's ingest token>`"
+                } else {
                     "this receiver needs a token: send the metadata `authorization: Bearer <token>` \
-                     (OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20<token>)",
-                ));
+                     (OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20<token>)"
+                }));
             }
         }
         if let Some(public_host) = &self.loopback_only {

@@ -225,7 +225,12 @@ pub async fn run(
     );
     let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
         .await
-        .with_context(|| format!("cannot listen for OTLP on {}", opts.otlp_addr))?;
+        .with_context(|| {
+            format!(
+                "cannot listen for OTLP/HTTP on {} (--otlp-addr)",
+                opts.otlp_addr
+            )
+        })?;
     let grpc_listener = match opts.otlp_grpc_addr {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| {
             format!("cannot listen for OTLP/gRPC on {addr} (--otlp-grpc-addr; `none` turns the gRPC receiver off)")
@@ -239,14 +244,18 @@ pub async fn run(
         Some(l) => l.local_addr()?.to_string(),
         None => "off".to_string(),
     };
+    let grpc_hint = match &grpc_listener {
+        Some(l) => format!(", OTLP/gRPC exporters to http://{}", l.local_addr()?),
+        None => " (the OTLP/gRPC receiver is off)".to_string(),
+    };
     tracing::info!(
         otlp = %otlp_listener.local_addr()?,
         otlp_grpc = %grpc_addr,
         http = %http_listener.local_addr()?,
         data_dir = %store.layout().root().display(),
-        "stormwatch is listening; OTLP/HTTP exporters can send to http://{}/v1/traces, OTLP/gRPC exporters to http://{}",
+        "stormwatch is listening; OTLP/HTTP exporters can send to http://{}/v1/traces{}",
         otlp_listener.local_addr()?,
-        grpc_addr
+        grpc_hint
     );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -264,7 +273,7 @@ pub async fn run(
     let grpc = match (grpc_listener, grpc_service) {
         (Some(listener), Some(service)) => Some(tokio::spawn(
             grpc::server()
-                .add_service(service)
+                .add_routes(grpc::routes(service))
                 .serve_with_incoming_shutdown(
                     tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
                     wait(stop_rx.clone()),

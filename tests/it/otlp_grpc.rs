@@ -45,7 +45,7 @@ async fn rig_with(
     let service = grpc::TraceService::new(Arc::clone(&state), loopback_only.then_some(None));
     let server = tokio::spawn(async move {
         grpc::server()
-            .add_service(service)
+            .add_routes(grpc::routes(service))
             .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
             .await
             .unwrap();
@@ -308,6 +308,7 @@ async fn the_ingest_token_is_checked_in_metadata() {
         assert_eq!(result.is_ok(), ok, "{value}: {result:?}");
         if let Err(e) = result {
             assert_eq!(e.code(), Code::Unauthenticated);
+            assert!(e.message().contains("not `Bearer"), "{}", e.message());
         }
     }
     assert_eq!(rig.frame().await.height(), 1);
@@ -371,6 +372,12 @@ async fn another_method_or_host_is_refused() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unimplemented, "{err:?}");
+    assert!(
+        err.message().contains("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(rig.state.grpc.refused(), vec![("unimplemented", 1)]);
     // A loopback listener without a token answers only requests addressed
     // to localhost (a name that rebinds to 127.0.0.1 is refused).
     let port = rig.url.rsplit(':').next().unwrap();
