@@ -186,10 +186,15 @@ impl SpanKey {
         }
         let trace = u128::from_str_radix(trace_id, 16).ok()?;
         let span = u64::from_str_radix(span_id, 16).ok()?;
+        Some(SpanKey::from_ids(&trace.to_be_bytes(), &span.to_be_bytes()))
+    }
+
+    /// The key of the ids as bytes (what their hex spells, in order).
+    pub fn from_ids(trace_id: &[u8; 16], span_id: &[u8; 8]) -> SpanKey {
         let mut bytes = [0u8; 24];
-        bytes[..16].copy_from_slice(&trace.to_be_bytes());
-        bytes[16..].copy_from_slice(&span.to_be_bytes());
-        Some(SpanKey(xxhash_rust::xxh3::xxh3_128(&bytes)))
+        bytes[..16].copy_from_slice(trace_id);
+        bytes[16..].copy_from_slice(span_id);
+        SpanKey(xxhash_rust::xxh3::xxh3_128(&bytes))
     }
 }
 
@@ -256,5 +261,15 @@ mod tests {
         assert!(SpanKey::from_hex(&"ab".repeat(16), &"cd".repeat(8)).is_some());
         assert!(SpanKey::from_hex(&"ab".repeat(15), &"cd".repeat(8)).is_none());
         assert!(SpanKey::from_hex(&"zz".repeat(16), &"cd".repeat(8)).is_none());
+    }
+
+    #[test]
+    fn key_from_bytes_is_the_key_of_their_hex() {
+        let trace: [u8; 16] = std::array::from_fn(|i| (i * 17 + 3) as u8);
+        let span: [u8; 8] = std::array::from_fn(|i| (250 - i * 31) as u8);
+        let hex = SpanKey::from_hex(&to_hex(&trace), &to_hex(&span));
+        assert_eq!(hex, Some(SpanKey::from_ids(&trace, &span)));
+        let upper = SpanKey::from_hex(&to_hex(&trace).to_uppercase(), &to_hex(&span));
+        assert_eq!(upper, hex);
     }
 }

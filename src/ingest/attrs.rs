@@ -1,6 +1,8 @@
 //! Reading OTLP attributes: typed look-ups by key and the JSON rendering the
 //! trace view keeps.
 
+use std::borrow::Cow;
+
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 
 /// The value under `key`, if present and not empty.
@@ -14,13 +16,18 @@ pub fn get<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a Value> {
 
 /// A string attribute; numbers and booleans are rendered, empty strings are absent.
 pub fn string(attrs: &[KeyValue], key: &str) -> Option<String> {
+    string_cow(attrs, key).map(Cow::into_owned)
+}
+
+/// [`string`], borrowed when the attribute is a string (no allocation).
+pub fn string_cow<'a>(attrs: &'a [KeyValue], key: &str) -> Option<Cow<'a, str>> {
     match get(attrs, key)? {
         Value::StringValue(s) if s.is_empty() => None,
-        Value::StringValue(s) => Some(s.clone()),
-        Value::IntValue(i) => Some(i.to_string()),
-        Value::DoubleValue(d) => Some(d.to_string()),
-        Value::BoolValue(b) => Some(b.to_string()),
-        other => Some(value_to_json(other)),
+        Value::StringValue(s) => Some(Cow::Borrowed(s)),
+        Value::IntValue(i) => Some(Cow::Owned(i.to_string())),
+        Value::DoubleValue(d) => Some(Cow::Owned(d.to_string())),
+        Value::BoolValue(b) => Some(Cow::Owned(b.to_string())),
+        other => Some(Cow::Owned(value_to_json(other))),
     }
 }
 
@@ -95,7 +102,12 @@ pub fn to_value(v: &Value) -> serde_json::Value {
 
 /// The first key of `keys` that holds a non-empty string.
 pub fn first_string(attrs: &[KeyValue], keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| string(attrs, k))
+    first_string_cow(attrs, keys).map(Cow::into_owned)
+}
+
+/// [`first_string`], borrowed when it can be.
+pub fn first_string_cow<'a>(attrs: &'a [KeyValue], keys: &[&str]) -> Option<Cow<'a, str>> {
+    keys.iter().find_map(|k| string_cow(attrs, k))
 }
 
 /// Attributes as one JSON object (`{}` when there are none).
@@ -105,7 +117,8 @@ pub fn to_json(attrs: &[KeyValue]) -> String {
     out
 }
 
-fn push_object(out: &mut String, attrs: &[KeyValue]) {
+/// Attributes as one JSON object, appended to `out`.
+pub fn push_object(out: &mut String, attrs: &[KeyValue]) {
     out.push('{');
     for (i, kv) in attrs.iter().enumerate() {
         if i > 0 {
