@@ -125,7 +125,7 @@ fn decode_only(batches: &[Vec<u8>], threads: usize) -> f64 {
                 let Some(b) = batches.get(i) else { break };
                 let req = ExportTraceServiceRequest::decode(b.as_slice()).unwrap();
                 let n = stormwatch::ingest::normalize(&req);
-                assert_eq!(n.rows.len(), SPANS_PER_BATCH);
+                assert_eq!(n.spans(), SPANS_PER_BATCH);
                 std::hint::black_box(n);
             });
         }

@@ -253,10 +253,9 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
         ..Intent::default()
     };
     let written = (|| {
-        for (day, rows) in &frozen.table.days {
-            let refs: Vec<_> = rows.iter().collect();
+        for (day, batch) in &frozen.table.days {
             let mut df =
-                frame::rows_to_frame(&refs).map_err(|e| StoreError::data("building a part", e))?;
+                frame::batch_to_frame(batch).map_err(|e| StoreError::data("building a part", e))?;
             let tag = parquet::new_part_tag();
             intent
                 .renames

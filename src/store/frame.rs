@@ -1,9 +1,11 @@
-//! Span rows as a polars `DataFrame`: the Parquet schema, the conversion from
-//! rows, and the dedup keys read back from a frame.
+//! Spans as a polars `DataFrame`: the Parquet schema, the conversion from a
+//! columnar batch (the write path) and from rows (tests, generated data),
+//! and the dedup keys read back from a frame.
 
 use polars::prelude::*;
 
 use super::memtable::KeySet;
+use crate::ingest::batch::{SpanBatch, StrColumn, KINDS, NO_TOOL, STATUSES};
 use crate::model::{SpanKey, SpanRow};
 
 /// Columns of a stored span part, in order, with their types.
@@ -118,6 +120,134 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
                 .collect::<Vec<_>>(),
         )
         .collect()
+}
+
+/// Build a frame with [`schema`] from a batch: the same frame as
+/// [`rows_to_frame`] of its rows. Ids and hashes become hex text here.
+pub fn batch_to_frame(b: &SpanBatch) -> PolarsResult<DataFrame> {
+    let n = b.len();
+    let strs = |name: &str, c: &StrColumn| text_column(name, n, |i| c.get(i));
+    let texts = |name: &str, f: &dyn Fn(usize) -> Option<&'static str>| text_column(name, n, f);
+    let resources = |f: fn(&crate::ingest::batch::Resource) -> &str| -> Vec<&str> {
+        b.resources.values().iter().map(f).collect()
+    };
+    let services = resources(|r| &r.service);
+    let resource_json = resources(|r| &r.json);
+    let tools: Vec<&str> = b.tools.values().iter().map(|t| &**t).collect();
+    let i64s = |name: &str, v: &[i64]| Int64Chunked::from_slice(name.into(), v).into_column();
+    let opt_i64s = |name: &str, v: &[Option<i64>]| {
+        Int64Chunked::from_slice_options(name.into(), v).into_column()
+    };
+    let opt_i32s = |name: &str, v: &[Option<i32>]| {
+        Int32Chunked::from_slice_options(name.into(), v).into_column()
+    };
+    let durations: Vec<i64> = b
+        .end_ns
+        .iter()
+        .zip(&b.start_ns)
+        .map(|(e, s)| e - s)
+        .collect();
+    let columns = vec![
+        hex_column("trace_id", &b.trace_id, |_| true),
+        hex_column("span_id", &b.span_id, |_| true),
+        hex_column("parent_span_id", &b.parent_span_id, |p| *p != [0; 8]),
+        strs("name", &b.name),
+        texts("kind", &|i| Some(KINDS[b.kind[i] as usize])),
+        text_column("service_name", n, |i| {
+            Some(services[b.resource[i] as usize])
+        }),
+        i64s("start_ns", &b.start_ns),
+        i64s("end_ns", &b.end_ns),
+        i64s("duration_ns", &durations),
+        texts("status_code", &|i| Some(STATUSES[b.status[i] as usize])),
+        strs("status_message", &b.status_message),
+        BooleanChunked::from_iter_values(
+            "is_tool_call".into(),
+            b.tool.iter().map(|&t| t != NO_TOOL),
+        )
+        .into_column(),
+        text_column("tool_name", n, |i| {
+            let t = b.tool[i];
+            (t != NO_TOOL).then(|| tools[t as usize])
+        }),
+        strs("tool_call_id", &b.tool_call_id),
+        opt_hex_column("tool_args_hash", &b.tool_args_hash),
+        opt_hex_column("tool_result_hash", &b.tool_result_hash),
+        texts("tool_convention", &|i| {
+            b.tool_convention[i].map(|c| c.as_str())
+        }),
+        strs("session_id", &b.session_id),
+        StringChunked::full_null("turn_id".into(), n).into_column(),
+        BooleanChunked::from_slice("is_agent".into(), &b.is_agent).into_column(),
+        strs("agent_call_id", &b.agent_call_id),
+        opt_i32s("http_status", &b.http_status),
+        opt_i32s("rpc_status", &b.rpc_status),
+        strs("error_type", &b.error_type),
+        texts("error_class", &|i| Some(b.error_class[i].as_str())),
+        BooleanChunked::from_iter_options(
+            "retryable".into(),
+            b.error_class.iter().map(|c| c.retryable()),
+        )
+        .into_column(),
+        Float64Chunked::from_slice_options("cost_usd".into(), &b.cost_usd).into_column(),
+        opt_i64s("input_tokens", &b.input_tokens),
+        opt_i64s("output_tokens", &b.output_tokens),
+        strs("attributes", &b.attributes),
+        strs("events", &b.events),
+        text_column("resource", n, |i| {
+            Some(resource_json[b.resource[i] as usize])
+        }),
+    ];
+    DataFrame::new(n, columns)
+}
+
+/// A text column of `n` values, value `i` from `f(i)`.
+fn text_column<'a>(name: &str, n: usize, f: impl Fn(usize) -> Option<&'a str>) -> Column {
+    let mut out = StringChunkedBuilder::new(name.into(), n);
+    for i in 0..n {
+        out.append_option(f(i));
+    }
+    out.finish().into_column()
+}
+
+/// Lowercase hex of fixed-width ids, null where `present` says so.
+fn hex_column<const N: usize>(
+    name: &str,
+    ids: &[[u8; N]],
+    present: impl Fn(&[u8; N]) -> bool,
+) -> Column {
+    let mut out = StringChunkedBuilder::new(name.into(), ids.len());
+    let mut text = vec![0u8; 2 * N];
+    for id in ids {
+        if present(id) {
+            out.append_value(hex_into(id, &mut text));
+        } else {
+            out.append_null();
+        }
+    }
+    out.finish().into_column()
+}
+
+fn opt_hex_column(name: &str, hashes: &[Option<[u8; 16]>]) -> Column {
+    let mut out = StringChunkedBuilder::new(name.into(), hashes.len());
+    let mut text = [0u8; 32];
+    for h in hashes {
+        match h {
+            Some(h) => out.append_value(hex_into(h, &mut text)),
+            None => out.append_null(),
+        }
+    }
+    out.finish().into_column()
+}
+
+/// `bytes` as lowercase hex in `out` (twice their length).
+fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in bytes.iter().enumerate() {
+        out[2 * i] = DIGITS[(b >> 4) as usize];
+        out[2 * i + 1] = DIGITS[(b & 0xf) as usize];
+    }
+    std::str::from_utf8(out).unwrap_or_default()
 }
 
 /// An empty frame with the span schema, for a store with no parts.

@@ -14,7 +14,7 @@ use prost::Message;
 
 use super::memtable::{Frozen, Memtable, Seen};
 use super::wal::{self, Wal};
-use super::writer::{insert_rows, load_days, WriterState};
+use super::writer::{insert_batch, load_days, WriterState};
 use super::{flusher, Recovery, Shared, StoreError};
 
 /// Attempts a chunk's flush gets before the open fails.
@@ -47,9 +47,9 @@ pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
             report.records += 1;
             match ExportTraceServiceRequest::decode(record.as_slice()) {
                 Ok(req) => {
-                    let rows = crate::ingest::normalize(&req).rows;
-                    load_days(shared, &mut seen, &mem, None, &rows)?;
-                    let (stored, _) = insert_rows(&mut mem, &mut seen, rows);
+                    let batch = crate::ingest::normalize(&req).batch;
+                    load_days(shared, &mut seen, &mem, None, &batch)?;
+                    let (stored, _) = insert_batch(&mut mem, &mut seen, &batch);
                     report.spans += stored;
                     shared
                         .stats
