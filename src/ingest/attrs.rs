@@ -176,32 +176,55 @@ fn push_value(out: &mut String, v: &Value) {
 }
 
 /// A JSON string literal, escaped. Runs of characters that need no escape
-/// are copied whole.
+/// are copied whole, found eight bytes at a time.
 pub fn push_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if escape.is_empty() {
-            use std::fmt::Write;
-            let _ = write!(out, "\\u{b:04x}");
-        } else {
-            out.push_str(escape);
+    let bytes = s.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            if !needs_escape(word) {
+                i += 8;
+                continue;
+            }
         }
-        start = i + 1;
+        // Somewhere in these eight bytes (or the last few): byte by byte.
+        for j in i..(i + 8).min(bytes.len()) {
+            let escape = match bytes[j] {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0..=0x1f => "",
+                _ => continue,
+            };
+            out.push_str(&s[start..j]);
+            if escape.is_empty() {
+                use std::fmt::Write;
+                let _ = write!(out, "\\u{:04x}", bytes[j]);
+            } else {
+                out.push_str(escape);
+            }
+            start = j + 1;
+        }
+        i += 8;
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// Whether any of eight bytes is a control character, `"` or `\`.
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
+    let has_control = word.wrapping_sub(ONES * 0x20) & !word & HIGH != 0;
+    has_control
+        || has_zero(word ^ (ONES * u64::from(b'"')))
+        || has_zero(word ^ (ONES * u64::from(b'\\')))
 }
 
 /// Build a string attribute (used by tests and the JSON decoder).
