@@ -5,6 +5,7 @@
 
 pub mod attrs;
 pub mod batch;
+mod canon;
 pub mod classify;
 pub mod decode;
 mod error;

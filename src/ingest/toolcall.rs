@@ -3,9 +3,10 @@
 
 use std::borrow::Cow;
 
-use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::{any_value::Value, KeyValue};
 
 use super::attrs;
+use super::canon::{self, Hashed};
 use crate::model::ToolConvention;
 
 /// A span recognised as a tool call.
@@ -109,17 +110,34 @@ pub fn detect_ref<'a>(span_name: &'a str, attrs: &'a [KeyValue]) -> Option<ToolR
             return None;
         };
     let name = name.unwrap_or_else(|| Cow::Borrowed(name_from_span(span_name, convention)));
-    let args = args_keys.iter().find_map(|k| attrs::json(attrs, k));
+    let args = args_keys.iter().find_map(|k| attrs::get(attrs, k));
     let result = super::classify::RESULT_KEYS
         .iter()
-        .find_map(|k| attrs::json(attrs, k));
+        .find_map(|k| attrs::get(attrs, k));
     Some(ToolRef {
         name,
         call_id,
-        args_hash: args.filter(|v| !is_empty(v)).map(|v| value_hash128(&v)),
-        result_hash: result.map(|v| value_hash128(&v)),
+        args_hash: args.and_then(|v| attribute_hash(v).non_empty()),
+        result_hash: result.map(|v| attribute_hash(v).hash()),
         convention,
     })
+}
+
+/// The hash of an attribute's value as [`attrs::json`] reads it (a string
+/// holding JSON is that JSON), found without building a JSON tree for text.
+fn attribute_hash(v: &Value) -> Hashed {
+    match v {
+        Value::StringValue(s) => canon::text_value_hash(s),
+        other => {
+            let json = attrs::to_value(other);
+            let h = value_hash128(&json);
+            if is_empty(&json) {
+                Hashed::Empty(h)
+            } else {
+                Hashed::Value(h)
+            }
+        }
+    }
 }
 
 /// No arguments: `null`, `{}`, `[]`, `""` (or only whitespace).
@@ -146,10 +164,7 @@ fn name_from_span(span_name: &str, convention: ToolConvention) -> &str {
 /// Hash of the arguments' canonical JSON (keys sorted, no whitespace); text
 /// that is not JSON is hashed as it is.
 pub fn args_hash(raw: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(v) => value_hash(&v),
-        Err(_) => text_hash(raw),
-    }
+    hash_hex(canon::text_value_hash(raw).hash())
 }
 
 /// Hash of a JSON value's canonical form: keys sorted, no whitespace; a
@@ -165,10 +180,6 @@ pub fn value_hash128(v: &serde_json::Value) -> u128 {
         serde_json::Value::String(s) => text_hash128(s),
         other => text_hash128(&other.to_string()),
     }
-}
-
-fn text_hash(text: &str) -> String {
-    hash_hex(text_hash128(text))
 }
 
 fn text_hash128(text: &str) -> u128 {
