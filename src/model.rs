@@ -184,6 +184,10 @@ impl SpanKey {
         if trace_id.len() != 32 || span_id.len() != 16 {
             return None;
         }
+        if let (Some(trace), Some(span)) = (hex_bytes::<16>(trace_id), hex_bytes::<8>(span_id)) {
+            return Some(SpanKey::from_ids(&trace, &span));
+        }
+        // What the digits alone do not spell (a sign): as integer parsing reads it.
         let trace = u128::from_str_radix(trace_id, 16).ok()?;
         let span = u64::from_str_radix(span_id, 16).ok()?;
         Some(SpanKey::from_ids(&trace.to_be_bytes(), &span.to_be_bytes()))
@@ -218,6 +222,27 @@ pub fn day_from_str(s: &str) -> Option<i32> {
     let date = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
     let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
     i32::try_from((date - epoch).num_days()).ok()
+}
+
+/// The bytes `N * 2` hex digits (either case) spell; `None` for anything else.
+pub fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    let s = s.as_bytes();
+    if s.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        *o = (digit(pair[0])? << 4) | digit(pair[1])?;
+    }
+    Some(out)
 }
 
 /// Lowercase hex of bytes.
@@ -271,5 +296,13 @@ mod tests {
         assert_eq!(hex, Some(SpanKey::from_ids(&trace, &span)));
         let upper = SpanKey::from_hex(&to_hex(&trace).to_uppercase(), &to_hex(&span));
         assert_eq!(upper, hex);
+        // A sign the integer parse took: still the same key as before.
+        let signed = format!("+{}", &to_hex(&trace)[1..]);
+        let mut shifted = trace;
+        shifted[0] &= 0x0f;
+        assert_eq!(
+            SpanKey::from_hex(&signed, &to_hex(&span)),
+            Some(SpanKey::from_ids(&shifted, &span))
+        );
     }
 }
