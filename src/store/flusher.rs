@@ -124,6 +124,13 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
             let days: Vec<i32> = frozen.table.days.keys().copied().collect();
             let mut waiters = waiters;
             let result = flush_until_committed(shared, &frozen, &mut waiters);
+            // Dedup may forget the frozen rows now: they are in parts, or
+            // (abandoned at shutdown) still in the WAL, which nothing deletes.
+            // Released before compaction, so their memory goes and the writer
+            // can hand off its next table while the parts are merged.
+            *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            drop(frozen);
+            shared.flusher_idle.notify_all();
             if result.is_ok() {
                 dirty.extend(days.iter().copied());
                 sealer.wrote(&days);
@@ -134,10 +141,6 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
                     last_rollup = Instant::now();
                 }
             }
-            // Dedup may forget the frozen rows only now: they are in parts, or
-            // (abandoned at shutdown) still in the WAL, which nothing deletes.
-            *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
-            shared.flusher_idle.notify_all();
             for w in waiters {
                 let _ = w.send(result.clone());
             }
