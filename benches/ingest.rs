@@ -6,6 +6,7 @@
 //!
 //!     cargo bench --bench ingest -- [--runs 5] [--batches 2000] [--clients 4]
 //!     cargo bench --bench ingest -- --target 127.0.0.1:4318   # drive a running server
+//!     cargo bench --bench ingest -- --decode-only              # decode + normalize alone (for a profile)
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -268,6 +269,13 @@ fn main() {
     {
         let (rate, retried) = drive(host, &batches, clients);
         println!("{host}: {rate:.0} spans/s acknowledged, {retried} retried requests");
+        return;
+    }
+    if args.iter().any(|a| a == "--decode-only") {
+        for run in 1..=runs {
+            let d1 = decode_only(&batches, 1);
+            println!("run {run}: decode+normalize {d1:.0} spans/s (1 thread)");
+        }
         return;
     }
     let bytes: usize = batches.iter().map(Vec::len).sum();

@@ -81,6 +81,11 @@ impl StrColumn {
         }
     }
 
+    /// Room for `bytes` more bytes of values.
+    pub fn reserve_bytes(&mut self, bytes: usize) {
+        self.data.reserve(bytes);
+    }
+
     fn reserve(&mut self, spans: usize) {
         self.ends.reserve(spans);
         self.valid.reserve(spans);

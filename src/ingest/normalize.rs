@@ -79,7 +79,15 @@ pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
         for ss in &rs.scope_spans {
             for span in &ss.spans {
                 match check_ids(span) {
-                    Ok(ids) => push(&mut out.batch, span, &ids, resource, resource_attrs),
+                    Ok(ids) => {
+                        push(&mut out.batch, span, &ids, resource, resource_attrs);
+                        if out.batch.len() == 1 {
+                            // The first span's texts size the rest (one growth, not a dozen).
+                            let b = &mut out.batch;
+                            b.attributes.reserve_bytes(b.attributes.data_len() * spans);
+                            b.name.reserve_bytes(b.name.data_len() * spans);
+                        }
+                    }
                     Err(reason) => {
                         out.rejected += 1;
                         if out.reasons.len() < MAX_REASONS {
