@@ -26,7 +26,8 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    /// Every class, in the order reports list them.
+    /// Every class, in the order reports list them (declaration order:
+    /// `c as usize` is its place).
     pub const ALL: [ErrorClass; 12] = [
         ErrorClass::Ok,
         ErrorClass::RateLimited,
@@ -104,6 +105,16 @@ pub enum ToolConvention {
 }
 
 impl ToolConvention {
+    /// Every convention, in declaration order (`c as usize` is its place).
+    pub const ALL: [ToolConvention; 6] = [
+        ToolConvention::GenAi,
+        ToolConvention::OpenInference,
+        ToolConvention::OpenLlmetry,
+        ToolConvention::VercelAi,
+        ToolConvention::Fallback,
+        ToolConvention::Mcp,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ToolConvention::GenAi => "gen_ai",
@@ -279,6 +290,16 @@ mod tests {
         assert_eq!(ErrorClass::Unavailable.retryable(), Some(true));
         assert_eq!(ErrorClass::NotFound.retryable(), Some(false));
         assert_eq!(ErrorClass::Unknown.retryable(), None);
+    }
+
+    #[test]
+    fn enum_lists_are_in_declaration_order() {
+        for (i, c) in ErrorClass::ALL.into_iter().enumerate() {
+            assert_eq!(c as usize, i);
+        }
+        for (i, c) in ToolConvention::ALL.into_iter().enumerate() {
+            assert_eq!(c as usize, i);
+        }
     }
 
     #[test]

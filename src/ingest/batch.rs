@@ -12,36 +12,39 @@ use std::sync::Arc;
 
 use crate::model::{day_of_ns, to_hex, ErrorClass, SpanKey, SpanRow, ToolConvention};
 
-/// The strings of one column in one buffer: value `i` is
-/// `data[ends[i-1]..ends[i]]`, absent when `!valid[i]` (an absent value takes
-/// no bytes).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The strings of one column in one buffer, as Arrow's `LargeUtf8` lays
+/// them out: value `i` is `data[offsets[i]..offsets[i + 1]]`, absent when
+/// `!valid[i]` (an absent value takes no bytes).
+#[derive(Debug, Clone, PartialEq)]
 pub struct StrColumn {
     data: String,
-    ends: Vec<usize>,
+    offsets: Vec<i64>,
     valid: Vec<bool>,
+}
+
+impl Default for StrColumn {
+    fn default() -> Self {
+        StrColumn {
+            data: String::new(),
+            offsets: vec![0],
+            valid: Vec::new(),
+        }
+    }
 }
 
 impl StrColumn {
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.valid.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    fn start(&self, i: usize) -> usize {
-        if i == 0 {
-            0
-        } else {
-            self.ends[i - 1]
-        }
+        self.valid.is_empty()
     }
 
     /// Value `i`, `None` when absent.
     pub fn get(&self, i: usize) -> Option<&str> {
-        self.valid[i].then(|| &self.data[self.start(i)..self.ends[i]])
+        let (start, end) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
+        self.valid[i].then(|| &self.data[start..end])
     }
 
     pub fn push(&mut self, s: &str) {
@@ -63,16 +66,17 @@ impl StrColumn {
     }
 
     fn close(&mut self, valid: bool) {
-        self.ends.push(self.data.len());
+        self.offsets.push(self.data.len() as i64);
         self.valid.push(valid);
     }
 
     /// Append the values at `rows` of `src` (all of them when `rows` is every row).
     fn extend_from(&mut self, src: &StrColumn, rows: &[u32]) {
         if rows.len() == src.len() {
-            let base = self.data.len();
+            let base = self.data.len() as i64;
             self.data.push_str(&src.data);
-            self.ends.extend(src.ends.iter().map(|e| e + base));
+            self.offsets
+                .extend(src.offsets[1..].iter().map(|o| o + base));
             self.valid.extend_from_slice(&src.valid);
             return;
         }
@@ -87,20 +91,25 @@ impl StrColumn {
     }
 
     fn reserve(&mut self, spans: usize) {
-        self.ends.reserve(spans);
+        self.offsets.reserve(spans);
         self.valid.reserve(spans);
     }
 
     /// Bytes allocated.
     pub fn mem_bytes(&self) -> usize {
         self.data.capacity()
-            + self.ends.capacity() * std::mem::size_of::<usize>()
+            + self.offsets.capacity() * std::mem::size_of::<i64>()
             + self.valid.capacity()
     }
 
-    /// Bytes of the values (what a frame of them holds beyond its views).
+    /// Bytes of the values.
     pub fn data_len(&self) -> usize {
         self.data.len()
+    }
+
+    /// The buffer, the offsets (one more than values) and the validity.
+    pub fn into_parts(self) -> (String, Vec<i64>, Vec<bool>) {
+        (self.data, self.offsets, self.valid)
     }
 }
 

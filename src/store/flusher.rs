@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::commit::{self, Intent};
+use super::frozen::Frozen;
 use super::layout::is_seal_output;
-use super::memtable::Frozen;
 use super::memtable::KeySet;
 use super::seal::SealReport;
 use super::sealer::{self, Sealer};
@@ -121,7 +121,7 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
         if let Some(Job::Seal { day, reply }) = job {
             let _ = reply.send(sealer::seal_guarded(shared, day, &mut dirty));
         } else if let Some(Job::Flush { frozen, waiters }) = job {
-            let days: Vec<i32> = frozen.table.days.keys().copied().collect();
+            let days = frozen.days();
             let mut waiters = waiters;
             let result = flush_until_committed(shared, &frozen, &mut waiters);
             // Dedup may forget the frozen rows now: they are in parts, or
@@ -252,17 +252,18 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
     let layout = &shared.layout;
     let mut intent = Intent {
         wal_upto: Some(frozen.wal_upto),
-        rollup_days: frozen.table.days.keys().copied().collect(),
+        rollup_days: frozen.days(),
         ..Intent::default()
     };
     let written = (|| {
-        for (day, batch) in &frozen.table.days {
-            let mut df =
-                frame::batch_to_frame(batch).map_err(|e| StoreError::data("building a part", e))?;
+        let mut frames = frozen
+            .frames()
+            .map_err(|e| StoreError::data("building a part", e))?;
+        for (day, df) in frames.iter_mut() {
             let tag = parquet::new_part_tag();
             intent
                 .renames
-                .push(parquet::write_tmp_part(layout, *day, &tag, &mut df)?);
+                .push(parquet::write_tmp_part(layout, day, &tag, df)?);
         }
         Ok(())
     })();

@@ -6,7 +6,7 @@ use polars::prelude::*;
 
 use super::memtable::KeySet;
 use crate::ingest::batch::{SpanBatch, StrColumn, KINDS, NO_TOOL, STATUSES};
-use crate::model::{SpanKey, SpanRow};
+use crate::model::{ErrorClass, SpanKey, SpanRow, ToolConvention};
 
 /// Columns of a stored span part, in order, with their types.
 pub fn schema() -> Schema {
@@ -123,131 +123,166 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
 }
 
 /// Build a frame with [`schema`] from a batch: the same frame as
-/// [`rows_to_frame`] of its rows. Ids and hashes become hex text here.
+/// [`rows_to_frame`] of its rows.
 pub fn batch_to_frame(b: &SpanBatch) -> PolarsResult<DataFrame> {
+    batch_into_frame(b.clone())
+}
+
+/// [`batch_to_frame`], taking the batch: its string buffers become the
+/// frame's (not copied); ids and hashes become hex text, dictionary numbers
+/// and enums views of one copy of each text.
+pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
     let n = b.len();
-    let strs = |name: &str, c: &StrColumn| text_column(name, n, |i| c.get(i));
-    let texts = |name: &str, f: &dyn Fn(usize) -> Option<&'static str>| text_column(name, n, f);
-    let resources = |f: fn(&crate::ingest::batch::Resource) -> &str| -> Vec<&str> {
-        b.resources.values().iter().map(f).collect()
-    };
-    let services = resources(|r| &r.service);
-    let resource_json = resources(|r| &r.json);
+    let services: Vec<&str> = b.resources.values().iter().map(|r| &*r.service).collect();
+    let resource_json: Vec<&str> = b.resources.values().iter().map(|r| &*r.json).collect();
     let tools: Vec<&str> = b.tools.values().iter().map(|t| &**t).collect();
-    let i64s = |name: &str, v: &[i64]| Int64Chunked::from_slice(name.into(), v).into_column();
-    let opt_i64s = |name: &str, v: &[Option<i64>]| {
-        Int64Chunked::from_slice_options(name.into(), v).into_column()
-    };
-    let opt_i32s = |name: &str, v: &[Option<i32>]| {
-        Int32Chunked::from_slice_options(name.into(), v).into_column()
-    };
+    let tool_ids = || b.tool.iter().map(|&t| (t != NO_TOOL).then_some(t));
     let durations: Vec<i64> = b
         .end_ns
         .iter()
         .zip(&b.start_ns)
         .map(|(e, s)| e - s)
         .collect();
-    let columns = vec![
-        hex_column("trace_id", &b.trace_id, |_| true),
-        hex_column("span_id", &b.span_id, |_| true),
-        hex_column("parent_span_id", &b.parent_span_id, |p| *p != [0; 8]),
-        strs("name", &b.name),
-        texts("kind", &|i| Some(KINDS[b.kind[i] as usize])),
-        text_column("service_name", n, |i| {
-            Some(services[b.resource[i] as usize])
-        }),
-        i64s("start_ns", &b.start_ns),
-        i64s("end_ns", &b.end_ns),
-        i64s("duration_ns", &durations),
-        texts("status_code", &|i| Some(STATUSES[b.status[i] as usize])),
-        strs("status_message", &b.status_message),
-        BooleanChunked::from_iter_values(
-            "is_tool_call".into(),
-            b.tool.iter().map(|&t| t != NO_TOOL),
-        )
-        .into_column(),
-        text_column("tool_name", n, |i| {
-            let t = b.tool[i];
-            (t != NO_TOOL).then(|| tools[t as usize])
-        }),
-        strs("tool_call_id", &b.tool_call_id),
-        opt_hex_column("tool_args_hash", &b.tool_args_hash),
-        opt_hex_column("tool_result_hash", &b.tool_result_hash),
-        texts("tool_convention", &|i| {
-            b.tool_convention[i].map(|c| c.as_str())
-        }),
-        strs("session_id", &b.session_id),
+    let mut columns = vec![
+        hex_column("trace_id", b.trace_id.iter().map(|&t| Some(t)))?,
+        hex_column("span_id", b.span_id.iter().map(|&s| Some(s)))?,
+        hex_column(
+            "parent_span_id",
+            b.parent_span_id.iter().map(|&p| (p != [0; 8]).then_some(p)),
+        )?,
+        Column::default(), // name
+        dict_column("kind", &KINDS, b.kind.iter().map(|&k| Some(u32::from(k))))?,
+        dict_column(
+            "service_name",
+            &services,
+            b.resource.iter().map(|&r| Some(r)),
+        )?,
+        Int64Chunked::from_slice("start_ns".into(), &b.start_ns).into_column(),
+        Int64Chunked::from_slice("end_ns".into(), &b.end_ns).into_column(),
+        Int64Chunked::from_vec("duration_ns".into(), durations).into_column(),
+        dict_column(
+            "status_code",
+            &STATUSES,
+            b.status.iter().map(|&s| Some(u32::from(s))),
+        )?,
+        Column::default(), // status_message
+        BooleanChunked::from_iter_values("is_tool_call".into(), tool_ids().map(|t| t.is_some()))
+            .into_column(),
+        dict_column("tool_name", &tools, tool_ids())?,
+        Column::default(), // tool_call_id
+        hex_column("tool_args_hash", b.tool_args_hash.iter().copied())?,
+        hex_column("tool_result_hash", b.tool_result_hash.iter().copied())?,
+        dict_column(
+            "tool_convention",
+            &ToolConvention::ALL.map(ToolConvention::as_str),
+            b.tool_convention.iter().map(|c| c.map(|c| c as u32)),
+        )?,
+        Column::default(), // session_id
         StringChunked::full_null("turn_id".into(), n).into_column(),
         BooleanChunked::from_slice("is_agent".into(), &b.is_agent).into_column(),
-        strs("agent_call_id", &b.agent_call_id),
-        opt_i32s("http_status", &b.http_status),
-        opt_i32s("rpc_status", &b.rpc_status),
-        strs("error_type", &b.error_type),
-        texts("error_class", &|i| Some(b.error_class[i].as_str())),
+        Column::default(), // agent_call_id
+        Int32Chunked::from_slice_options("http_status".into(), &b.http_status).into_column(),
+        Int32Chunked::from_slice_options("rpc_status".into(), &b.rpc_status).into_column(),
+        Column::default(), // error_type
+        dict_column(
+            "error_class",
+            &ErrorClass::ALL.map(ErrorClass::as_str),
+            b.error_class.iter().map(|&c| Some(c as u32)),
+        )?,
         BooleanChunked::from_iter_options(
             "retryable".into(),
             b.error_class.iter().map(|c| c.retryable()),
         )
         .into_column(),
         Float64Chunked::from_slice_options("cost_usd".into(), &b.cost_usd).into_column(),
-        opt_i64s("input_tokens", &b.input_tokens),
-        opt_i64s("output_tokens", &b.output_tokens),
-        strs("attributes", &b.attributes),
-        strs("events", &b.events),
-        text_column("resource", n, |i| {
-            Some(resource_json[b.resource[i] as usize])
-        }),
+        Int64Chunked::from_slice_options("input_tokens".into(), &b.input_tokens).into_column(),
+        Int64Chunked::from_slice_options("output_tokens".into(), &b.output_tokens).into_column(),
+        Column::default(), // attributes
+        Column::default(), // events
+        dict_column(
+            "resource",
+            &resource_json,
+            b.resource.iter().map(|&r| Some(r)),
+        )?,
     ];
+    for (at, name, c) in [
+        (3, "name", b.name),
+        (10, "status_message", b.status_message),
+        (13, "tool_call_id", b.tool_call_id),
+        (17, "session_id", b.session_id),
+        (20, "agent_call_id", b.agent_call_id),
+        (23, "error_type", b.error_type),
+        (29, "attributes", b.attributes),
+        (30, "events", b.events),
+    ] {
+        columns[at] = str_column(name, c)?;
+    }
     DataFrame::new(n, columns)
 }
 
-/// A text column of `n` values, value `i` from `f(i)`.
-fn text_column<'a>(name: &str, n: usize, f: impl Fn(usize) -> Option<&'a str>) -> Column {
-    let mut out = StringChunkedBuilder::new(name.into(), n);
-    for i in 0..n {
-        out.append_option(f(i));
-    }
-    out.finish().into_column()
+/// A string column that takes the buffer of `c` as it is.
+fn str_column(name: &str, c: StrColumn) -> PolarsResult<Column> {
+    let (data, offsets, valid) = c.into_parts();
+    utf8_column(name, data.into_bytes(), offsets, valid)
 }
 
-/// Lowercase hex of fixed-width ids, null where `present` says so.
+/// A string column of `LargeUtf8` parts (value `i` is
+/// `data[offsets[i]..offsets[i + 1]]`, null unless `valid[i]`); polars makes
+/// views into `data`, not a copy.
+fn utf8_column(
+    name: &str,
+    data: Vec<u8>,
+    offsets: Vec<i64>,
+    valid: Vec<bool>,
+) -> PolarsResult<Column> {
+    let validity = (!valid.iter().all(|v| *v)).then(|| valid.into_iter().collect());
+    let array = LargeStringArray::try_new(
+        ArrowDataType::LargeUtf8,
+        offsets.try_into()?,
+        data.into(),
+        validity,
+    )?;
+    Ok(Series::from_arrow(name.into(), Box::new(array))?.into_column())
+}
+
+/// A string column of `values[id]` for each id (null for `None`): views of
+/// one copy of each value.
+fn dict_column(
+    name: &str,
+    values: &[&str],
+    ids: impl Iterator<Item = Option<u32>>,
+) -> PolarsResult<Column> {
+    let dict = StringChunked::from_slice(name.into(), values);
+    let ids: IdxCa = ids.map(|i| i.map(|i| i as IdxSize)).collect();
+    Ok(dict.take(&ids)?.into_column())
+}
+
+/// Lowercase hex of fixed-width ids (`None`: null).
 fn hex_column<const N: usize>(
     name: &str,
-    ids: &[[u8; N]],
-    present: impl Fn(&[u8; N]) -> bool,
-) -> Column {
-    let mut out = StringChunkedBuilder::new(name.into(), ids.len());
-    let mut text = vec![0u8; 2 * N];
+    ids: impl ExactSizeIterator<Item = Option<[u8; N]>>,
+) -> PolarsResult<Column> {
+    let mut data = Vec::with_capacity(ids.len() * 2 * N);
+    let mut offsets = Vec::with_capacity(ids.len() + 1);
+    offsets.push(0i64);
+    let mut valid = Vec::with_capacity(ids.len());
     for id in ids {
-        if present(id) {
-            out.append_value(hex_into(id, &mut text));
-        } else {
-            out.append_null();
+        if let Some(id) = &id {
+            push_hex(&mut data, id);
         }
+        offsets.push(data.len() as i64);
+        valid.push(id.is_some());
     }
-    out.finish().into_column()
+    utf8_column(name, data, offsets, valid)
 }
 
-fn opt_hex_column(name: &str, hashes: &[Option<[u8; 16]>]) -> Column {
-    let mut out = StringChunkedBuilder::new(name.into(), hashes.len());
-    let mut text = [0u8; 32];
-    for h in hashes {
-        match h {
-            Some(h) => out.append_value(hex_into(h, &mut text)),
-            None => out.append_null(),
-        }
-    }
-    out.finish().into_column()
-}
-
-/// `bytes` as lowercase hex in `out` (twice their length).
-fn hex_into<'a>(bytes: &[u8], out: &'a mut [u8]) -> &'a str {
+/// Lowercase hex of `bytes`, appended.
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (i, b) in bytes.iter().enumerate() {
-        out[2 * i] = DIGITS[(b >> 4) as usize];
-        out[2 * i + 1] = DIGITS[(b & 0xf) as usize];
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize]);
+        out.push(DIGITS[(b & 0xf) as usize]);
     }
-    std::str::from_utf8(out).unwrap_or_default()
 }
 
 /// An empty frame with the span schema, for a store with no parts.

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use super::frozen::Frozen;
 use crate::ingest::SpanBatch;
 use crate::model::SpanKey;
 
@@ -37,14 +38,6 @@ impl Memtable {
     pub fn take(&mut self) -> Memtable {
         std::mem::take(self)
     }
-}
-
-/// A memtable handed to the flusher: its rows stay visible to dedup until
-/// their parts are committed.
-pub struct Frozen {
-    pub table: Memtable,
-    /// WAL segments whose records are all in this table or already in Parquet.
-    pub wal_upto: u64,
 }
 
 /// Span keys already stored, per day, loaded lazily from the day's parts the
@@ -100,12 +93,12 @@ pub type KeySet = HashSet<SpanKey, foldhash::fast::RandomState>;
 
 /// Keys of one day held in memory (memtable and frozen table).
 pub fn memory_keys(day: i32, table: &Memtable, frozen: Option<&Arc<Frozen>>) -> KeySet {
-    let batches = table
+    let mut keys: KeySet = table
         .days
         .get(&day)
         .into_iter()
-        .chain(frozen.and_then(|f| f.table.days.get(&day)));
-    batches
         .flat_map(|b| (0..b.len()).map(|i| b.key(i)))
-        .collect()
+        .collect();
+    keys.extend(frozen.map_or(&[][..], |f| f.keys(day)).iter().copied());
+    keys
 }

@@ -15,6 +15,7 @@ mod commit;
 mod error;
 mod flusher;
 pub mod frame;
+mod frozen;
 pub mod layout;
 mod manifest;
 mod memtable;
@@ -53,7 +54,7 @@ pub use seal::{ManifestUpdate, SealOptions, SealReport};
 pub use stats::{Stats, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
 use crate::ingest::Prepared;
-use memtable::Frozen;
+use frozen::Frozen;
 
 /// Tuning of the write path; the defaults suit one machine and a few
 /// hundred thousand spans a second.

@@ -12,7 +12,8 @@ use std::time::Duration;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
-use super::memtable::{Frozen, Memtable, Seen};
+use super::frozen::Frozen;
+use super::memtable::{Memtable, Seen};
 use super::wal::{self, Wal};
 use super::writer::{insert_batch, load_days, WriterState};
 use super::{flusher, Recovery, Shared, StoreError};
@@ -85,10 +86,7 @@ fn over_limit(shared: &Shared, mem: &Memtable) -> bool {
 /// `wal_upto`; retried with backoff a few times, then the open fails (the
 /// WAL keeps everything).
 fn flush_chunk(shared: &Shared, mem: &mut Memtable, wal_upto: u64) -> Result<(), StoreError> {
-    let frozen = Frozen {
-        table: mem.take(),
-        wal_upto,
-    };
+    let frozen = Frozen::new(mem.take(), wal_upto);
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -112,7 +110,7 @@ fn flush_chunk(shared: &Shared, mem: &mut Memtable, wal_upto: u64) -> Result<(),
         }
     }
     shared.stats.flushes.fetch_add(1, Ordering::Relaxed);
-    let days: Vec<i32> = frozen.table.days.keys().copied().collect();
+    let days = frozen.days();
     flusher::compact_days(shared, &days);
     Ok(())
 }

@@ -13,7 +13,8 @@ use opentelemetry_proto::tonic::trace::v1::{
 };
 use polars::prelude::*;
 
-use super::memtable::{memory_keys, Frozen, Memtable, Seen};
+use super::frozen::Frozen;
+use super::memtable::{memory_keys, Memtable, Seen};
 use super::writer::insert_batch;
 use super::*;
 use crate::ingest::rows::normalize_rows;
@@ -382,10 +383,7 @@ fn redelivered_spans_are_dropped_against_memtable_frozen_table_and_parts() {
     assert_eq!(insert_batch(&mut mem, &mut seen, &batch), (0, 120));
     assert_eq!(mem.rows, 95);
     // In the frozen table, with the keys loaded afresh (as after eviction).
-    let frozen = Arc::new(Frozen {
-        table: mem.take(),
-        wal_upto: 0,
-    });
+    let frozen = Arc::new(Frozen::new(mem.take(), 0));
     let mut seen = Seen::new(3);
     let in_use = days.iter().copied().collect();
     for &d in &days {

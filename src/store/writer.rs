@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::flusher::Job;
-use super::memtable::{memory_keys, Frozen, KeySet, Memtable, Seen};
+use super::frozen::Frozen;
+use super::memtable::{memory_keys, KeySet, Memtable, Seen};
 use super::wal::Wal;
 use super::{parquet, Ack, Cmd, Shared, StoreError, Submission};
 use crate::ingest::SpanBatch;
@@ -172,7 +173,7 @@ fn over_memory(shared: &Shared, mem: &Memtable) -> bool {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
-        .map_or(0, |f| f.table.bytes);
+        .map_or(0, |f| f.bytes);
     mem.bytes + frozen_bytes > shared.opts.max_memory_bytes
 }
 
@@ -300,10 +301,7 @@ fn hand_off(
             return false;
         }
     };
-    let frozen = Arc::new(Frozen {
-        table: state.mem.take(),
-        wal_upto: upto,
-    });
+    let frozen = Arc::new(Frozen::new(state.mem.take(), upto));
     *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&frozen));
     shared.stats.memtable_rows.store(0, Ordering::Relaxed);
     if let Err(err) = jobs.send(Job::Flush { frozen, waiters }) {
