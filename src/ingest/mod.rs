@@ -7,6 +7,7 @@ pub mod attrs;
 pub mod batch;
 mod canon;
 pub mod classify;
+pub mod column;
 pub mod decode;
 mod error;
 pub mod file;
@@ -19,6 +20,8 @@ pub mod toolcall;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_canon;
 
 pub use batch::SpanBatch;
 pub use decode::{Encoding, Format};

@@ -12,6 +12,7 @@
 //! Both are plain OS threads, so polars work never lands on async workers.
 
 mod commit;
+mod compact;
 mod error;
 mod flusher;
 pub mod frame;

@@ -16,7 +16,7 @@ use super::frozen::Frozen;
 use super::memtable::{Memtable, Seen};
 use super::wal::{self, Wal};
 use super::writer::{insert_batch, load_days, WriterState};
-use super::{flusher, Recovery, Shared, StoreError};
+use super::{compact, flusher, Recovery, Shared, StoreError};
 
 /// Attempts a chunk's flush gets before the open fails.
 const CHUNK_ATTEMPTS: u32 = 5;
@@ -111,6 +111,6 @@ fn flush_chunk(shared: &Shared, mem: &mut Memtable, wal_upto: u64) -> Result<(),
     }
     shared.stats.flushes.fetch_add(1, Ordering::Relaxed);
     let days = frozen.days();
-    flusher::compact_days(shared, &days);
+    compact::compact_days(shared, &days);
     Ok(())
 }
