@@ -8,6 +8,7 @@
 //!     cargo bench --bench ingest -- [--runs 5] [--batches 2000] [--clients 4]
 //!     cargo bench --bench ingest -- --target 127.0.0.1:4318        # drive a running server (HTTP)
 //!     cargo bench --bench ingest -- --grpc-target 127.0.0.1:4317   # the same over gRPC
+//!     cargo bench --bench ingest -- --decode-only                   # decode + normalize alone (for a profile)
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -130,7 +131,7 @@ fn decode_only(batches: &[Bytes], threads: usize) -> f64 {
                 let Some(b) = batches.get(i) else { break };
                 let req = ExportTraceServiceRequest::decode(b.as_ref()).unwrap();
                 let n = stormwatch::ingest::normalize(&req);
-                assert_eq!(n.rows.len(), SPANS_PER_BATCH);
+                assert_eq!(n.spans(), SPANS_PER_BATCH);
                 std::hint::black_box(n);
             });
         }
@@ -385,6 +386,13 @@ fn main() {
     {
         let (rate, retried) = drive_grpc(host, &batches, clients);
         println!("{host} (gRPC): {rate:.0} spans/s acknowledged, {retried} retried requests");
+        return;
+    }
+    if args.iter().any(|a| a == "--decode-only") {
+        for run in 1..=runs {
+            let d1 = decode_only(&batches, 1);
+            println!("run {run}: decode+normalize {d1:.0} spans/s (1 thread)");
+        }
         return;
     }
     let bytes: usize = batches.iter().map(Bytes::len).sum();

@@ -102,10 +102,10 @@ impl<'a> Loader<'a> {
         if let Some(m) = prepared.normalized.reject_message() {
             tracing::warn!("{where_}: {m}");
         }
-        if prepared.normalized.rows.is_empty() {
+        if prepared.spans() == 0 {
             return Ok(());
         }
-        let oldest = prepared.normalized.rows.iter().map(|r| r.day()).min();
+        let oldest = prepared.normalized.batch.days().first().copied();
         self.report.note_day(oldest);
         self.submit(prepared)
     }

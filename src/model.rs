@@ -26,7 +26,8 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    /// Every class, in the order reports list them.
+    /// Every class, in the order reports list them (declaration order:
+    /// `c as usize` is its place).
     pub const ALL: [ErrorClass; 12] = [
         ErrorClass::Ok,
         ErrorClass::RateLimited,
@@ -104,6 +105,16 @@ pub enum ToolConvention {
 }
 
 impl ToolConvention {
+    /// Every convention, in declaration order (`c as usize` is its place).
+    pub const ALL: [ToolConvention; 6] = [
+        ToolConvention::GenAi,
+        ToolConvention::OpenInference,
+        ToolConvention::OpenLlmetry,
+        ToolConvention::VercelAi,
+        ToolConvention::Fallback,
+        ToolConvention::Mcp,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ToolConvention::GenAi => "gen_ai",
@@ -184,12 +195,21 @@ impl SpanKey {
         if trace_id.len() != 32 || span_id.len() != 16 {
             return None;
         }
+        if let (Some(trace), Some(span)) = (hex_bytes::<16>(trace_id), hex_bytes::<8>(span_id)) {
+            return Some(SpanKey::from_ids(&trace, &span));
+        }
+        // What the digits alone do not spell (a sign): as integer parsing reads it.
         let trace = u128::from_str_radix(trace_id, 16).ok()?;
         let span = u64::from_str_radix(span_id, 16).ok()?;
+        Some(SpanKey::from_ids(&trace.to_be_bytes(), &span.to_be_bytes()))
+    }
+
+    /// The key of the ids as bytes (what their hex spells, in order).
+    pub fn from_ids(trace_id: &[u8; 16], span_id: &[u8; 8]) -> SpanKey {
         let mut bytes = [0u8; 24];
-        bytes[..16].copy_from_slice(&trace.to_be_bytes());
-        bytes[16..].copy_from_slice(&span.to_be_bytes());
-        Some(SpanKey(xxhash_rust::xxh3::xxh3_128(&bytes)))
+        bytes[..16].copy_from_slice(trace_id);
+        bytes[16..].copy_from_slice(span_id);
+        SpanKey(xxhash_rust::xxh3::xxh3_128(&bytes))
     }
 }
 
@@ -213,6 +233,27 @@ pub fn day_from_str(s: &str) -> Option<i32> {
     let date = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
     let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
     i32::try_from((date - epoch).num_days()).ok()
+}
+
+/// The bytes `N * 2` hex digits (either case) spell; `None` for anything else.
+pub fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    let s = s.as_bytes();
+    if s.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        *o = (digit(pair[0])? << 4) | digit(pair[1])?;
+    }
+    Some(out)
 }
 
 /// Lowercase hex of bytes.
@@ -252,9 +293,37 @@ mod tests {
     }
 
     #[test]
+    fn enum_lists_are_in_declaration_order() {
+        for (i, c) in ErrorClass::ALL.into_iter().enumerate() {
+            assert_eq!(c as usize, i);
+        }
+        for (i, c) in ToolConvention::ALL.into_iter().enumerate() {
+            assert_eq!(c as usize, i);
+        }
+    }
+
+    #[test]
     fn key_needs_exact_hex_lengths() {
         assert!(SpanKey::from_hex(&"ab".repeat(16), &"cd".repeat(8)).is_some());
         assert!(SpanKey::from_hex(&"ab".repeat(15), &"cd".repeat(8)).is_none());
         assert!(SpanKey::from_hex(&"zz".repeat(16), &"cd".repeat(8)).is_none());
+    }
+
+    #[test]
+    fn key_from_bytes_is_the_key_of_their_hex() {
+        let trace: [u8; 16] = std::array::from_fn(|i| (i * 17 + 3) as u8);
+        let span: [u8; 8] = std::array::from_fn(|i| (250 - i * 31) as u8);
+        let hex = SpanKey::from_hex(&to_hex(&trace), &to_hex(&span));
+        assert_eq!(hex, Some(SpanKey::from_ids(&trace, &span)));
+        let upper = SpanKey::from_hex(&to_hex(&trace).to_uppercase(), &to_hex(&span));
+        assert_eq!(upper, hex);
+        // A sign the integer parse took: still the same key as before.
+        let signed = format!("+{}", &to_hex(&trace)[1..]);
+        let mut shifted = trace;
+        shifted[0] &= 0x0f;
+        assert_eq!(
+            SpanKey::from_hex(&signed, &to_hex(&span)),
+            Some(SpanKey::from_ids(&shifted, &span))
+        );
     }
 }

@@ -6,6 +6,6 @@ use stormwatch::ingest::{decode, normalize, Format};
 fuzz_target!(|data: &[u8]| {
     if let Ok(req) = decode::decode(data, Format::Protobuf) {
         let n = normalize(&req);
-        assert!(n.rows.len() as u64 + n.rejected >= n.rows.len() as u64);
+        assert!(n.spans() as u64 + n.rejected >= n.spans() as u64);
     }
 });

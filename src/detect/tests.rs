@@ -261,9 +261,7 @@ pub(super) fn fixture_frame(name: &str) -> DataFrame {
         .join("fixtures")
         .join(name);
     let req = crate::ingest::json::decode(&std::fs::read(path).unwrap()).unwrap();
-    let rows = crate::ingest::normalize(&req).rows;
-    let refs: Vec<_> = rows.iter().collect();
-    crate::store::frame::rows_to_frame(&refs).unwrap()
+    crate::store::frame::batch_to_frame(&crate::ingest::normalize(&req).batch).unwrap()
 }
 
 pub(super) fn fixture_calls(name: &str) -> TurnCalls {

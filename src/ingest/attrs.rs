@@ -1,6 +1,8 @@
 //! Reading OTLP attributes: typed look-ups by key and the JSON rendering the
 //! trace view keeps.
 
+use std::borrow::Cow;
+
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 
 /// The value under `key`, if present and not empty.
@@ -14,13 +16,18 @@ pub fn get<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a Value> {
 
 /// A string attribute; numbers and booleans are rendered, empty strings are absent.
 pub fn string(attrs: &[KeyValue], key: &str) -> Option<String> {
+    string_cow(attrs, key).map(Cow::into_owned)
+}
+
+/// [`string`], borrowed when the attribute is a string (no allocation).
+pub fn string_cow<'a>(attrs: &'a [KeyValue], key: &str) -> Option<Cow<'a, str>> {
     match get(attrs, key)? {
         Value::StringValue(s) if s.is_empty() => None,
-        Value::StringValue(s) => Some(s.clone()),
-        Value::IntValue(i) => Some(i.to_string()),
-        Value::DoubleValue(d) => Some(d.to_string()),
-        Value::BoolValue(b) => Some(b.to_string()),
-        other => Some(value_to_json(other)),
+        Value::StringValue(s) => Some(Cow::Borrowed(s)),
+        Value::IntValue(i) => Some(Cow::Owned(i.to_string())),
+        Value::DoubleValue(d) => Some(Cow::Owned(d.to_string())),
+        Value::BoolValue(b) => Some(Cow::Owned(b.to_string())),
+        other => Some(Cow::Owned(value_to_json(other))),
     }
 }
 
@@ -95,7 +102,12 @@ pub fn to_value(v: &Value) -> serde_json::Value {
 
 /// The first key of `keys` that holds a non-empty string.
 pub fn first_string(attrs: &[KeyValue], keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| string(attrs, k))
+    first_string_cow(attrs, keys).map(Cow::into_owned)
+}
+
+/// [`first_string`], borrowed when it can be.
+pub fn first_string_cow<'a>(attrs: &'a [KeyValue], keys: &[&str]) -> Option<Cow<'a, str>> {
+    keys.iter().find_map(|k| string_cow(attrs, k))
 }
 
 /// Attributes as one JSON object (`{}` when there are none).
@@ -105,7 +117,8 @@ pub fn to_json(attrs: &[KeyValue]) -> String {
     out
 }
 
-fn push_object(out: &mut String, attrs: &[KeyValue]) {
+/// Attributes as one JSON object, appended to `out`.
+pub fn push_object(out: &mut String, attrs: &[KeyValue]) {
     out.push('{');
     for (i, kv) in attrs.iter().enumerate() {
         if i > 0 {
@@ -163,32 +176,55 @@ fn push_value(out: &mut String, v: &Value) {
 }
 
 /// A JSON string literal, escaped. Runs of characters that need no escape
-/// are copied whole.
+/// are copied whole, found eight bytes at a time.
 pub fn push_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if escape.is_empty() {
-            use std::fmt::Write;
-            let _ = write!(out, "\\u{b:04x}");
-        } else {
-            out.push_str(escape);
+    let bytes = s.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            if !needs_escape(word) {
+                i += 8;
+                continue;
+            }
         }
-        start = i + 1;
+        // Somewhere in these eight bytes (or the last few): byte by byte.
+        for j in i..(i + 8).min(bytes.len()) {
+            let escape = match bytes[j] {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0..=0x1f => "",
+                _ => continue,
+            };
+            out.push_str(&s[start..j]);
+            if escape.is_empty() {
+                use std::fmt::Write;
+                let _ = write!(out, "\\u{:04x}", bytes[j]);
+            } else {
+                out.push_str(escape);
+            }
+            start = j + 1;
+        }
+        i += 8;
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// Whether any of eight bytes is a control character, `"` or `\`.
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
+    let has_control = word.wrapping_sub(ONES * 0x20) & !word & HIGH != 0;
+    has_control
+        || has_zero(word ^ (ONES * u64::from(b'"')))
+        || has_zero(word ^ (ONES * u64::from(b'\\')))
 }
 
 /// Build a string attribute (used by tests and the JSON decoder).

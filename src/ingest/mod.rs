@@ -1,21 +1,29 @@
 //! Ingest: OTLP protobuf and JSON decoding, decompression with limits,
 //! attribute resolution, tool-call detection and error classification, from a
-//! request body or a file to span rows. Touches no disk and no network beyond
-//! reading the files it is given.
+//! request body or a file to a columnar batch of spans. Touches no disk and
+//! no network beyond reading the files it is given.
 
 pub mod attrs;
+pub mod batch;
+mod canon;
 pub mod classify;
+pub mod column;
 pub mod decode;
 mod error;
 pub mod file;
 pub mod json;
 pub mod message;
 pub mod normalize;
+#[cfg(test)]
+pub(crate) mod rows;
 pub mod toolcall;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_canon;
 
+pub use batch::SpanBatch;
 pub use decode::{Encoding, Format};
 pub use error::IngestError;
 pub use normalize::{normalize, Normalized};
@@ -23,13 +31,26 @@ pub use normalize::{normalize, Normalized};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
-/// A decoded request, ready for the store: its rows and the bytes the WAL keeps.
+/// A decoded request, ready for the store: its spans and the bytes the WAL keeps.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub normalized: Normalized,
     /// The request as OTLP protobuf: what the write-ahead log records and
     /// recovery decodes again.
     pub wal_payload: bytes::Bytes,
+}
+
+impl Prepared {
+    /// Spans kept (the valid ones).
+    pub fn spans(&self) -> usize {
+        self.normalized.spans()
+    }
+
+    /// Memory the decoded spans hold until the store takes them (the WAL
+    /// payload not included).
+    pub fn mem_bytes(&self) -> usize {
+        self.normalized.mem_bytes()
+    }
 }
 
 /// Decompress, decode and normalize one OTLP/HTTP body.

@@ -1,18 +1,21 @@
-//! From a decoded OTLP request to span rows: id validation (the spans the
-//! spec says to reject), tool-call detection, session, error class.
+//! From a decoded OTLP request to a columnar [`SpanBatch`]: id validation
+//! (the spans the spec says to reject), tool-call detection, session, error
+//! class — each value appended straight to its column, no row in between.
 
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::fmt::Write;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
+use super::batch::{Resource, SpanBatch, NO_TOOL};
 use super::{attrs, classify, toolcall};
-use crate::model::{to_hex, SpanRow};
 
-/// The rows of one request and what was rejected from it.
+/// The spans of one request and what was rejected from it.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Normalized {
-    pub rows: Vec<SpanRow>,
+    pub batch: SpanBatch,
     pub rejected: u64,
     /// The first few reasons, for the partial-success message.
     pub reasons: Vec<String>,
@@ -35,6 +38,16 @@ impl Normalized {
         }
         Some(msg)
     }
+
+    /// Spans kept.
+    pub fn spans(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// Memory the kept spans hold.
+    pub fn mem_bytes(&self) -> usize {
+        self.batch.mem_bytes()
+    }
 }
 
 const MAX_REASONS: usize = 5;
@@ -44,22 +57,36 @@ const MAX_REASONS: usize = 5;
 /// (neither empty nor 8 bytes) or no start time are rejected, the rest kept.
 pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
     let mut out = Normalized::default();
+    let spans: usize = req
+        .resource_spans
+        .iter()
+        .flat_map(|rs| &rs.scope_spans)
+        .map(|ss| ss.spans.len())
+        .sum();
+    out.batch.reserve(spans);
     for rs in &req.resource_spans {
         let resource_attrs = rs
             .resource
             .as_ref()
             .map(|r| r.attributes.as_slice())
             .unwrap_or(&[]);
-        let service: Arc<str> = attrs::string(resource_attrs, "service.name")
-            .unwrap_or_else(|| "unknown_service".to_string())
-            .into();
-        let resource_json: Arc<str> = attrs::to_json(resource_attrs).into();
+        let service = attrs::string_cow(resource_attrs, "service.name")
+            .unwrap_or(Cow::Borrowed("unknown_service"));
+        let resource = out.batch.resources.intern(&Resource {
+            service: service.as_ref().into(),
+            json: attrs::to_json(resource_attrs).into(),
+        });
         for ss in &rs.scope_spans {
             for span in &ss.spans {
                 match check_ids(span) {
-                    Ok(parent) => {
-                        out.rows
-                            .push(row(span, parent, &service, resource_attrs, &resource_json))
+                    Ok(ids) => {
+                        push(&mut out.batch, span, &ids, resource, resource_attrs);
+                        if out.batch.len() == 1 {
+                            // The first span's texts size the rest (one growth, not a dozen).
+                            let b = &mut out.batch;
+                            b.attributes.reserve_bytes(b.attributes.data_len() * spans);
+                            b.name.reserve_bytes(b.name.data_len() * spans);
+                        }
                     }
                     Err(reason) => {
                         out.rejected += 1;
@@ -71,27 +98,35 @@ pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
             }
         }
     }
+    debug_assert!(out.batch.is_consistent());
     out
 }
 
-/// Validate the ids; `Ok(parent)` with the parent's hex, `None` for a root.
-fn check_ids(span: &Span) -> Result<Option<String>, String> {
-    if span.trace_id.len() != 16 {
+/// A valid span's ids; the parent all zero for a root.
+struct Ids {
+    trace: [u8; 16],
+    span: [u8; 8],
+    parent: [u8; 8],
+}
+
+/// Validate the ids and the times.
+fn check_ids(span: &Span) -> Result<Ids, String> {
+    let Ok(trace) = <[u8; 16]>::try_from(span.trace_id.as_slice()) else {
         return Err(format!(
             "trace id must be 16 bytes, got {}",
             span.trace_id.len()
         ));
-    }
-    if span.trace_id.iter().all(|b| *b == 0) {
+    };
+    if trace == [0; 16] {
         return Err("trace id is all zero".to_string());
     }
-    if span.span_id.len() != 8 {
+    let Ok(span_id) = <[u8; 8]>::try_from(span.span_id.as_slice()) else {
         return Err(format!(
             "span id must be 8 bytes, got {}",
             span.span_id.len()
         ));
-    }
-    if span.span_id.iter().all(|b| *b == 0) {
+    };
+    if span_id == [0; 8] {
         return Err("span id is all zero".to_string());
     }
     if span.start_time_unix_nano == 0 {
@@ -102,102 +137,99 @@ fn check_ids(span: &Span) -> Result<Option<String>, String> {
     {
         return Err("timestamp past the year 2262".to_string());
     }
-    match span.parent_span_id.len() {
-        0 => Ok(None),
-        8 if span.parent_span_id.iter().all(|b| *b == 0) => Ok(None),
-        8 => Ok(Some(to_hex(&span.parent_span_id))),
-        n => Err(format!("parent span id must be empty or 8 bytes, got {n}")),
-    }
+    let parent = match span.parent_span_id.len() {
+        0 => [0; 8],
+        8 => <[u8; 8]>::try_from(span.parent_span_id.as_slice()).unwrap_or([0; 8]),
+        n => return Err(format!("parent span id must be empty or 8 bytes, got {n}")),
+    };
+    Ok(Ids {
+        trace,
+        span: span_id,
+        parent,
+    })
 }
 
-fn row(
-    span: &Span,
-    parent: Option<String>,
-    service: &Arc<str>,
-    resource_attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue],
-    resource_json: &Arc<str>,
-) -> SpanRow {
+/// Append one valid span to every column.
+fn push(b: &mut SpanBatch, span: &Span, ids: &Ids, resource: u32, resource_attrs: &[KeyValue]) {
     let a = span.attributes.as_slice();
     let start_ns = span.start_time_unix_nano as i64;
     // A span whose end precedes its start (clock skew) is stored with its
     // start as end, never with a negative duration.
     let end_ns = (span.end_time_unix_nano as i64).max(start_ns);
     let verdict = classify::classify(a, span.status.as_ref(), &span.events);
-    let tool = toolcall::detect(&span.name, a);
-    let status_code = match span.status.as_ref().map(|s| s.code) {
-        Some(c) if c == StatusCode::Error as i32 => "error",
-        Some(c) if c == StatusCode::Ok as i32 => "ok",
-        _ => "unset",
+    let tool = toolcall::detect_ref(&span.name, a);
+    let status = match span.status.as_ref().map(|s| s.code) {
+        Some(c) if c == StatusCode::Error as i32 => 2,
+        Some(c) if c == StatusCode::Ok as i32 => 1,
+        _ => 0,
     };
-    SpanRow {
-        trace_id: to_hex(&span.trace_id),
-        span_id: to_hex(&span.span_id),
-        parent_span_id: parent,
-        name: span.name.clone(),
-        kind: kind_name(span.kind),
-        service_name: Arc::clone(service),
-        start_ns,
-        end_ns,
-        duration_ns: end_ns - start_ns,
-        status_code,
-        status_message: span
-            .status
+    b.trace_id.push(ids.trace);
+    b.span_id.push(ids.span);
+    b.parent_span_id.push(ids.parent);
+    b.name.push(&span.name);
+    b.kind.push(if (1..=5).contains(&span.kind) {
+        span.kind as u8
+    } else {
+        0
+    });
+    b.resource.push(resource);
+    b.start_ns.push(start_ns);
+    b.end_ns.push(end_ns);
+    b.status.push(status);
+    b.status_message.push_opt(
+        span.status
             .as_ref()
-            .map(|s| s.message.clone())
+            .map(|s| s.message.as_str())
             .filter(|m| !m.is_empty()),
-        is_tool_call: tool.is_some(),
-        tool_name: tool.as_ref().map(|t| t.name.clone()),
-        tool_call_id: tool.as_ref().and_then(|t| t.call_id.clone()),
-        tool_args_hash: tool.as_ref().and_then(|t| t.args_hash.clone()),
-        tool_result_hash: tool.as_ref().and_then(|t| t.result_hash.clone()),
-        tool_convention: tool.as_ref().map(|t| t.convention),
-        session_id: toolcall::session_id(a, resource_attrs),
-        turn_id: None,
-        is_agent: toolcall::is_agent(a),
-        agent_call_id: attrs::string(a, "gen_ai.agent.call.id"),
-        http_status: verdict.http_status,
-        rpc_status: verdict.rpc_status,
-        error_type: verdict.error_type,
-        error_class: verdict.class,
-        retryable: verdict.class.retryable(),
-        cost_usd: toolcall::cost_usd(a),
-        input_tokens: toolcall::input_tokens(a),
-        output_tokens: toolcall::output_tokens(a),
-        attributes: attrs::to_json(a),
-        events: events_json(span),
-        resource: Arc::clone(resource_json),
+    );
+    match &tool {
+        Some(t) => {
+            let id = b.tools.intern(t.name.as_ref());
+            b.tool.push(id);
+        }
+        None => b.tool.push(NO_TOOL),
     }
+    b.tool_call_id
+        .push_opt(tool.as_ref().and_then(|t| t.call_id.as_deref()));
+    b.tool_args_hash.push(
+        tool.as_ref()
+            .and_then(|t| t.args_hash)
+            .map(u128::to_be_bytes),
+    );
+    b.tool_result_hash.push(
+        tool.as_ref()
+            .and_then(|t| t.result_hash)
+            .map(u128::to_be_bytes),
+    );
+    b.tool_convention.push(tool.as_ref().map(|t| t.convention));
+    b.session_id
+        .push_opt(toolcall::session_id_cow(a, resource_attrs).as_deref());
+    b.is_agent.push(toolcall::is_agent(a));
+    b.agent_call_id
+        .push_opt(attrs::string_cow(a, "gen_ai.agent.call.id").as_deref());
+    b.http_status.push(verdict.http_status);
+    b.rpc_status.push(verdict.rpc_status);
+    b.error_type.push_opt(verdict.error_type.as_deref());
+    b.error_class.push(verdict.class);
+    b.cost_usd.push(toolcall::cost_usd(a));
+    b.input_tokens.push(toolcall::input_tokens(a));
+    b.output_tokens.push(toolcall::output_tokens(a));
+    b.attributes.push_with(|out| attrs::push_object(out, a));
+    b.events.push_with(|out| push_events(out, span));
 }
 
-fn kind_name(kind: i32) -> &'static str {
-    match kind {
-        1 => "internal",
-        2 => "server",
-        3 => "client",
-        4 => "producer",
-        5 => "consumer",
-        _ => "unspecified",
-    }
-}
-
-fn events_json(span: &Span) -> String {
-    if span.events.is_empty() {
-        return "[]".to_string();
-    }
-    let mut out = String::from("[");
+/// The span's events as a JSON array (`[]` when there are none).
+fn push_events(out: &mut String, span: &Span) {
+    out.push('[');
     for (i, e) in span.events.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push_str("{\"name\":");
-        attrs::push_str(&mut out, &e.name);
-        out.push_str(&format!(
-            ",\"time_ns\":{},\"attributes\":",
-            e.time_unix_nano
-        ));
-        out.push_str(&attrs::to_json(&e.attributes));
+        attrs::push_str(out, &e.name);
+        let _ = write!(out, ",\"time_ns\":{},\"attributes\":", e.time_unix_nano);
+        attrs::push_object(out, &e.attributes);
         out.push('}');
     }
     out.push(']');
-    out
 }

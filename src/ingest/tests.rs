@@ -432,7 +432,7 @@ fn invalid_ids_are_rejected_one_by_one() {
     let mut spans = vec![good];
     spans.extend(cases);
     let n = normalize(&request(spans));
-    assert_eq!(n.rows.len(), 1);
+    assert_eq!(n.spans(), 1);
     assert_eq!(n.rejected, 5);
     let msg = n.reject_message().unwrap();
     assert!(msg.contains("trace id must be 16 bytes, got 15"), "{msg}");
@@ -456,7 +456,7 @@ fn a_row_carries_everything_the_span_said() {
         vec![0xef; 8],
         attrs,
     )]));
-    let r = &n.rows[0];
+    let r = &n.batch.row(0);
     assert_eq!(r.trace_id, "ab".repeat(16));
     assert_eq!(r.parent_span_id.as_deref(), Some("efefefefefefefef"));
     assert_eq!(&*r.service_name, "travel-agent");
@@ -488,7 +488,7 @@ fn json_accepts_spec_form_and_lenient_form_alike() {
     let a = json::decode(spec.as_bytes()).unwrap();
     let b = json::decode(lenient.as_bytes()).unwrap();
     assert_eq!(a, b);
-    let row = &normalize(&a).rows[0];
+    let row = &normalize(&a).batch.row(0);
     assert_eq!(row.kind, "client");
     assert_eq!(row.error_class, ErrorClass::RateLimited);
 }
@@ -627,6 +627,13 @@ proptest! {
         let js = json::encode(&req);
         let from_js = decode::decode(js.as_bytes(), Format::Json).unwrap();
         prop_assert_eq!(&normalize(&from_js), &expected);
+    }
+
+    /// The columnar batch holds what the row path built, span for span.
+    #[test]
+    fn the_batch_holds_the_row_paths_rows(spans in prop::collection::vec(arb_span(), 0..8)) {
+        let req = request(spans);
+        prop_assert_eq!(normalize(&req).batch.rows(), rows::normalize_rows(&req));
     }
 
     /// Whatever bytes arrive, decoding returns an error or a request; it never panics.

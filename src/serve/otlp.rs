@@ -304,7 +304,7 @@ pub async fn store_body(
         let prepared = ingest::prepare_body_with(body, format, encoding, limit, &mut reserve)
             .and_then(|p| {
                 // The decoded rows are held until the WAL takes them: charge them too.
-                let rows: usize = p.normalized.rows.iter().map(crate::store::row_bytes).sum();
+                let rows: usize = p.mem_bytes();
                 if reserve(rows) {
                     Ok(p)
                 } else {
@@ -332,7 +332,7 @@ pub async fn store_body(
     let prepared = prepared.map_err(|e| AppError::from_ingest(e, format))?;
     let rejected = prepared.normalized.rejected;
     let reject_message = prepared.normalized.reject_message();
-    let accepted = prepared.normalized.rows.len() as u64;
+    let accepted = prepared.spans() as u64;
     if accepted > 0 {
         let refused = |e| {
             counters

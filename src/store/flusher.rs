@@ -1,9 +1,11 @@
 //! The flusher thread: writes frozen memtables to Parquet parts and commits
 //! them (which lets the WAL segments they cover go), then keeps the files in
-//! shape: compaction of small parts, the rollup of changed days, retention.
+//! shape: compaction of small parts ([`compact`]; tables handed off during a
+//! merge are flushed between its parts), the rollup of changed days,
+//! retention.
 //! A failed flush keeps its WAL segments and is retried with backoff.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -11,12 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::commit::{self, Intent};
-use super::layout::is_seal_output;
-use super::memtable::Frozen;
-use super::memtable::KeySet;
+use super::frozen::Frozen;
 use super::seal::SealReport;
 use super::sealer::{self, Sealer};
-use super::{frame, parquet, rollup, Shared, StoreError};
+use super::{compact, parquet, rollup, Shared, StoreError};
 use crate::model::{day_to_string, NANOS_PER_DAY};
 
 /// What the flusher is asked to do.
@@ -68,7 +68,7 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 
 /// The flusher's maintenance tasks, each guarded on its own.
 #[derive(Debug, Clone, Copy)]
-enum Task {
+pub(super) enum Task {
     Compact = 0,
     Rollup = 1,
     Retention = 2,
@@ -82,7 +82,7 @@ impl Task {
 
 /// Run a maintenance task; a panic in it is logged, counted, and survived
 /// (the files stay as the last commit left them; the task runs again later).
-fn guarded(shared: &Shared, task: Task, f: impl FnOnce()) {
+pub(super) fn guarded(shared: &Shared, task: Task, f: impl FnOnce()) {
     if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         shared.stats.maintenance_panics[task as usize].fetch_add(1, Ordering::Relaxed);
         tracing::error!(task = task.name(), panic = %panic_text(p.as_ref()), "a store maintenance task panicked; skipped, the flusher carries on");
@@ -121,25 +121,38 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
         if let Some(Job::Seal { day, reply }) = job {
             let _ = reply.send(sealer::seal_guarded(shared, day, &mut dirty));
         } else if let Some(Job::Flush { frozen, waiters }) = job {
-            let days: Vec<i32> = frozen.table.days.keys().copied().collect();
-            let mut waiters = waiters;
-            let result = flush_until_committed(shared, &frozen, &mut waiters);
-            if result.is_ok() {
-                dirty.extend(days.iter().copied());
-                sealer.wrote(&days);
-                compact_days(shared, &days);
-                // Waiters asked for everything to be readable: rollups included.
-                if !waiters.is_empty() {
-                    refresh_rollups(shared, &mut dirty);
-                    last_rollup = Instant::now();
+            // Tables handed off while the days are merged are flushed between
+            // the parts merged; their own merges and answers come after.
+            let mut todo = VecDeque::from([flush_table(shared, frozen, waiters)]);
+            let mut later = Vec::new();
+            while let Some(done) = todo.pop_front() {
+                if done.result.is_ok() {
+                    dirty.extend(done.days.iter().copied());
+                    sealer.wrote(&done.days);
+                    compact::compact_days_yielding(shared, &done.days, &mut || {
+                        while let Ok(job) = jobs.try_recv() {
+                            match job {
+                                Job::Flush { frozen, waiters } => {
+                                    todo.push_back(flush_table(shared, frozen, waiters))
+                                }
+                                other => later.push(other),
+                            }
+                        }
+                    });
+                    // Waiters asked for everything to be readable: rollups included.
+                    if !done.waiters.is_empty() {
+                        refresh_rollups(shared, &mut dirty);
+                        last_rollup = Instant::now();
+                    }
+                }
+                for w in done.waiters {
+                    let _ = w.send(done.result.clone());
                 }
             }
-            // Dedup may forget the frozen rows only now: they are in parts, or
-            // (abandoned at shutdown) still in the WAL, which nothing deletes.
-            *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
-            shared.flusher_idle.notify_all();
-            for w in waiters {
-                let _ = w.send(result.clone());
+            for job in later {
+                if let Job::Seal { day, reply } = job {
+                    let _ = reply.send(sealer::seal_guarded(shared, day, &mut dirty));
+                }
             }
         }
         if !dirty.is_empty() && last_rollup.elapsed() >= shared.opts.rollup_interval {
@@ -155,6 +168,35 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
                 }
             });
         }
+    }
+}
+
+/// A flushed table: its days, who waits and how it went.
+struct Flushed {
+    days: Vec<i32>,
+    waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+    result: Result<(), StoreError>,
+}
+
+/// Flush a frozen table until committed, then let it go.
+fn flush_table(
+    shared: &Shared,
+    frozen: Arc<Frozen>,
+    mut waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+) -> Flushed {
+    let days = frozen.days();
+    let result = flush_until_committed(shared, &frozen, &mut waiters);
+    // Dedup may forget the frozen rows now: they are in parts, or
+    // (abandoned at shutdown) still in the WAL, which nothing deletes.
+    // Released before compaction, so their memory goes and the writer
+    // can hand off its next table while the parts are merged.
+    *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    drop(frozen);
+    shared.flusher_idle.notify_all();
+    Flushed {
+        days,
+        waiters,
+        result,
     }
 }
 
@@ -249,18 +291,18 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
     let layout = &shared.layout;
     let mut intent = Intent {
         wal_upto: Some(frozen.wal_upto),
-        rollup_days: frozen.table.days.keys().copied().collect(),
+        rollup_days: frozen.days(),
         ..Intent::default()
     };
     let written = (|| {
-        for (day, rows) in &frozen.table.days {
-            let refs: Vec<_> = rows.iter().collect();
-            let mut df =
-                frame::rows_to_frame(&refs).map_err(|e| StoreError::data("building a part", e))?;
+        let mut frames = frozen
+            .frames()
+            .map_err(|e| StoreError::data("building a part", e))?;
+        for (day, df) in frames.iter_mut() {
             let tag = parquet::new_part_tag();
             intent
                 .renames
-                .push(parquet::write_tmp_part(layout, *day, &tag, &mut df)?);
+                .push(parquet::write_tmp_part(layout, day, &tag, df)?);
         }
         Ok(())
     })();
@@ -271,76 +313,6 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
         return Err(e);
     }
     commit::commit(layout, &intent)
-}
-
-/// Merge each day's flush outputs once there are `compact_parts` of them.
-pub fn compact_days(shared: &Shared, days: &[i32]) {
-    for &day in days {
-        guarded(shared, Task::Compact, || match compact_day(shared, day) {
-            Ok(true) => {
-                shared.stats.compactions.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(day = %day_to_string(day), error = %e, "compaction failed; the parts stay as they are")
-            }
-        });
-    }
-}
-
-fn compact_day(shared: &Shared, day: i32) -> Result<bool, StoreError> {
-    if shared.poisoned.load(Ordering::Acquire) {
-        return Ok(false);
-    }
-    let layout = &shared.layout;
-    let parts = layout.parts(day)?;
-    // A sealed day's late parts wait for the re-seal, which merges them all.
-    if parts.iter().any(|p| is_seal_output(p)) {
-        return Ok(false);
-    }
-    // Flush outputs only (each at most `flush_rows` rows, so one in memory is
-    // bounded); a merged part is never merged again, so a busy day is not
-    // rewritten over and over.
-    let small: Vec<_> = parts
-        .into_iter()
-        .filter(|p| !p.to_string_lossy().ends_with("-c.parquet"))
-        .collect();
-    if small.len() < shared.opts.compact_parts.max(2) {
-        return Ok(false);
-    }
-    crate::faults::panic_point("compact");
-    let context = || format!("compacting {}", day_to_string(day));
-    let last = small
-        .last()
-        .and_then(|p| p.file_stem())
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tag = format!("{}-c", last.trim_start_matches("part-"));
-    // One part in memory at a time: the merge streams into row groups.
-    let mut seen = KeySet::default();
-    let mut remaining = small.iter();
-    let mut rows = 0;
-    let rename = parquet::write_tmp_part_with(layout, day, &tag, |path| {
-        rows = parquet::write_batches(path, || {
-            let Some(part) = remaining.next() else {
-                return Ok(None);
-            };
-            let df = parquet::scan_parts(std::slice::from_ref(part))
-                .and_then(|lf| lf.collect())
-                .and_then(|df| frame::dedup(df, &mut seen))
-                .map_err(|e| StoreError::data(context(), e))?;
-            Ok(Some(df))
-        })?;
-        Ok(())
-    })?;
-    let intent = Intent {
-        deletes: small.iter().map(|p| layout.relative(p)).collect(),
-        renames: vec![rename],
-        ..Intent::default()
-    };
-    commit::commit(layout, &intent)?;
-    tracing::debug!(day = %day_to_string(day), parts = small.len(), rows, "compacted");
-    Ok(true)
 }
 
 /// Delete the days older than the retention window.

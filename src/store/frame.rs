@@ -1,10 +1,12 @@
-//! Span rows as a polars `DataFrame`: the Parquet schema, the conversion from
-//! rows, and the dedup keys read back from a frame.
+//! Spans as a polars `DataFrame`: the Parquet schema, the conversion from a
+//! columnar batch (the write path) and from rows (tests, generated data),
+//! and the dedup keys read back from a frame.
 
 use polars::prelude::*;
 
 use super::memtable::KeySet;
-use crate::model::{SpanKey, SpanRow};
+use crate::ingest::batch::{SpanBatch, StrColumn, KINDS, NO_TOOL, STATUSES};
+use crate::model::{ErrorClass, SpanKey, SpanRow, ToolConvention};
 
 /// Columns of a stored span part, in order, with their types.
 pub fn schema() -> Schema {
@@ -118,6 +120,169 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
                 .collect::<Vec<_>>(),
         )
         .collect()
+}
+
+/// Build a frame with [`schema`] from a batch: the same frame as
+/// [`rows_to_frame`] of its rows.
+pub fn batch_to_frame(b: &SpanBatch) -> PolarsResult<DataFrame> {
+    batch_into_frame(b.clone())
+}
+
+/// [`batch_to_frame`], taking the batch: its string buffers become the
+/// frame's (not copied); ids and hashes become hex text, dictionary numbers
+/// and enums views of one copy of each text.
+pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
+    let n = b.len();
+    let services: Vec<&str> = b.resources.values().iter().map(|r| &*r.service).collect();
+    let resource_json: Vec<&str> = b.resources.values().iter().map(|r| &*r.json).collect();
+    let tools: Vec<&str> = b.tools.values().iter().map(|t| &**t).collect();
+    let tool_ids = || b.tool.iter().map(|&t| (t != NO_TOOL).then_some(t));
+    let durations: Vec<i64> = b
+        .end_ns
+        .iter()
+        .zip(&b.start_ns)
+        .map(|(e, s)| e - s)
+        .collect();
+    let mut columns = vec![
+        hex_column("trace_id", b.trace_id.iter().map(|&t| Some(t)))?,
+        hex_column("span_id", b.span_id.iter().map(|&s| Some(s)))?,
+        hex_column(
+            "parent_span_id",
+            b.parent_span_id.iter().map(|&p| (p != [0; 8]).then_some(p)),
+        )?,
+        Column::default(), // name
+        dict_column("kind", &KINDS, b.kind.iter().map(|&k| Some(u32::from(k))))?,
+        dict_column(
+            "service_name",
+            &services,
+            b.resource.iter().map(|&r| Some(r)),
+        )?,
+        Int64Chunked::from_slice("start_ns".into(), &b.start_ns).into_column(),
+        Int64Chunked::from_slice("end_ns".into(), &b.end_ns).into_column(),
+        Int64Chunked::from_vec("duration_ns".into(), durations).into_column(),
+        dict_column(
+            "status_code",
+            &STATUSES,
+            b.status.iter().map(|&s| Some(u32::from(s))),
+        )?,
+        Column::default(), // status_message
+        BooleanChunked::from_iter_values("is_tool_call".into(), tool_ids().map(|t| t.is_some()))
+            .into_column(),
+        dict_column("tool_name", &tools, tool_ids())?,
+        Column::default(), // tool_call_id
+        hex_column("tool_args_hash", b.tool_args_hash.iter().copied())?,
+        hex_column("tool_result_hash", b.tool_result_hash.iter().copied())?,
+        dict_column(
+            "tool_convention",
+            &ToolConvention::ALL.map(ToolConvention::as_str),
+            b.tool_convention.iter().map(|c| c.map(|c| c as u32)),
+        )?,
+        Column::default(), // session_id
+        StringChunked::full_null("turn_id".into(), n).into_column(),
+        BooleanChunked::from_slice("is_agent".into(), &b.is_agent).into_column(),
+        Column::default(), // agent_call_id
+        Int32Chunked::from_slice_options("http_status".into(), &b.http_status).into_column(),
+        Int32Chunked::from_slice_options("rpc_status".into(), &b.rpc_status).into_column(),
+        Column::default(), // error_type
+        dict_column(
+            "error_class",
+            &ErrorClass::ALL.map(ErrorClass::as_str),
+            b.error_class.iter().map(|&c| Some(c as u32)),
+        )?,
+        BooleanChunked::from_iter_options(
+            "retryable".into(),
+            b.error_class.iter().map(|c| c.retryable()),
+        )
+        .into_column(),
+        Float64Chunked::from_slice_options("cost_usd".into(), &b.cost_usd).into_column(),
+        Int64Chunked::from_slice_options("input_tokens".into(), &b.input_tokens).into_column(),
+        Int64Chunked::from_slice_options("output_tokens".into(), &b.output_tokens).into_column(),
+        Column::default(), // attributes
+        Column::default(), // events
+        dict_column(
+            "resource",
+            &resource_json,
+            b.resource.iter().map(|&r| Some(r)),
+        )?,
+    ];
+    for (at, name, c) in [
+        (3, "name", b.name),
+        (10, "status_message", b.status_message),
+        (13, "tool_call_id", b.tool_call_id),
+        (17, "session_id", b.session_id),
+        (20, "agent_call_id", b.agent_call_id),
+        (23, "error_type", b.error_type),
+        (29, "attributes", b.attributes),
+        (30, "events", b.events),
+    ] {
+        columns[at] = str_column(name, c)?;
+    }
+    DataFrame::new(n, columns)
+}
+
+/// A string column that takes the buffer of `c` as it is.
+fn str_column(name: &str, c: StrColumn) -> PolarsResult<Column> {
+    let (data, offsets, valid) = c.into_parts();
+    utf8_column(name, data.into_bytes(), offsets, valid)
+}
+
+/// A string column of `LargeUtf8` parts (value `i` is
+/// `data[offsets[i]..offsets[i + 1]]`, null unless `valid[i]`); polars makes
+/// views into `data`, not a copy.
+fn utf8_column(
+    name: &str,
+    data: Vec<u8>,
+    offsets: Vec<i64>,
+    valid: Vec<bool>,
+) -> PolarsResult<Column> {
+    let validity = (!valid.iter().all(|v| *v)).then(|| valid.into_iter().collect());
+    let array = LargeStringArray::try_new(
+        ArrowDataType::LargeUtf8,
+        offsets.try_into()?,
+        data.into(),
+        validity,
+    )?;
+    Ok(Series::from_arrow(name.into(), Box::new(array))?.into_column())
+}
+
+/// A string column of `values[id]` for each id (null for `None`): views of
+/// one copy of each value.
+fn dict_column(
+    name: &str,
+    values: &[&str],
+    ids: impl Iterator<Item = Option<u32>>,
+) -> PolarsResult<Column> {
+    let dict = StringChunked::from_slice(name.into(), values);
+    let ids: IdxCa = ids.map(|i| i.map(|i| i as IdxSize)).collect();
+    Ok(dict.take(&ids)?.into_column())
+}
+
+/// Lowercase hex of fixed-width ids (`None`: null).
+fn hex_column<const N: usize>(
+    name: &str,
+    ids: impl ExactSizeIterator<Item = Option<[u8; N]>>,
+) -> PolarsResult<Column> {
+    let mut data = Vec::with_capacity(ids.len() * 2 * N);
+    let mut offsets = Vec::with_capacity(ids.len() + 1);
+    offsets.push(0i64);
+    let mut valid = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(id) = &id {
+            push_hex(&mut data, id);
+        }
+        offsets.push(data.len() as i64);
+        valid.push(id.is_some());
+    }
+    utf8_column(name, data, offsets, valid)
+}
+
+/// Lowercase hex of `bytes`, appended.
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize]);
+        out.push(DIGITS[(b & 0xf) as usize]);
+    }
 }
 
 /// An empty frame with the span schema, for a store with no parts.

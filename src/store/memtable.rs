@@ -1,49 +1,34 @@
-//! Acknowledged rows not yet in Parquet, by day, and the set of span keys
-//! already stored (so a redelivered span is stored once).
+//! Acknowledged spans not yet in Parquet, as one columnar [`SpanBatch`] per
+//! day, and the set of span keys already stored (so a redelivered span is
+//! stored once).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::model::{SpanKey, SpanRow};
+use super::frozen::Frozen;
+use crate::ingest::SpanBatch;
+use crate::model::SpanKey;
 
-/// Rows waiting for the next flush.
+/// Spans waiting for the next flush.
 #[derive(Default)]
 pub struct Memtable {
-    pub days: BTreeMap<i32, Vec<SpanRow>>,
+    pub days: BTreeMap<i32, SpanBatch>,
     pub rows: usize,
+    /// Bytes the day batches have allocated.
     pub bytes: usize,
 }
 
-/// A rough size of a row in memory, for the flush and memory bounds.
-pub fn row_bytes(r: &SpanRow) -> usize {
-    // Each heap string costs its bytes plus the allocator's rounding and
-    // bookkeeping; measured RSS per row came to about this with 32 a string.
-    const PER_STRING: usize = 32;
-    let s = |v: &String| v.len() + PER_STRING;
-    let o = |v: &Option<String>| v.as_ref().map_or(0, s);
-    std::mem::size_of::<SpanRow>()
-        + s(&r.trace_id)
-        + s(&r.span_id)
-        + o(&r.parent_span_id)
-        + s(&r.name)
-        + o(&r.status_message)
-        + o(&r.tool_name)
-        + o(&r.tool_call_id)
-        + o(&r.tool_args_hash)
-        + o(&r.tool_result_hash)
-        + o(&r.session_id)
-        + o(&r.turn_id)
-        + o(&r.agent_call_id)
-        + o(&r.error_type)
-        + s(&r.attributes)
-        + s(&r.events)
-}
-
 impl Memtable {
-    pub fn push(&mut self, row: SpanRow) {
-        self.rows += 1;
-        self.bytes += row_bytes(&row);
-        self.days.entry(row.day()).or_default().push(row);
+    /// Append the spans at `rows` (ascending) of `batch`, all of `day`.
+    pub fn append(&mut self, day: i32, batch: &SpanBatch, rows: &[u32]) {
+        if rows.is_empty() {
+            return;
+        }
+        let table = self.days.entry(day).or_default();
+        let before = table.mem_bytes();
+        table.extend_from(batch, rows);
+        self.bytes = self.bytes - before + table.mem_bytes();
+        self.rows += rows.len();
     }
 
     pub fn is_empty(&self) -> bool {
@@ -53,14 +38,6 @@ impl Memtable {
     pub fn take(&mut self) -> Memtable {
         std::mem::take(self)
     }
-}
-
-/// A memtable handed to the flusher: its rows stay visible to dedup until
-/// their parts are committed.
-pub struct Frozen {
-    pub table: Memtable,
-    /// WAL segments whose records are all in this table or already in Parquet.
-    pub wal_upto: u64,
 }
 
 /// Span keys already stored, per day, loaded lazily from the day's parts the
@@ -98,15 +75,16 @@ impl Seen {
         self.days.insert(day, keys);
     }
 
-    /// Record a key of a loaded day; false when it was already stored.
-    pub fn insert(&mut self, day: i32, key: SpanKey) -> bool {
+    /// The keys of a loaded day, to record new ones in (the day becomes
+    /// the most recently used).
+    pub fn day_mut(&mut self, day: i32) -> &mut KeySet {
         if let Some(pos) = self.order.iter().position(|d| *d == day) {
             if pos + 1 != self.order.len() {
                 let d = self.order.remove(pos);
                 self.order.push(d);
             }
         }
-        self.days.entry(day).or_default().insert(key)
+        self.days.entry(day).or_default()
     }
 }
 
@@ -115,11 +93,12 @@ pub type KeySet = HashSet<SpanKey, foldhash::fast::RandomState>;
 
 /// Keys of one day held in memory (memtable and frozen table).
 pub fn memory_keys(day: i32, table: &Memtable, frozen: Option<&Arc<Frozen>>) -> KeySet {
-    let rows = table.days.get(&day).into_iter().flatten().chain(
-        frozen
-            .and_then(|f| f.table.days.get(&day))
-            .into_iter()
-            .flatten(),
-    );
-    rows.filter_map(SpanRow::key).collect()
+    let mut keys: KeySet = table
+        .days
+        .get(&day)
+        .into_iter()
+        .flat_map(|b| (0..b.len()).map(|i| b.key(i)))
+        .collect();
+    keys.extend(frozen.map_or(&[][..], |f| f.keys(day)).iter().copied());
+    keys
 }

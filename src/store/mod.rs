@@ -12,9 +12,11 @@
 //! Both are plain OS threads, so polars work never lands on async workers.
 
 mod commit;
+mod compact;
 mod error;
 mod flusher;
 pub mod frame;
+mod frozen;
 pub mod layout;
 mod manifest;
 mod memtable;
@@ -35,6 +37,8 @@ pub(crate) mod seal_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_columnar;
+#[cfg(test)]
 mod tests_parts;
 
 use std::fs::File;
@@ -46,13 +50,12 @@ use std::time::Duration;
 
 pub use error::StoreError;
 pub use layout::Layout;
-pub use memtable::row_bytes;
 pub use read::{ReadStats, Reader};
 pub use seal::{ManifestUpdate, SealOptions, SealReport};
 pub use stats::{Stats, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
 use crate::ingest::Prepared;
-use memtable::Frozen;
+use frozen::Frozen;
 
 /// Tuning of the write path; the defaults suit one machine and a few
 /// hundred thousand spans a second.
@@ -169,7 +172,7 @@ enum Cmd {
 
 struct Submission {
     payload: bytes::Bytes,
-    rows: Vec<crate::model::SpanRow>,
+    batch: Box<crate::ingest::SpanBatch>,
     bytes: usize,
     reply: tokio::sync::oneshot::Sender<Result<Ack, StoreError>>,
 }
@@ -305,9 +308,8 @@ impl Store {
         if let Some(e) = self.shared.refusal() {
             return Err(e);
         }
-        let rows = prepared.normalized.rows;
-        let bytes =
-            prepared.wal_payload.len() + rows.iter().map(memtable::row_bytes).sum::<usize>();
+        let bytes = prepared.wal_payload.len() + prepared.mem_bytes();
+        let batch = Box::new(prepared.normalized.batch);
         let pending = &self.shared.stats.pending_bytes;
         let before = pending.fetch_add(bytes, Ordering::AcqRel);
         if before > 0 && before + bytes > self.shared.opts.max_pending_bytes {
@@ -324,7 +326,7 @@ impl Store {
         let (reply, rx) = tokio::sync::oneshot::channel();
         let sent = self.send(Cmd::Submit(Submission {
             payload: prepared.wal_payload,
-            rows,
+            batch,
             bytes,
             reply,
         }));

@@ -12,10 +12,11 @@ use std::time::Duration;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
-use super::memtable::{Frozen, Memtable, Seen};
+use super::frozen::Frozen;
+use super::memtable::{Memtable, Seen};
 use super::wal::{self, Wal};
-use super::writer::{insert_rows, load_days, WriterState};
-use super::{flusher, Recovery, Shared, StoreError};
+use super::writer::{insert_batch, load_days, WriterState};
+use super::{compact, flusher, Recovery, Shared, StoreError};
 
 /// Attempts a chunk's flush gets before the open fails.
 const CHUNK_ATTEMPTS: u32 = 5;
@@ -47,9 +48,9 @@ pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
             report.records += 1;
             match ExportTraceServiceRequest::decode(record.as_slice()) {
                 Ok(req) => {
-                    let rows = crate::ingest::normalize(&req).rows;
-                    load_days(shared, &mut seen, &mem, None, &rows)?;
-                    let (stored, _) = insert_rows(&mut mem, &mut seen, rows);
+                    let batch = crate::ingest::normalize(&req).batch;
+                    load_days(shared, &mut seen, &mem, None, &batch)?;
+                    let (stored, _) = insert_batch(&mut mem, &mut seen, &batch);
                     report.spans += stored;
                     shared
                         .stats
@@ -85,10 +86,7 @@ fn over_limit(shared: &Shared, mem: &Memtable) -> bool {
 /// `wal_upto`; retried with backoff a few times, then the open fails (the
 /// WAL keeps everything).
 fn flush_chunk(shared: &Shared, mem: &mut Memtable, wal_upto: u64) -> Result<(), StoreError> {
-    let frozen = Frozen {
-        table: mem.take(),
-        wal_upto,
-    };
+    let frozen = Frozen::new(mem.take(), wal_upto);
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -112,7 +110,7 @@ fn flush_chunk(shared: &Shared, mem: &mut Memtable, wal_upto: u64) -> Result<(),
         }
     }
     shared.stats.flushes.fetch_add(1, Ordering::Relaxed);
-    let days: Vec<i32> = frozen.table.days.keys().copied().collect();
-    flusher::compact_days(shared, &days);
+    let days = frozen.days();
+    compact::compact_days(shared, &days);
     Ok(())
 }

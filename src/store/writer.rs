@@ -1,7 +1,7 @@
 //! The writer thread: takes queued requests, makes sure the stored keys of
 //! every day they touch are loaded (dedup), appends them to the WAL with one
-//! fsync per group, acknowledges them, and keeps their new rows in the
-//! memtable until it hands a frozen table to the flusher. Refuses every
+//! fsync per group, acknowledges them, and appends their new spans to the
+//! memtable's day columns until it hands a frozen table to the flusher. Refuses every
 //! request once the flusher is gone.
 
 use std::collections::BTreeSet;
@@ -11,10 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::flusher::Job;
-use super::memtable::{memory_keys, Frozen, KeySet, Memtable, Seen};
+use super::frozen::Frozen;
+use super::memtable::{memory_keys, KeySet, Memtable, Seen};
 use super::wal::Wal;
 use super::{parquet, Ack, Cmd, Shared, StoreError, Submission};
-use crate::model::{day_to_string, SpanRow};
+use crate::ingest::SpanBatch;
+use crate::model::day_to_string;
 
 /// Largest group of requests written with one fsync.
 const MAX_GROUP_BYTES: usize = 32 << 20;
@@ -26,7 +28,7 @@ pub struct WriterState {
     pub seen: Seen,
 }
 
-/// Make sure the stored keys of every day `rows` touch are loaded. A day
+/// Make sure the stored keys of every day `batch` touches are loaded. A day
 /// whose keys cannot be read is an error: storing without them could store
 /// a redelivered span twice.
 pub fn load_days(
@@ -34,9 +36,9 @@ pub fn load_days(
     seen: &mut Seen,
     mem: &Memtable,
     frozen: Option<&Arc<Frozen>>,
-    rows: &[SpanRow],
+    batch: &SpanBatch,
 ) -> Result<(), StoreError> {
-    let days: BTreeSet<i32> = rows.iter().map(SpanRow::day).collect();
+    let days = batch.days();
     for &day in &days {
         if !seen.is_loaded(day) {
             let keys = load_day_keys(shared, day, mem, frozen)?;
@@ -46,19 +48,35 @@ pub fn load_days(
     Ok(())
 }
 
-/// Keep the rows not stored before (their days' keys must be loaded).
-pub fn insert_rows(mem: &mut Memtable, seen: &mut Seen, rows: Vec<SpanRow>) -> (usize, usize) {
-    let (mut stored, mut dups) = (0, 0);
-    for row in rows {
-        let day = row.day();
-        if row.key().is_none_or(|k| seen.insert(day, k)) {
-            mem.push(row);
-            stored += 1;
-        } else {
-            dups += 1;
+/// Keep the spans not stored before (their days' keys must be loaded);
+/// returns (stored, duplicates).
+pub fn insert_batch(mem: &mut Memtable, seen: &mut Seen, batch: &SpanBatch) -> (usize, usize) {
+    let n = batch.len();
+    let Some(first) = batch
+        .start_ns
+        .first()
+        .map(|&ns| crate::model::day_of_ns(ns))
+    else {
+        return (0, 0);
+    };
+    // Spans by day, each day's in the batch's order (almost always one day).
+    let by_day: Vec<(i32, Vec<u32>)> = if (1..n).all(|i| batch.day(i) == first) {
+        vec![(first, (0..n as u32).collect())]
+    } else {
+        let mut days = std::collections::BTreeMap::<i32, Vec<u32>>::new();
+        for i in 0..n {
+            days.entry(batch.day(i)).or_default().push(i as u32);
         }
+        days.into_iter().collect()
+    };
+    let mut stored = 0;
+    for (day, mut rows) in by_day {
+        let keys = seen.day_mut(day);
+        rows.retain(|&r| keys.insert(batch.key(r as usize)));
+        stored += rows.len();
+        mem.append(day, batch, &rows);
     }
-    (stored, dups)
+    (stored, n - stored)
 }
 
 /// Keys of a day: the table being flushed (read first, so a commit racing
@@ -155,7 +173,7 @@ fn over_memory(shared: &Shared, mem: &Memtable) -> bool {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
-        .map_or(0, |f| f.table.bytes);
+        .map_or(0, |f| f.bytes);
     mem.bytes + frozen_bytes > shared.opts.max_memory_bytes
 }
 
@@ -182,8 +200,7 @@ fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
-    let rows: Vec<&SpanRow> = group.iter().flat_map(|s| s.rows.iter()).collect();
-    let days: BTreeSet<i32> = rows.iter().map(|r| r.day()).collect();
+    let days: BTreeSet<i32> = group.iter().flat_map(|s| s.batch.days()).collect();
     for &day in &days {
         if !state.seen.is_loaded(day) {
             match load_day_keys(shared, day, &state.mem, frozen.as_ref()) {
@@ -205,7 +222,7 @@ fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>)
         Ok(()) => {
             stats.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
             for s in group {
-                let (stored, duplicates) = insert_rows(&mut state.mem, &mut state.seen, s.rows);
+                let (stored, duplicates) = insert_batch(&mut state.mem, &mut state.seen, &s.batch);
                 stats
                     .spans_stored
                     .fetch_add(stored as u64, Ordering::Relaxed);
@@ -284,10 +301,7 @@ fn hand_off(
             return false;
         }
     };
-    let frozen = Arc::new(Frozen {
-        table: state.mem.take(),
-        wal_upto: upto,
-    });
+    let frozen = Arc::new(Frozen::new(state.mem.take(), upto));
     *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&frozen));
     shared.stats.memtable_rows.store(0, Ordering::Relaxed);
     if let Err(err) = jobs.send(Job::Flush { frozen, waiters }) {
