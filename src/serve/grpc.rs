@@ -108,14 +108,12 @@ impl Service<http::Request<tonic::body::Body>> for TraceService {
                 None => {
                     // The body is charged to the in-flight budget as it
                     // arrives, before tonic buffers the whole message.
-                    let held = Held::default();
+                    let held = Held::new(&svc.state);
                     let (parts, body) = req.into_parts();
                     let charged = Charged {
                         inner: body,
-                        budget: Arc::clone(&svc.state.inflight),
-                        held: Arc::clone(&held),
+                        held: held.clone(),
                         bytes: 0,
-                        total: svc.state.inflight_total,
                     };
                     let req = http::Request::from_parts(parts, tonic::body::Body::new(charged));
                     export(&svc.state, req, held).await
@@ -189,13 +187,10 @@ async fn export(
     req: http::Request<tonic::body::Body>,
     held: Held,
 ) -> http::Response<tonic::body::Body> {
-    let mut grpc = tonic::server::Grpc::new(RawCodec {
-        state: Arc::clone(state),
-        held,
-    })
-    .accept_compressed(CompressionEncoding::Gzip)
-    .accept_compressed(CompressionEncoding::Zstd)
-    .max_decoding_message_size(state.max_body_bytes);
+    let mut grpc = tonic::server::Grpc::new(RawCodec { held })
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Zstd)
+        .max_decoding_message_size(state.max_body_bytes);
     grpc.unary(
         ExportMethod {
             state: Arc::clone(state),
@@ -206,8 +201,47 @@ async fn export(
 }
 
 /// The in-flight budget's permits a request holds so far: taken by its body
-/// as frames arrive, then by the decoder.
-type Held = Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>;
+/// as frames arrive, topped up by the decoder for the decompressed message,
+/// then handed on with the message.
+#[derive(Clone)]
+struct Held {
+    budget: Arc<Semaphore>,
+    /// The whole budget, in KiB permits.
+    total: u32,
+    permit: Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>,
+}
+
+impl Held {
+    fn new(state: &OtlpState) -> Held {
+        Held {
+            budget: Arc::clone(&state.inflight),
+            total: state.inflight_total,
+            permit: Arc::default(),
+        }
+    }
+
+    /// Hold permits for at least `bytes`, taking the difference from the
+    /// budget: `never_fits` past the whole budget (not retryable), `busy`
+    /// when the rest is not free now.
+    fn at_least(&self, bytes: usize) -> Result<(), Status> {
+        let want = kib(bytes);
+        if want > self.total {
+            return Err(never_fits(bytes, self.total));
+        }
+        let mut held = self.permit.lock().unwrap_or_else(|e| e.into_inner());
+        let have = held.as_ref().map_or(0, |p| p.num_permits() as u32);
+        if want > have {
+            let more = Arc::clone(&self.budget)
+                .try_acquire_many_owned(want - have)
+                .map_err(|_| busy())?;
+            match held.as_mut() {
+                Some(p) => p.merge(more),
+                None => *held = Some(more),
+            }
+        }
+        Ok(())
+    }
+}
 
 /// A request body that charges its bytes to the in-flight budget as they
 /// arrive; past the budget it ends with `RESOURCE_EXHAUSTED` + `RetryInfo`
@@ -215,11 +249,8 @@ type Held = Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>;
 /// bounded however many requests stream in at once.
 struct Charged {
     inner: tonic::body::Body,
-    budget: Arc<Semaphore>,
     held: Held,
     bytes: usize,
-    /// The whole budget, in KiB permits.
-    total: u32,
 }
 
 impl HttpBody for Charged {
@@ -236,20 +267,8 @@ impl HttpBody for Charged {
         };
         if let Some(data) = frame.data_ref() {
             self.bytes += data.len();
-            let want = kib(self.bytes) as usize;
-            if want > self.total as usize {
-                return Poll::Ready(Some(Err(never_fits(self.bytes, self.total))));
-            }
-            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-            let have = held.as_ref().map_or(0, |p| p.num_permits());
-            if want > have {
-                match Arc::clone(&self.budget).try_acquire_many_owned((want - have) as u32) {
-                    Ok(more) => match held.as_mut() {
-                        Some(p) => p.merge(more),
-                        None => *held = Some(more),
-                    },
-                    Err(_) => return Poll::Ready(Some(Err(busy()))),
-                }
+            if let Err(refusal) = self.held.at_least(self.bytes) {
+                return Poll::Ready(Some(Err(refusal)));
             }
         }
         Poll::Ready(Some(Ok(frame)))
@@ -283,13 +302,12 @@ fn busy() -> Status {
 /// A request message's bytes, with the in-flight budget's permits for them.
 pub struct Admitted {
     bytes: Bytes,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    permit: OwnedSemaphorePermit,
 }
 
 /// The codec: requests stay bytes (charged against the in-flight budget as
 /// they are taken), responses are prost-encoded.
 struct RawCodec {
-    state: Arc<OtlpState>,
     held: Held,
 }
 
@@ -297,17 +315,14 @@ impl Codec for RawCodec {
     type Encode = ExportTraceServiceResponse;
     type Decode = Admitted;
     type Encoder = ResponseEncoder;
-    type Decoder = AdmittingDecoder;
+    type Decoder = Held;
 
     fn encoder(&mut self) -> ResponseEncoder {
         ResponseEncoder
     }
 
-    fn decoder(&mut self) -> AdmittingDecoder {
-        AdmittingDecoder {
-            state: Arc::clone(&self.state),
-            held: Arc::clone(&self.held),
-        }
+    fn decoder(&mut self) -> Held {
+        self.held.clone()
     }
 }
 
@@ -323,38 +338,22 @@ impl Encoder for ResponseEncoder {
     }
 }
 
-struct AdmittingDecoder {
-    state: Arc<OtlpState>,
-    held: Held,
-}
-
-impl Decoder for AdmittingDecoder {
+/// Decoding a message takes its bytes with the permits held for them.
+impl Decoder for Held {
     type Item = Admitted;
     type Error = Status;
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Admitted>, Status> {
         let len = src.remaining();
-        if kib(len) > self.state.inflight_total {
-            return Err(never_fits(len, self.state.inflight_total));
-        }
         // The body's bytes are charged already; a decompressed message may
         // need more.
-        let held = self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let have = held.as_ref().map_or(0, |p| p.num_permits());
-        let want = kib(len) as usize;
-        let permit = match held {
-            Some(mut p) if want > have => {
-                let more = Arc::clone(&self.state.inflight)
-                    .try_acquire_many_owned((want - have) as u32)
-                    .map_err(|_| busy())?;
-                p.merge(more);
-                p
-            }
-            Some(p) => p,
-            None => Arc::clone(&self.state.inflight)
-                .try_acquire_many_owned(want as u32)
-                .map_err(|_| busy())?,
-        };
+        self.at_least(len)?;
+        let permit = self
+            .permit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(busy)?;
         Ok(Some(Admitted {
             bytes: src.copy_to_bytes(len),
             permit,

@@ -240,17 +240,17 @@ pub async fn run(
     let http_listener = tokio::net::TcpListener::bind(opts.http_addr)
         .await
         .with_context(|| format!("cannot listen for HTTP on {}", opts.http_addr))?;
-    let grpc_addr = match &grpc_listener {
-        Some(l) => l.local_addr()?.to_string(),
-        None => "off".to_string(),
-    };
-    let grpc_hint = match &grpc_listener {
-        Some(l) => format!(", OTLP/gRPC exporters to http://{}", l.local_addr()?),
+    let grpc_addr = grpc_listener
+        .as_ref()
+        .map(tokio::net::TcpListener::local_addr)
+        .transpose()?;
+    let grpc_hint = match grpc_addr {
+        Some(a) => format!(", OTLP/gRPC exporters to http://{a}"),
         None => " (the OTLP/gRPC receiver is off)".to_string(),
     };
     tracing::info!(
         otlp = %otlp_listener.local_addr()?,
-        otlp_grpc = %grpc_addr,
+        otlp_grpc = %grpc_addr.map_or("off".to_string(), |a| a.to_string()),
         http = %http_listener.local_addr()?,
         data_dir = %store.layout().root().display(),
         "stormwatch is listening; OTLP/HTTP exporters can send to http://{}/v1/traces{}",
