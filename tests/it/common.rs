@@ -375,3 +375,44 @@ pub fn wait_for_sample(server: &Server, series: &str, n: f64, within: Duration) 
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Remove every `OTEL_*` variable the test's own environment would pass to
+/// an exporter: each run starts from none.
+pub fn without_otel_env(cmd: &mut std::process::Command) {
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OTEL_")) {
+        cmd.env_remove(k);
+    }
+}
+
+/// The JSON manifest an exporter script printed, which must have succeeded.
+pub fn exporter_manifest(
+    what: &str,
+    out: &std::process::Output,
+    server: &Server,
+) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{what}: the exporter failed: {}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        server.log_text()
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{what}: manifest: {e}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// A server whose body cap and in-flight budget are both `budget` bytes.
+pub fn server_with_budget(dir: &Path, budget: usize) -> (PathBuf, Server) {
+    let data = dir.join("data");
+    let config = dir.join("stormwatch.toml");
+    std::fs::write(
+        &config,
+        format!("[ingest]\nmax_body_bytes = {budget}\nmax_inflight_bytes = {budget}\n"),
+    )
+    .unwrap();
+    let server = Server::start(&data, &["--config", config.to_str().unwrap()], &[]);
+    (data, server)
+}

@@ -95,14 +95,7 @@ fn post(client: &reqwest_blocking::blocking::Client, url: &str, id: u64) -> bool
 #[test]
 fn kill_9_mid_stream_loses_no_acknowledged_span_and_doubles_none() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let config = dir.path().join("stormwatch.toml");
-    // Small flushes and eager compaction, so the kill can land in either.
-    std::fs::write(
-        &config,
-        "[store]\nflush_rows = 700\ncompact_parts = 3\nflush_interval_secs = 1\n",
-    )
-    .unwrap();
+    let (data, config) = kill_trial_store(dir.path());
     let cfg = ["--config", config.to_str().unwrap()];
     let server = Server::start(&data, &cfg, &[]);
     let url = server.traces_url();
@@ -135,10 +128,7 @@ fn kill_9_mid_stream_loses_no_acknowledged_span_and_doubles_none() {
             })
         })
         .collect();
-    let started = Instant::now();
-    while acked.lock().unwrap().len() < 60 && started.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_acks(&acked, 60);
     server.kill();
     stop.store(true, Ordering::Relaxed);
     for c in clients {
@@ -161,11 +151,7 @@ fn kill_9_mid_stream_loses_no_acknowledged_span_and_doubles_none() {
         "{log}"
     );
     let client = reqwest_blocking::blocking::Client::new();
-    let resend: BTreeSet<u64> = unacked
-        .iter()
-        .copied()
-        .chain(acked.iter().copied().take(10))
-        .collect();
+    let resend = redelivery(&acked, &unacked);
     for id in &resend {
         assert!(
             post(&client, &server.traces_url(), *id),
@@ -176,6 +162,36 @@ fn kill_9_mid_stream_loses_no_acknowledged_span_and_doubles_none() {
 
     let expected: BTreeSet<u64> = acked.union(&resend).copied().collect();
     assert_every_span_once(&data, &expected);
+}
+
+/// A data dir and a config for a kill trial: small flushes and eager
+/// compaction, so the kill can land in either.
+pub fn kill_trial_store(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let config = dir.join("stormwatch.toml");
+    std::fs::write(
+        &config,
+        "[store]\nflush_rows = 700\ncompact_parts = 3\nflush_interval_secs = 1\n",
+    )
+    .unwrap();
+    (dir.join("data"), config)
+}
+
+/// Wait (at most a minute) until `n` batches are acknowledged.
+pub fn wait_for_acks(acked: &Mutex<BTreeSet<u64>>, n: usize) {
+    let started = Instant::now();
+    while acked.lock().unwrap().len() < n && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What exporters redeliver after a restart: every batch not acknowledged,
+/// and (a lost response) a few that were.
+pub fn redelivery(acked: &BTreeSet<u64>, unacked: &BTreeSet<u64>) -> BTreeSet<u64> {
+    unacked
+        .iter()
+        .copied()
+        .chain(acked.iter().copied().take(10))
+        .collect()
 }
 
 /// Every span of every batch in `expected` is stored, and nothing else;

@@ -8,14 +8,17 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
 use tonic::codec::CompressionEncoding;
 use tonic::transport::Channel;
 
 use crate::common::Server;
-use crate::crash::{assert_every_span_once, request_of, SPANS_PER_BATCH};
+use crate::crash::{
+    assert_every_span_once, kill_trial_store, redelivery, request_of, wait_for_acks,
+    SPANS_PER_BATCH,
+};
 
 async fn client(url: String, gzip: bool) -> Option<TraceServiceClient<Channel>> {
     let channel = Channel::from_shared(url)
@@ -41,14 +44,7 @@ async fn export(c: &mut TraceServiceClient<Channel>, id: u64) -> bool {
 #[test]
 fn kill_9_mid_grpc_stream_loses_no_acknowledged_span_and_doubles_none() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let config = dir.path().join("stormwatch.toml");
-    // Small flushes and eager compaction, so the kill can land in either.
-    std::fs::write(
-        &config,
-        "[store]\nflush_rows = 700\ncompact_parts = 3\nflush_interval_secs = 1\n",
-    )
-    .unwrap();
+    let (data, config) = kill_trial_store(dir.path());
     let cfg = ["--config", config.to_str().unwrap()];
     let server = Server::start(&data, &cfg, &[]);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -90,10 +86,7 @@ fn kill_9_mid_grpc_stream_loses_no_acknowledged_span_and_doubles_none() {
             })
         })
         .collect();
-    let started = Instant::now();
-    while acked.lock().unwrap().len() < 60 && started.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_acks(&acked, 60);
     server.kill();
     stop.store(true, Ordering::Relaxed);
     rt.block_on(async {
@@ -112,11 +105,7 @@ fn kill_9_mid_grpc_stream_loses_no_acknowledged_span_and_doubles_none() {
     // Restart; the exporters redeliver what was not acknowledged, and (a
     // lost response) a few batches that were.
     let server = Server::start(&data, &cfg, &[]);
-    let resend: BTreeSet<u64> = unacked
-        .iter()
-        .copied()
-        .chain(acked.iter().copied().take(10))
-        .collect();
+    let resend = redelivery(&acked, &unacked);
     rt.block_on(async {
         let mut c = client(server.grpc_url(), true)
             .await

@@ -128,9 +128,7 @@ fn run_scenario(server: &Server, runner: Runner, scenario: &str) -> serde_json::
         }
     };
     // The exporters read OTEL_* from the environment; start from none.
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OTEL_")) {
-        cmd.env_remove(k);
-    }
+    crate::common::without_otel_env(&mut cmd);
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),

@@ -7,12 +7,12 @@
 //! overload is `RESOURCE_EXHAUSTED` with `RetryInfo` and the exporter retries.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::{
-    assert_manifest_stored, python, rows_by_key, sample, spans, wait_for_sample, BudgetHold,
-    Server, MANIFEST_COLUMNS,
+    assert_manifest_stored, exporter_manifest, python, rows_by_key, sample, spans, wait_for_sample,
+    without_otel_env, BudgetHold, Server, MANIFEST_COLUMNS,
 };
 
 const VENV: &str = "STORMWATCH_PY_GRPC";
@@ -25,30 +25,9 @@ fn exporter(server: &Server, run_id: &str, args: &[&str], env: &[(&str, &str)]) 
     cmd.arg(script)
         .args(["--endpoint", &server.grpc_url(), "--run-id", run_id])
         .args(args);
-    clean_otel_env(&mut cmd);
+    without_otel_env(&mut cmd);
     cmd.envs(env.iter().copied());
     cmd
-}
-
-fn clean_otel_env(cmd: &mut Command) {
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OTEL_")) {
-        cmd.env_remove(k);
-    }
-}
-
-fn manifest(what: &str, out: &Output, server: &Server) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{what}: the exporter failed: {}\nserver log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        server.log_text()
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{what}: manifest: {e}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
 }
 
 fn grpc_accepted(metrics: &str) -> f64 {
@@ -70,7 +49,7 @@ fn python_grpc_exporter_delivers_every_span_classified_with_and_without_gzip() {
             let out = exporter(&server, &id, &["--compression", compression], &[])
                 .output()
                 .unwrap();
-            let m = manifest(&id, &out, &server);
+            let m = exporter_manifest(&id, &out, &server);
             (id, m)
         })
         .collect();
@@ -124,7 +103,7 @@ fn opentelemetry_instrument_defaults_to_grpc_and_its_spans_land() {
     let app = crate::common::repo().join("scripts/py/instrumented_app.py");
     let mut cmd = Command::new(&instrument);
     cmd.arg(&py).arg(app).args(["--run-id", "instrumented"]);
-    clean_otel_env(&mut cmd);
+    without_otel_env(&mut cmd);
     let out = cmd
         .env("OTEL_SERVICE_NAME", "py-instrumented")
         .env("OTEL_TRACES_EXPORTER", "otlp")
@@ -133,7 +112,7 @@ fn opentelemetry_instrument_defaults_to_grpc_and_its_spans_land() {
         // answers their services UNIMPLEMENTED, which must not hurt the traces.
         .output()
         .unwrap();
-    let m = manifest("opentelemetry-instrument", &out, &server);
+    let m = exporter_manifest("opentelemetry-instrument", &out, &server);
     let metrics = server.metrics();
     server.stop();
     assert_eq!(
@@ -188,7 +167,7 @@ fn python_grpc_exporter_sends_the_ingest_token_as_metadata() {
     )
     .output()
     .unwrap();
-    let from_env = manifest("token from OTEL_EXPORTER_OTLP_HEADERS", &from_env, &server);
+    let from_env = exporter_manifest("token from OTEL_EXPORTER_OTLP_HEADERS", &from_env, &server);
     let param = format!("authorization=Bearer {token}");
     let from_param = exporter(
         &server,
@@ -198,7 +177,7 @@ fn python_grpc_exporter_sends_the_ingest_token_as_metadata() {
     )
     .output()
     .unwrap();
-    let from_param = manifest("token in headers=", &from_param, &server);
+    let from_param = exporter_manifest("token in headers=", &from_param, &server);
     let metrics = server.metrics();
     server.stop();
     assert_eq!(
@@ -222,15 +201,8 @@ fn python_grpc_exporter_sends_the_ingest_token_as_metadata() {
 #[test]
 fn overload_is_resource_exhausted_with_retry_info_and_the_python_exporter_retries() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let config = dir.path().join("stormwatch.toml");
     let budget = 1 << 20;
-    std::fs::write(
-        &config,
-        format!("[ingest]\nmax_body_bytes = {budget}\nmax_inflight_bytes = {budget}\n"),
-    )
-    .unwrap();
-    let server = Server::start(&data, &["--config", config.to_str().unwrap()], &[]);
+    let (data, server) = crate::common::server_with_budget(dir.path(), budget);
     let hold = BudgetHold::take(&server, budget);
     let child = exporter(&server, "overload", &["--timeout", "30"], &[])
         .stdout(Stdio::piped())
@@ -243,7 +215,7 @@ fn overload_is_resource_exhausted_with_retry_info_and_the_python_exporter_retrie
     wait_for_sample(&server, overloaded, 2.0, Duration::from_secs(20));
     drop(hold);
     let out = child.wait_with_output().unwrap();
-    let m = manifest("overloaded", &out, &server);
+    let m = exporter_manifest("overloaded", &out, &server);
     let metrics = server.metrics();
     server.stop();
     let stderr = String::from_utf8_lossy(&out.stderr);

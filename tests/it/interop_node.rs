@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use crate::common::{
-    assert_manifest_stored, repo, rows_by_key, sample, spans, Server, MANIFEST_COLUMNS,
+    assert_manifest_stored, exporter_manifest, repo, rows_by_key, sample, spans, without_otel_env,
+    Server, MANIFEST_COLUMNS,
 };
 
 fn node() -> (String, PathBuf) {
@@ -31,25 +32,8 @@ fn export(server: &Server, run_id: &str, args: &[&str]) -> Output {
         .arg(dir.join("export_spans.mjs"))
         .args(["--endpoint", &server.grpc_url(), "--run-id", run_id])
         .args(args);
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OTEL_")) {
-        cmd.env_remove(k);
-    }
+    without_otel_env(&mut cmd);
     cmd.output().unwrap()
-}
-
-fn manifest(what: &str, out: &Output, server: &Server) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{what}: the JS exporter failed: {}\nserver log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        server.log_text()
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{what}: manifest: {e}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
 }
 
 #[test]
@@ -62,7 +46,7 @@ fn js_grpc_exporter_delivers_every_span_classified_with_and_without_gzip() {
         .map(|c| {
             let id = format!("js-grpc-{c}");
             let out = export(&server, &id, &["--compression", c]);
-            let m = manifest(&id, &out, &server);
+            let m = exporter_manifest(&id, &out, &server);
             (id, m)
         })
         .collect();
@@ -100,7 +84,7 @@ fn js_grpc_exporter_sends_the_ingest_token_as_metadata() {
         "the exporter names the refusal: {stderr}"
     );
     let ok = export(&server, "js-token", &["--token", token]);
-    let m = manifest("with the token", &ok, &server);
+    let m = exporter_manifest("with the token", &ok, &server);
     let metrics = server.metrics();
     server.stop();
     assert!(

@@ -69,9 +69,7 @@ fn export_with(
         run_id,
     ]);
     // The exporters read OTEL_* from the environment; start from none.
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("OTEL_")) {
-        cmd.env_remove(k);
-    }
+    crate::common::without_otel_env(&mut cmd);
     cmd.envs(env.iter().copied());
     cmd.output().unwrap()
 }

@@ -285,15 +285,8 @@ fn rust_grpc_exporter_sends_the_ingest_token_as_metadata() {
 #[test]
 fn rust_grpc_exporter_retries_overload_as_retry_info_says_and_not_a_message_too_large() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let config = dir.path().join("stormwatch.toml");
     let budget = 1 << 20;
-    std::fs::write(
-        &config,
-        format!("[ingest]\nmax_body_bytes = {budget}\nmax_inflight_bytes = {budget}\n"),
-    )
-    .unwrap();
-    let server = Server::start(&data, &["--config", config.to_str().unwrap()], &[]);
+    let (data, server) = crate::common::server_with_budget(dir.path(), budget);
     let rt = runtime();
     let overloaded =
         "stormwatch_ingest_requests_refused_total{transport=\"grpc\",reason=\"overloaded\"}";

@@ -70,6 +70,15 @@ impl Rig {
 
     /// A client for bytes no generated client would send.
     async fn raw(&self, body: Vec<u8>) -> Result<ExportTraceServiceResponse, Status> {
+        self.raw_to(EXPORT_PATH, body).await
+    }
+
+    /// `raw` to any method path.
+    async fn raw_to(
+        &self,
+        path: &'static str,
+        body: Vec<u8>,
+    ) -> Result<ExportTraceServiceResponse, Status> {
         let channel = Channel::from_shared(self.url.clone())
             .unwrap()
             .connect()
@@ -79,7 +88,7 @@ impl Rig {
         grpc.ready().await.unwrap();
         grpc.unary(
             tonic::Request::new(Bytes::from(body)),
-            tonic::codegen::http::uri::PathAndQuery::from_static(EXPORT_PATH),
+            tonic::codegen::http::uri::PathAndQuery::from_static(path),
             BytesCodec,
         )
         .await
@@ -354,20 +363,10 @@ async fn a_closed_store_is_unavailable_and_retryable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_method_or_host_is_refused() {
     let rig = rig().await;
-    let channel = Channel::from_shared(rig.url.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
-    let err = grpc
-        .unary(
-            tonic::Request::new(Bytes::new()),
-            tonic::codegen::http::uri::PathAndQuery::from_static(
-                "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
-            ),
-            BytesCodec,
+    let err = rig
+        .raw_to(
+            "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+            Vec::new(),
         )
         .await
         .unwrap_err();
