@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::common::{python, rows_by_key, spans, Server};
+use crate::common::{assert_manifest_stored, python, rows_by_key, spans, Server, MANIFEST_COLUMNS};
 
 struct Run {
     python_var: &'static str,
@@ -145,16 +145,7 @@ fn python_sdk_exporters_deliver_every_span_classified() {
     server.stop();
 
     let df = spans(&data);
-    let stored = rows_by_key(
-        &df,
-        &[
-            "tool_name",
-            "error_class",
-            "session_id",
-            "is_tool_call",
-            "service_name",
-        ],
-    );
+    let stored = rows_by_key(&df, MANIFEST_COLUMNS);
     let mut expected_total = 0;
     for (id, manifest) in &manifests {
         let list = manifest["spans"].as_array().unwrap();
@@ -163,32 +154,7 @@ fn python_sdk_exporters_deliver_every_span_classified() {
             "{id}: only {} spans in the manifest",
             list.len()
         );
-        expected_total += list.len();
-        let service = manifest["service"].as_str().unwrap();
-        for s in list {
-            let key = format!(
-                "{}/{}",
-                s["trace_id"].as_str().unwrap(),
-                s["span_id"].as_str().unwrap()
-            );
-            let row = stored
-                .get(&key)
-                .unwrap_or_else(|| panic!("{id}: span {key} ({}) not stored", s["name"]));
-            let want = |v: &serde_json::Value| v.as_str().map(str::to_string);
-            assert_eq!(row[0], want(&s["tool_name"]), "{id} {key} tool_name");
-            assert_eq!(row[1], want(&s["error_class"]), "{id} {key} error_class");
-            assert_eq!(row[2], want(&s["session_id"]), "{id} {key} session_id");
-            assert_eq!(
-                row[3].as_deref(),
-                Some(if s["is_tool_call"].as_bool().unwrap() {
-                    "true"
-                } else {
-                    "false"
-                }),
-                "{id} {key} is_tool_call"
-            );
-            assert_eq!(row[4].as_deref(), Some(service), "{id} {key} service");
-        }
+        expected_total += assert_manifest_stored(id, &stored, manifest);
     }
     assert_eq!(
         df.height(),
