@@ -10,6 +10,8 @@
 #                                      and its OTel instrumentation; needs Python >= 3.11)
 #   $STORMWATCH_CACHE/venv-bench    <- scripts/bench/requirements.txt (DuckDB: the sweep
 #                                      benchmark's SQL and its cross-check)
+#   $STORMWATCH_CACHE/venv-mcp      <- scripts/py/requirements-mcp.txt (the MCP Python SDK's
+#                                      client and jsonschema: the MCP client tests)
 # STORMWATCH_CACHE defaults to $HOME/.cache/stormwatch; PYTHON (default python3,
 # must be >= 3.10 with the venv module) is the base interpreter.
 #
@@ -93,3 +95,4 @@ ensure_venv venv-browser "$here/requirements-browser.txt" "playwright.sync_api"
 ensure_venv venv-frameworks "$here/requirements-frameworks.txt" \
   "pydantic_ai, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
 ensure_venv venv-bench "$here/../bench/requirements.txt" "duckdb"
+ensure_venv venv-mcp "$here/requirements-mcp.txt" "mcp.client.client, mcp.client.stdio, jsonschema"
