@@ -6,6 +6,8 @@
 #   scripts/frameworks/vercel-ai/    the Vercel AI SDK (tests/it/frameworks.rs)
 #   scripts/interop/node-grpc/       the OTLP/gRPC trace exporter of the
 #                                    OpenTelemetry JS SDK (tests/it/interop_node.rs)
+#   scripts/interop/mcp-ts/          the MCP TypeScript SDK's client
+#                                    (tests/it/mcp_clients.rs)
 # A project is installed again only when its package-lock.json's sha256
 # differs from the stamp left in its node_modules/ (or node_modules/ is
 # missing). `--prefer-offline` takes packages from npm's cache when they are
@@ -16,7 +18,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 die() { echo "setup_node.sh: $*" >&2; exit 1; }
-command -v node >/dev/null 2>&1 || die "node is required (the Vercel AI SDK and OTLP/gRPC interop tests run it)"
+command -v node >/dev/null 2>&1 || die "node is required (the Vercel AI SDK, OTLP/gRPC interop and MCP client tests run it)"
 command -v npm >/dev/null 2>&1 || die "npm is required to install the tests' Node projects"
 node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
   || die "node >= 20 is required (found $(node --version))"
@@ -51,3 +53,4 @@ ensure_npm() {
 
 ensure_npm "$here/vercel-ai"
 ensure_npm "$here/../interop/node-grpc"
+ensure_npm "$here/../interop/mcp-ts"
