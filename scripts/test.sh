@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Everything the project checks, from a fresh machine: installs what the
 # tests need (pinned Python venvs for the real OpenTelemetry exporters, over
-# HTTP and gRPC and through opentelemetry-instrument, pydantic-ai and
-# Playwright; the pinned npm packages of the Vercel AI SDK and of the
-# OpenTelemetry JS gRPC exporter; Debian's chromium for the dashboard), then
+# HTTP and gRPC and through opentelemetry-instrument, pydantic-ai, Playwright
+# and the MCP Python SDK's client; the pinned npm packages of the Vercel AI
+# SDK, of the OpenTelemetry JS gRPC exporter and of the MCP TypeScript SDK;
+# Debian's chromium for the dashboard), then
 # runs rustfmt, clippy -D warnings and every test, in one release build.
 #
 #   STORMWATCH_CACHE   where the venvs and npm packages live
@@ -20,15 +21,16 @@ mkdir -p "$STORMWATCH_CACHE"
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 
-step "python venvs for the OpenTelemetry SDK exporters (HTTP, gRPC, opentelemetry-instrument)"
+step "python venvs for the OpenTelemetry SDK exporters (HTTP, gRPC, opentelemetry-instrument) and the MCP client"
 command -v python3 >/dev/null || { echo "python3 is required (the interop tests run the Python OpenTelemetry SDK)" >&2; exit 1; }
 bash scripts/py/setup_venvs.sh
 export STORMWATCH_PY_PROTO="$STORMWATCH_CACHE/venv-proto/bin/python"
 export STORMWATCH_PY_JSON="$STORMWATCH_CACHE/venv-json/bin/python"
 export STORMWATCH_PY_GRPC="$STORMWATCH_CACHE/venv-grpc/bin/python"
 export STORMWATCH_PY_FRAMEWORKS="$STORMWATCH_CACHE/venv-frameworks/bin/python"
+export STORMWATCH_PY_MCP="$STORMWATCH_CACHE/venv-mcp/bin/python"
 
-step "npm packages: the Vercel AI SDK framework tests, the OpenTelemetry JS gRPC exporter"
+step "npm packages: the Vercel AI SDK framework tests, the OpenTelemetry JS gRPC exporter, the MCP TypeScript SDK"
 bash scripts/frameworks/setup_node.sh
 export STORMWATCH_NODE="$(command -v node)"
 
