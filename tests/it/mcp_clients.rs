@@ -219,34 +219,12 @@ fn python_client_over_stdio_walks_the_demo_data_dir() {
     // The demo's data and signals, flushed and at rest.
     server.stop();
     let data = data.display().to_string();
-    // `mcp --stdio` runs on the real clock, not the demo's: a window from
-    // before the incident's first day (July 7, 2026) to today.
-    let days = days_since_2026_07_01().to_string();
     for (mode, protocol) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
-        let out = py_walk(&[
-            "--stdio",
-            BIN,
-            "--data-dir",
-            &data,
-            "--mode",
-            mode,
-            "--days",
-            &days,
-        ]);
+        let out = py_walk(&["--stdio", BIN, "--data-dir", &data, "--mode", mode]);
         let what = format!("python stdio mode {mode}");
         let v = walked(&what, &out);
         assert_demo_walk(&what, &v, protocol);
     }
-}
-
-/// Whole days from 2026-07-01 to now, at least 30.
-fn days_since_2026_07_01() -> u64 {
-    const JULY_1_2026: u64 = 1_782_864_000;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    (now.saturating_sub(JULY_1_2026) / 86_400 + 1).max(30)
 }
 
 #[test]
