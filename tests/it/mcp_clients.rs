@@ -209,6 +209,19 @@ fn typescript_client_walks_the_demo_and_ends_its_session() {
     assert_eq!(v["mode"], "typescript");
     // The SDK 1.x's newest revision: it has no 2026-07-28.
     assert_demo_walk("typescript", &v, "2025-11-25");
+    // DELETE ends the session (the SDK would take a 405, "not allowed", as
+    // well), and the ended session's id is unknown from then on.
+    let session = &v["session"];
+    assert!(
+        session["delete_status"]
+            .as_u64()
+            .is_some_and(|s| (200..300).contains(&s)),
+        "DELETE /mcp: {session}"
+    );
+    assert_eq!(
+        session["status_after_delete"], 404,
+        "a POST with the ended session's id: {session}"
+    );
     server.stop();
 }
 

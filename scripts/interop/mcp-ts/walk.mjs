@@ -7,8 +7,10 @@
 //
 // The SDK 1.x speaks the initialize handshake (its newest revision is
 // 2025-11-25), so this is the stateful era: initialize, `Mcp-Session-Id`,
-// and at the end a DELETE that ends the session (terminateSession). --token
-// sends `Authorization: Bearer TOKEN` on every request (requestInit.headers).
+// and at the end a DELETE that ends the session (terminateSession), then one
+// POST by hand with the ended session's id, which the server must not know.
+// --token sends `Authorization: Bearer TOKEN` on every request
+// (requestInit.headers).
 //
 // The walk is scripts/interop/mcp-py/walk.py's (the contract's demo walk):
 // tools/list (every page), `list_tools`, `list_signals` {kind: retry_storm},
@@ -18,11 +20,13 @@
 // draft 2020-12 or draft-07 as the schema says, besides the SDK's own check)
 // and equal to the JSON of its one text content block.
 //
-// stdout: one JSON line of the same shape as walk.py's ({mode: "typescript",
+// stdout: one JSON line of walk.py's shape ({mode: "typescript",
 // protocol_version, tools, flagged_days, signal, signal_kind, signal_tool,
-// trace_id, traces, attempts, rhythm, remedy}). On any failure: a message
-// naming the step (and the HTTP status the SDK reports) on stderr, nothing on
-// stdout, exit 1. Exit 2 for bad arguments.
+// trace_id, traces, attempts, rhythm, remedy}) plus session:
+// {delete_status, status_after_delete}, the HTTP statuses of the DELETE and
+// of the POST after it. On any failure: a message naming the step (and the
+// HTTP status the SDK reports) on stderr, nothing on stdout, exit 1. Exit 2
+// for bad arguments.
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -65,7 +69,18 @@ function describe(e) {
 }
 
 const headers = opts.token !== undefined ? { Authorization: `Bearer ${opts.token}` } : {};
-const transport = new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers } });
+// The SDK's own fetch, watched for the status of the DELETE (which the SDK
+// lets pass as 405 too, "termination not allowed").
+let deleteStatus;
+async function watchedFetch(url, init) {
+  const response = await fetch(url, init);
+  if (init?.method === 'DELETE') deleteStatus = response.status;
+  return response;
+}
+const transport = new StreamableHTTPClientTransport(new URL(opts.url), {
+  requestInit: { headers },
+  fetch: watchedFetch,
+});
 const client = new Client({ name: 'stormwatch-mcp-ts-walk', version: '1.0.0' });
 const schemas = new Map();
 
@@ -184,8 +199,23 @@ try {
   step = `the walk (protocol ${transport.protocolVersion}, session ${transport.sessionId})`;
   const out = await demo();
   step = 'ending the session (DELETE)';
+  const sessionId = transport.sessionId;
+  if (!sessionId) throw new WalkError('the server gave no Mcp-Session-Id');
   await transport.terminateSession();
-  if (transport.sessionId !== undefined) throw new WalkError('the session id survived terminateSession');
+  // The ended session's id, used again by hand: the server must not know it.
+  const after = await fetch(opts.url, {
+    method: 'POST',
+    headers: {
+      ...headers,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'Mcp-Session-Id': sessionId,
+      'MCP-Protocol-Version': transport.protocolVersion,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }),
+  });
+  await after.body?.cancel();
+  out.session = { delete_status: deleteStatus, status_after_delete: after.status };
   step = 'closing the client';
   await client.close();
   console.log(JSON.stringify(out));
