@@ -15,6 +15,7 @@ mod interop_node;
 mod interop_python;
 mod interop_rust;
 mod load;
+mod mcp_http;
 mod operate;
 mod otlp_grpc;
 mod otlp_http;
