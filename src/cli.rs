@@ -54,6 +54,8 @@ pub enum Command {
     Alerts(AlertsArgs),
     /// Check a config file, or print the commented default one
     Config(ConfigArgs),
+    /// Serve the MCP tools to a coding agent that launches this process (stdio); `serve` answers MCP over HTTP at /mcp
+    Mcp(McpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -112,6 +114,16 @@ pub enum FailOn {
     New,
     /// Exit 1 when any signal is open (new, ongoing or regressed)
     Any,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Speak MCP on stdin/stdout (the only transport of this command; logs go to stderr)
+    #[arg(long)]
+    pub stdio: bool,
+    /// The "now" of `run_sweep`, to replay history: 2026-08-13 or 2026-08-13T09:00:00Z [default: the clock]
+    #[arg(long)]
+    pub now: Option<String>,
 }
 
 #[derive(Debug, Args)]

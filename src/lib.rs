@@ -16,6 +16,8 @@
 //! - [`sweep`]: one detection pass: rules, signals, lifecycle, reports.
 //! - [`dash`]: the dashboard and JSON API (rollups and state only; spans
 //!   only for the trace view).
+//! - [`mcp`]: the MCP server for coding agents (`/mcp` and stdio): the
+//!   reads, the remedies and the three state changes as tools.
 //! - [`alert`]: which changes are news, one message per target, the outbox
 //!   and its sender.
 //! - [`import`]: the `import` command: files and followed directories into the store.
@@ -33,6 +35,7 @@ pub mod detect;
 pub mod faults;
 pub mod import;
 pub mod ingest;
+pub mod mcp;
 pub mod model;
 pub mod retry;
 pub mod serve;

@@ -12,7 +12,8 @@ use clap::Parser;
 use std::io::IsTerminal;
 
 use stormwatch::cli::{
-    Cli, Command, ConfigAction, FailOn, OutputFormat, SignalsAction, SignalsArgs, SweepArgs,
+    Cli, Command, ConfigAction, FailOn, McpArgs, OutputFormat, SignalsAction, SignalsArgs,
+    SweepArgs,
 };
 use stormwatch::config::Config;
 use stormwatch::store::Store;
@@ -244,6 +245,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 args,
             )
         }
+        Command::Mcp(args) => mcp_stdio(&data_dir, &config, cli.public_url.as_deref(), args),
         Command::Config(_) => unreachable!("handled before the config is loaded"),
     }
 }
@@ -333,6 +335,46 @@ fn sweep(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `stormwatch mcp --stdio`: the MCP tools over stdin/stdout, on the data dir.
+fn mcp_stdio(
+    data_dir: &std::path::Path,
+    config: &Config,
+    public_url: Option<&str>,
+    args: &McpArgs,
+) -> anyhow::Result<ExitCode> {
+    if !args.stdio {
+        anyhow::bail!(
+            "`stormwatch mcp` speaks MCP over stdin/stdout: pass --stdio (for MCP over HTTP, `stormwatch serve` answers at POST /mcp)"
+        );
+    }
+    let now = args
+        .now
+        .as_deref()
+        .map(stormwatch::sweep::parse_now)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+        .context("--now")?;
+    let reader = stormwatch::store::Reader::open(data_dir)?;
+    let sweeps = stormwatch::mcp::DirectSweeps::new(
+        reader.clone(),
+        config.clone(),
+        stormwatch::alert::commands::alerting(&config.alert, public_url, false)?,
+        now,
+    );
+    let ctx = Arc::new(stormwatch::mcp::Context::new(
+        Arc::new(stormwatch::dash::cache::Reads::new(reader)),
+        config.detect.error_spike.clone(),
+        Arc::new(sweeps),
+    ));
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the runtime")?
+        .block_on(stormwatch::mcp::serve_stdio(ctx))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn signals(data_dir: &std::path::Path, args: &SignalsArgs) -> anyhow::Result<ExitCode> {

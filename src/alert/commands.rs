@@ -86,10 +86,7 @@ pub fn sample() -> Vec<Notice> {
         healthy_turn_spans: Some(3.0),
         ..Evidence::turn("baacbed78f2b62522a113193688fafe8", "sample", 20_663, 15, 15)
     };
-    vec![Notice {
-        event: Event::New,
-        signal: Signal {
-            draft: SignalDraft {
+    let mut draft = SignalDraft {
                 id: "SW-TEST".into(),
                 key: "v1:retry_storm:search_flights:unavailable".into(),
                 kind: Kind::RetryStorm,
@@ -104,7 +101,13 @@ pub fn sample() -> Vec<Notice> {
                 evidence_more: 0,
                 wasted_seconds: 0.0,
                 severity: None,
-            },
+                remedy: None,
+    };
+    draft.remedy = Some(crate::signal::remedy(&draft, &["HTTP 503".to_string()]));
+    vec![Notice {
+        event: Event::New,
+        signal: Signal {
+            draft,
             state: Lifecycle::New,
             muted_until_ns: None,
             mute_until_escalates: false,

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use super::message::{cut, evidence, evidence_line, numbers, short_trace, Message};
+use super::message::{cut, evidence, evidence_line, numbers, remedy_line, short_trace, Message};
 use super::notify::Event;
 
 pub const MAX_CONTENT: usize = 2000;
@@ -66,6 +66,10 @@ pub fn render(m: &Message<'_>) -> Value {
             MAX_TITLE,
         );
         let mut desc = format!("{}\n", escape(&numbers(n)));
+        if let Some(r) = remedy_line(n) {
+            desc.push_str(&escape(&r));
+            desc.push('\n');
+        }
         let (shown, mut more) = evidence(n, m.evidence);
         let room = budget
             .saturating_sub(title.chars().count())

@@ -1,6 +1,6 @@
 //! What every target's message says, before each target shapes and escapes
-//! it: a headline, and per signal its event, title, numbers and evidence
-//! traces with links to the dashboard's trace view.
+//! it: a headline, and per signal its event, title, numbers, remedy and
+//! evidence traces with links to the dashboard's trace view.
 
 use super::notify::{Event, Notice};
 use crate::signal::Evidence;
@@ -72,6 +72,15 @@ pub fn numbers(n: &Notice) -> String {
         rfc3339(d.last_seen_ns),
         n.signal.state.as_str()
     )
+}
+
+/// The remedy line of a notice ("What to do: …"), when its signal has one.
+pub fn remedy_line(n: &Notice) -> Option<String> {
+    n.signal
+        .draft
+        .remedy
+        .as_ref()
+        .map(|r| format!("What to do: {}", r.summary))
 }
 
 /// One evidence line (no links): what the trace shows.

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use super::message::{cut, evidence, evidence_line, numbers, short_trace, Message};
+use super::message::{cut, evidence, evidence_line, numbers, remedy_line, short_trace, Message};
 
 pub const MAX_BLOCKS: usize = 50;
 pub const MAX_SECTION: usize = 3000;
@@ -32,13 +32,17 @@ pub fn render(m: &Message<'_>) -> Value {
     let room = (MAX_BLOCKS - 2) / per_signal;
     for n in m.notices.iter().take(room) {
         let d = &n.signal.draft;
-        let text = format!(
+        let mut text = format!(
             "{} · {}\n{}\n{}",
             n.event.label(),
             d.id,
             d.title,
             numbers(n)
         );
+        if let Some(r) = remedy_line(n) {
+            text.push('\n');
+            text.push_str(&r);
+        }
         blocks.push(json!({"type": "section", "text": plain(&text, MAX_SECTION)}));
         let (shown, more) = evidence(n, m.evidence);
         let mut elements: Vec<Value> = shown

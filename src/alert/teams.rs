@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::message::{cut, evidence, evidence_line, numbers, short_trace, Message};
+use super::message::{cut, evidence, evidence_line, numbers, remedy_line, short_trace, Message};
 
 pub const MAX_BYTES: usize = 24 * 1024;
 
@@ -79,6 +79,9 @@ pub fn render(m: &Message<'_>) -> Value {
             ),
             text(escape(&numbers(n)), json!({"isSubtle": true})),
         ];
+        if let Some(r) = remedy_line(n) {
+            items.push(text(escape(&r), json!({"wrap": true})));
+        }
         let (shown, more) = evidence(n, m.evidence);
         for e in shown {
             let trace = short_trace(&e.trace_id);

@@ -13,29 +13,32 @@ use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
 const HOUR: i64 = 3_600_000_000_000;
 
 fn signal(id: &str, tool: &str, findings: usize, state: Lifecycle, evidence: usize) -> Signal {
+    let mut draft = SignalDraft {
+        id: id.into(),
+        key: format!("v1:retry_storm:{tool}:unavailable"),
+        kind: Kind::RetryStorm,
+        tool: tool.into(),
+        error_class: "unavailable".into(),
+        title: format!("Retry storm: {tool} ×15 in one turn (unavailable, no backoff)"),
+        first_seen_ns: 0,
+        last_seen_ns: HOUR,
+        days: vec!["2026-07-29".into(), "2026-08-04".into()],
+        findings,
+        evidence: (0..evidence)
+            .map(|i| Evidence {
+                rhythm: Some("no_backoff".into()),
+                wasted_seconds: 80.0,
+                ..Evidence::turn(&format!("{:08x}{:024x}", i + 1, 7), "t", 20_663, 15, 15)
+            })
+            .collect(),
+        evidence_more: 0,
+        wasted_seconds: 0.0,
+        severity: None,
+        remedy: None,
+    };
+    draft.remedy = Some(crate::signal::remedy(&draft, &["HTTP 503".into()]));
     Signal {
-        draft: SignalDraft {
-            id: id.into(),
-            key: format!("v1:retry_storm:{tool}:unavailable"),
-            kind: Kind::RetryStorm,
-            tool: tool.into(),
-            error_class: "unavailable".into(),
-            title: format!("Retry storm: {tool} ×15 in one turn (unavailable, no backoff)"),
-            first_seen_ns: 0,
-            last_seen_ns: HOUR,
-            days: vec!["2026-07-29".into(), "2026-08-04".into()],
-            findings,
-            evidence: (0..evidence)
-                .map(|i| Evidence {
-                    rhythm: Some("no_backoff".into()),
-                    wasted_seconds: 80.0,
-                    ..Evidence::turn(&format!("{:08x}{:024x}", i + 1, 7), "t", 20_663, 15, 15)
-                })
-                .collect(),
-            evidence_more: 0,
-            wasted_seconds: 0.0,
-            severity: None,
-        },
+        draft,
         state,
         muted_until_ns: None,
         mute_until_escalates: false,

@@ -41,6 +41,7 @@ pub fn render(m: &Message<'_>, sent_ns: i64) -> Value {
                 "findings": d.findings,
                 "evidence": evidence,
                 "evidence_more": more,
+                "remedy": d.remedy,
                 "url": m.signal_url(&d.id),
             })
         })

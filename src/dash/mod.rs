@@ -5,6 +5,7 @@
 //! and `state.sqlite`; only the trace view reads spans, and only its own.
 //! Reads run on blocking threads, never on the async ones.
 
+pub mod cache;
 pub mod chart;
 pub mod data;
 pub mod html;
@@ -35,7 +36,8 @@ use pages::Range;
 /// What the handlers share.
 pub struct Dash {
     pub reader: Reader,
-    pub rollup: data::RollupCache,
+    /// The rollup, signals and tools tables, shared with the MCP server.
+    pub reads: Arc<cache::Reads>,
     pub state_path: PathBuf,
     /// Rendered overviews by query, kept while neither the rollup nor the
     /// signal state changed.
@@ -75,16 +77,17 @@ type Shared = Arc<Dash>;
 /// built-in panels when it does not exist), `spike` the parameters the
 /// sweeps judge error-rate spikes with (`[detect.error_spike]`).
 pub fn router(
-    reader: Reader,
+    reads: Arc<cache::Reads>,
     panels_file: &std::path::Path,
     spike: crate::detect::SpikeParams,
 ) -> anyhow::Result<Router> {
+    let reader = reads.reader.clone();
     let panels = panels::load(panels_file).map_err(anyhow::Error::msg)?;
     tracing::info!(panels = panels.panels.len(), from = %panels.origin, "dashboard panels");
     let state_path = reader.layout().state_db();
     let dash = Arc::new(Dash {
         reader,
-        rollup: data::RollupCache::default(),
+        reads,
         state_path,
         overviews: Default::default(),
         panels,
@@ -232,7 +235,7 @@ fn tool_rollup(
     tool: &str,
     q: &HashMap<String, String>,
 ) -> Result<(Arc<data::Rollup>, Range), Fail> {
-    let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+    let rollup = d.reads.rollup().map_err(internal)?;
     if !rollup.tools.contains_key(tool) {
         return Err(Fail(
             StatusCode::NOT_FOUND,
@@ -251,11 +254,13 @@ fn signal_error(e: crate::signal::StateError) -> Fail {
     }
 }
 
-fn load_signals(path: &std::path::Path) -> Result<Vec<Signal>, Fail> {
-    if !path.exists() {
-        return Ok(Vec::new());
-    }
-    StateDb::open(path).and_then(|s| s.list()).map_err(internal)
+fn load_signals(d: &Dash) -> Result<Vec<Signal>, Fail> {
+    Ok(d.reads
+        .signals
+        .signals()
+        .map_err(internal)?
+        .as_ref()
+        .clone())
 }
 
 fn load_outcomes(
@@ -271,18 +276,10 @@ fn load_outcomes(
         .map_err(internal)
 }
 
-fn open_by_tool(signals: &[Signal]) -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    for s in signals.iter().filter(|s| s.state.is_open()) {
-        *m.entry(s.draft.tool.clone()).or_insert(0) += 1;
-    }
-    m
-}
-
 async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail> {
     let q = form_fields(q);
     blocking(move || {
-        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+        let rollup = d.reads.rollup().map_err(internal)?;
         let r = range(&q, rollup.last_day)?;
         let key = format!("{}..{}", r.from, r.to);
         let stamp = d.stamp();
@@ -294,8 +291,8 @@ async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail
                 }
             }
         }
-        let signals = load_signals(&d.state_path)?;
-        let summaries = rollup.summaries(r.from, r.to, &open_by_tool(&signals));
+        let signals = d.reads.signals.signals().map_err(internal)?;
+        let summaries = d.reads.tools.tools(r.from, r.to, &rollup, &signals);
         let rows = rollup.frame_between(r.from, r.to).map_err(internal)?;
         let panels = panels::render(&d.panels, &rows, r.from, r.to);
         let outcomes = load_outcomes(&d.state_path, &r, None)?;
@@ -328,7 +325,7 @@ async fn tool_page(
     let q = form_fields(q);
     blocking(move || {
         let (rollup, r) = tool_rollup(&d, &tool, &q)?;
-        let signals = load_signals(&d.state_path)?;
+        let signals = load_signals(&d)?;
         let outcomes = load_outcomes(&d.state_path, &r, Some(&tool))?;
         // What a sweep run now judges: the days before today (UTC). Today
         // and any later day are judged too, for their thresholds, but shown
@@ -366,7 +363,7 @@ fn filter_signals(all: Vec<Signal>, q: &HashMap<String, String>) -> Vec<Signal> 
 async fn signals_page(State(d): State<Shared>, Query(q): Q) -> Result<Html<String>, Fail> {
     let q = form_fields(q);
     blocking(move || {
-        let list = filter_signals(load_signals(&d.state_path)?, &q);
+        let list = filter_signals(load_signals(&d)?, &q);
         let mut f: Vec<String> = q.iter().map(|(k, v)| format!("{k}={v}")).collect();
         f.sort();
         Ok(Html(pages::signals(&list, &f.join(", "))))
@@ -526,13 +523,17 @@ async fn chart_file(
     .await
 }
 
-async fn api_tools(State(d): State<Shared>, Query(q): Q) -> Result<Json<serde_json::Value>, Fail> {
+async fn api_tools(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail> {
     blocking(move || {
-        let rollup = d.rollup.get(&d.reader).map_err(internal)?;
+        let rollup = d.reads.rollup().map_err(internal)?;
         let r = range(&q, rollup.last_day)?;
-        let signals = load_signals(&d.state_path)?;
-        let s = rollup.summaries(r.from, r.to, &open_by_tool(&signals));
-        Ok(Json(serde_json::json!({"from": crate::model::day_to_string(r.from), "to": crate::model::day_to_string(r.to), "tools": s})))
+        let signals = d.reads.signals.signals().map_err(internal)?;
+        let body = d.reads.tools.json(r.from, r.to, &rollup, &signals);
+        Ok((
+            [(header::CONTENT_TYPE, "application/json")],
+            axum::body::Body::from(body),
+        )
+            .into_response())
     })
     .await
 }
@@ -572,7 +573,7 @@ async fn api_signals(
         }
     }
     blocking(move || {
-        let list = filter_signals(load_signals(&d.state_path)?, &q);
+        let list = filter_signals(load_signals(&d)?, &q);
         Ok(Json(serde_json::Value::Array(
             list.iter().map(crate::sweep::signal_json).collect(),
         )))
@@ -680,6 +681,7 @@ async fn signal_action(
     })
     .await?;
     // The overview shows signals: render it afresh.
+    d.reads.signals.invalidate();
     d.overviews
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -694,7 +696,7 @@ async fn signal_action(
 /// Recent retry loops from the signals' evidence, newest first.
 async fn api_feed(State(d): State<Shared>) -> Result<Json<serde_json::Value>, Fail> {
     blocking(move || {
-        let signals = load_signals(&d.state_path)?;
+        let signals = load_signals(&d)?;
         let mut items: Vec<(String, serde_json::Value)> = Vec::new();
         for s in &signals {
             let verdict = match s.draft.kind {

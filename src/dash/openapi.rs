@@ -57,7 +57,8 @@ pub fn document() -> Value {
         "state": {"type": "string", "enum": ["new", "ongoing", "resolved", "regressed", "muted"]},
         "first_seen": {"type": "string"}, "last_seen": {"type": "string"}, "days": {"type": "array", "items": {"type": "string"}},
         "findings": {"type": "integer"}, "evidence": {"type": "array", "items": {"type": "object"}}, "evidence_more": {"type": "integer"},
-        "muted_until": {"type": "string", "nullable": true}, "history": {"type": "array", "items": {"type": "object"}}
+        "muted_until": {"type": "string", "nullable": true}, "history": {"type": "array", "items": {"type": "object"}},
+        "remedy": {"type": "object", "nullable": true, "required": ["waiting_fixes", "cut_off", "change", "summary"], "properties": {"waiting_fixes": {"type": "string"}, "cut_off": {"type": "string"}, "change": {"type": "string"}, "summary": {"type": "string"}}}
     }});
     // The examples are from the demo incident (`stormwatch serve --demo`).
     let id = json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}, "example": "SW-LWJM"});

@@ -389,6 +389,15 @@ pub fn signal(s: &Signal, history: &[(i64, Option<String>, String, String)]) -> 
         r#"<div class="counters"><div class="counter" id="wasted"><b>{:.0} s</b>spent on attempts that could not succeed</div></div>"#,
         d.wasted_seconds.max(0.0)
     );
+    if let Some(r) = &d.remedy {
+        let _ = write!(
+            b,
+            r#"<h2>What to do</h2><dl id="remedy"><dt>Will waiting fix it?</dt><dd>{}</dd><dt>When to cut it off</dt><dd>{}</dd><dt>What to change before the next attempt</dt><dd>{}</dd></dl>"#,
+            esc(&r.waiting_fixes),
+            esc(&r.cut_off),
+            esc(&r.change)
+        );
+    }
     let id = seg(&d.id);
     let _ = write!(
         b,

@@ -79,14 +79,25 @@ pub fn http_router(
     sweeper: Arc<scheduler::Sweeper>,
     metrics: metrics::Sources,
     token: Option<Arc<auth::Token>>,
+    mcp: McpGuard,
 ) -> anyhow::Result<Router> {
     let reader = store.reader();
     let counts = Arc::clone(&metrics.http);
-    let app = crate::dash::router(reader, panels, spike)?
+    let reads = Arc::new(crate::dash::cache::Reads::new(reader));
+    let mcp_ctx = Arc::new(crate::mcp::Context::new(
+        Arc::clone(&reads),
+        spike.clone(),
+        Arc::new(McpSweeps(Arc::clone(&sweeper))),
+    ));
+    let app = crate::dash::router(reads, panels, spike)?
         .merge(metrics::router(metrics))
         .route(
             "/api/sweep",
             axum::routing::post(sweep_now).with_state(sweeper),
+        )
+        .nest_service(
+            "/mcp",
+            crate::mcp::http_service(mcp_ctx, mcp.hosts, mcp.origins),
         );
     let app = match token {
         Some(t) => app
@@ -100,6 +111,60 @@ pub fn http_router(
             counts,
             metrics::count_responses,
         )))
+}
+
+/// Which `Host` and `Origin` values `/mcp` accepts (MCP's own guard
+/// against DNS rebinding, beside the token and the loopback guard).
+pub struct McpGuard {
+    /// `None`: any host (a non-loopback listener, which needs the token).
+    pub hosts: Option<Vec<String>>,
+    /// Browser origins allowed; any other `Origin` is refused.
+    pub origins: Vec<String>,
+}
+
+impl McpGuard {
+    /// For the HTTP listener at `addr`, reached as `public_url`.
+    pub fn new(addr: SocketAddr, public_url: &str) -> McpGuard {
+        let public = url_host(public_url);
+        let port = addr.port();
+        let mut origins = vec![
+            format!("http://127.0.0.1:{port}"),
+            format!("http://localhost:{port}"),
+            format!("http://[::1]:{port}"),
+        ];
+        if let (Some((scheme, _)), Some(host)) = (public_url.split_once("://"), &public) {
+            origins.push(format!("{scheme}://{host}"));
+        }
+        let hosts = addr.ip().is_loopback().then(|| {
+            let mut h = vec![
+                "localhost".to_string(),
+                "127.0.0.1".to_string(),
+                "::1".to_string(),
+            ];
+            h.extend(public.clone());
+            h
+        });
+        McpGuard { hosts, origins }
+    }
+}
+
+/// The server's scheduler runs the MCP server's sweeps, so they take
+/// turns with the scheduled ones.
+struct McpSweeps(Arc<scheduler::Sweeper>);
+
+impl crate::mcp::Sweeps for McpSweeps {
+    fn sweep(
+        &self,
+        dry_run: bool,
+    ) -> crate::mcp::BoxFuture<'_, Result<Option<crate::sweep::SweepReport>, String>> {
+        Box::pin(async move {
+            self.0
+                .sweep_report(scheduler::Trigger::Mcp, dry_run)
+                .await
+                .map(|(_, report)| report)
+                .map_err(|e| e.to_string())
+        })
+    }
 }
 
 /// `POST /api/sweep`: sweep now and answer its summary; 409 while one runs.
@@ -218,6 +283,7 @@ pub async fn run(
             Arc::clone(&sweeper),
             sources,
             opts.api_token.clone(),
+            McpGuard::new(opts.http_addr, &opts.public_url),
         )?,
         opts.http_addr,
         opts.api_token.is_some(),

@@ -21,6 +21,8 @@ const OUTBOX_KEEP: Duration = Duration::from_secs(30 * 86_400);
 pub enum Trigger {
     Schedule,
     Api,
+    /// The MCP server's `run_sweep`.
+    Mcp,
 }
 
 impl Trigger {
@@ -28,6 +30,7 @@ impl Trigger {
         match self {
             Trigger::Schedule => "schedule",
             Trigger::Api => "api",
+            Trigger::Mcp => "mcp",
         }
     }
 }
@@ -138,6 +141,17 @@ impl Sweeper {
 
     /// Sweep now, unless one is running.
     pub async fn sweep_now(self: &Arc<Self>, trigger: Trigger) -> Result<Summary, ScheduleError> {
+        self.sweep_report(trigger, false).await.map(|(s, _)| s)
+    }
+
+    /// Sweep now, unless one is running, and keep the report; a dry run
+    /// sweeps a copy of the signal state ([`crate::sweep::dry_run`]) and
+    /// changes nothing.
+    pub async fn sweep_report(
+        self: &Arc<Self>,
+        trigger: Trigger,
+        dry_run: bool,
+    ) -> Result<(Summary, Option<SweepReport>), ScheduleError> {
         let Ok(guard) = Arc::clone(&self.running).try_lock_owned() else {
             self.stats.skipped_busy.fetch_add(1, Ordering::Relaxed);
             let started_secs_ago = self
@@ -158,7 +172,7 @@ impl Sweeper {
         let me = Arc::clone(self);
         let result = tokio::task::spawn_blocking(move || {
             let _running = guard;
-            me.sweep_blocking()
+            me.sweep_blocking(dry_run)
         })
         .await
         .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")));
@@ -171,6 +185,10 @@ impl Sweeper {
             .last_duration_nanos
             .store(nanos, Ordering::Relaxed);
         match result {
+            Ok(report) if dry_run => Ok((
+                Summary::new(trigger, started, took, report.as_ref()),
+                report,
+            )),
             Ok(report) => {
                 let summary = Summary::new(trigger, started, took, report.as_ref());
                 let counter = if report.is_some() {
@@ -198,7 +216,7 @@ impl Sweeper {
                     alerts_queued = summary.alerts_queued,
                     "sweep done"
                 );
-                Ok(summary)
+                Ok((summary, report))
             }
             Err(message) => {
                 self.stats.failed.fetch_add(1, Ordering::Relaxed);
@@ -214,7 +232,7 @@ impl Sweeper {
     }
 
     /// One sweep; `None` when the store holds no spans yet.
-    fn sweep_blocking(&self) -> Result<Option<SweepReport>, String> {
+    fn sweep_blocking(&self, dry_run: bool) -> Result<Option<SweepReport>, String> {
         crate::faults::check("sweep").map_err(|e| e.to_string())?;
         let reader = self.store.reader();
         let mut state =
@@ -223,12 +241,17 @@ impl Sweeper {
             self.fixed_now_ns.unwrap_or_else(now_ns),
             self.alerting.clone(),
         );
-        let result = match crate::sweep::run(&reader, &mut state, &self.config.detect, &opts) {
+        let swept = if dry_run {
+            crate::sweep::dry_run(&reader, &self.config.detect, &opts)
+        } else {
+            crate::sweep::run(&reader, &mut state, &self.config.detect, &opts)
+        };
+        let result = match swept {
             Ok(report) => Ok(Some(report)),
             Err(SweepError::Empty(_)) => Ok(None),
             Err(e) => Err(e.to_string()),
         };
-        if result.is_ok() {
+        if result.is_ok() && !dry_run {
             self.prune_outbox(&reader.layout().state_db());
         }
         result

@@ -166,6 +166,28 @@ impl StateDb {
         Ok(())
     }
 
+    /// The findings the sweeps kept for the days `from..=to`, by day (a day
+    /// no sweep has read is absent; an entry this version cannot read is
+    /// left out as if absent).
+    pub fn findings_between(
+        &self,
+        from: i32,
+        to: i32,
+    ) -> Result<Vec<(i32, Vec<Finding>)>, StateError> {
+        let mut stmt = self.db(self.conn.prepare(
+            "SELECT day, findings FROM turn_days WHERE day BETWEEN ?1 AND ?2 ORDER BY day",
+        ))?;
+        let rows = self.db(stmt
+            .query_map(params![from, to], |r| {
+                Ok((r.get::<_, i32>(0)?, r.get::<_, String>(1)?))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>()))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(day, f)| serde_json::from_str(&f).ok().map(|f| (day, f)))
+            .collect())
+    }
+
     /// Forget the stored results of days before `day` (retention removed them).
     pub fn forget_days_before(&self, day: i32) -> Result<(), StateError> {
         self.db(self

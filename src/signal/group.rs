@@ -88,6 +88,9 @@ pub struct Evidence {
     /// A storm's failed calls by class.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub classes: BTreeMap<String, usize>,
+    /// Stacked retries: the parent spans that each retried, in time order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<String>,
 }
 
 impl Evidence {
@@ -110,6 +113,7 @@ impl Evidence {
             healthy_turn_spans: None,
             same_args: None,
             classes: BTreeMap::new(),
+            parents: Vec::new(),
         }
     }
 }
@@ -198,6 +202,7 @@ impl Finding {
             day: s.day,
             evidence: Some(Evidence {
                 rhythm: Some(format!("layers {layers}")),
+                parents: s.layers.iter().map(|(p, _)| p.clone()).collect(),
                 ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.attempts, s.failures)
             }),
             calls: s.attempts as u64,
@@ -352,6 +357,10 @@ pub struct SignalDraft {
     /// of a read-only tool is `info`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity: Option<Severity>,
+    /// What to do about it (see [`super::remedy`]); drafts stored before
+    /// remedies existed have none until the next sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<super::remedy::Remedy>,
 }
 
 impl SignalDraft {
@@ -519,7 +528,7 @@ pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
             let mut days: Vec<String> = group.iter().map(|f| day_to_string(f.day)).collect();
             days.sort();
             days.dedup();
-            SignalDraft {
+            let mut draft = SignalDraft {
                 id: short_id(&key),
                 title: title(f0.kind, &f0.tool, f0.class, &group),
                 kind: f0.kind,
@@ -536,7 +545,10 @@ pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
                 severity: (f0.kind == Kind::RetryAfterSuccess && group.iter().all(|f| f.read_only))
                     .then_some(Severity::Info),
                 key,
-            }
+                remedy: None,
+            };
+            draft.remedy = Some(super::remedy::remedy(&draft, &[]));
+            draft
         })
         .collect()
 }

@@ -5,11 +5,15 @@
 
 pub mod days;
 pub mod group;
+pub mod remedy;
 pub mod state;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_remedy;
 
 pub use days::DayResult;
 pub use group::{group, Evidence, Finding, Kind, Severity, SignalDraft};
+pub use remedy::{remedy, Remedy};
 pub use state::{Lifecycle, Signal, StateDb, StateError, SweepOutcome};

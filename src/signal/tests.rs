@@ -32,6 +32,7 @@ fn finding(
             healthy_turn_spans: None,
             same_args: None,
             classes: Default::default(),
+            parents: Vec::new(),
         }),
         calls: calls as u64,
         errors: calls as u64,

@@ -14,11 +14,14 @@ use crate::signal::{self, Finding, Lifecycle, Signal, StateDb, StateError};
 use crate::store::{Reader, StoreError};
 
 mod day;
+mod dry;
+mod remedies;
 mod report;
 pub mod summary;
 mod window;
 
 pub use day::{day_fingerprint, settle_ns};
+pub use dry::dry_run;
 pub use report::{parse_now, parse_since, rfc3339, signal_json, to_json, to_markdown, to_text};
 
 /// What a sweep looks at.
@@ -48,6 +51,11 @@ pub enum SweepError {
     Store(#[from] StoreError),
     #[error(transparent)]
     State(#[from] StateError),
+    #[error("a dry run's scratch directory {path}: {source}")]
+    Scratch {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("{context}: {source}")]
     Data {
         context: String,
@@ -249,7 +257,8 @@ pub fn run(
     }
 
     state.put_outcomes(since, today, &outcomes)?;
-    let drafts = signal::group(&findings, opts.evidence_limit);
+    let mut drafts = signal::group(&findings, opts.evidence_limit);
+    remedies::attach(reader, since, &mut drafts)?;
     let mut queued = Vec::new();
     let state_path = reader.layout().state_db();
     let quiet = signal::state::Quiet {

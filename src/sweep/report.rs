@@ -50,6 +50,7 @@ pub fn signal_json(s: &Signal) -> serde_json::Value {
         "findings": d.findings,
         "evidence": d.evidence,
         "evidence_more": d.evidence_more,
+        "remedy": d.remedy,
         "muted_until": s.muted_until_ns.map(rfc3339),
     })
 }
@@ -96,6 +97,9 @@ pub fn to_text(report: &SweepReport) -> String {
         if d.evidence_more > 0 {
             out.push_str(&format!("    +{} more trace(s)\n", d.evidence_more));
         }
+        if let Some(r) = &d.remedy {
+            out.push_str(&format!("    what to do: {}\n", r.summary));
+        }
     }
     out
 }
@@ -124,6 +128,17 @@ pub fn to_markdown(report: &SweepReport) -> String {
     }
     if report.signals.is_empty() {
         out.push_str("| — | — | no signals | — | — |\n");
+    }
+    // What to do about each: the remedy's three answers.
+    for s in &report.signals {
+        let Some(r) = &s.draft.remedy else { continue };
+        out.push_str(&format!(
+            "\n### {} — what to do\n\n- **Will waiting fix it?** {}\n- **When to cut it off:** {}\n- **What to change before the next attempt:** {}\n",
+            s.draft.id,
+            esc(&r.waiting_fixes),
+            esc(&r.cut_off),
+            esc(&r.change)
+        ));
     }
     out
 }

@@ -553,6 +553,7 @@ fn draft(i: usize, tool: &str, last_seen_ns: i64) -> stormwatch::signal::SignalD
         evidence_more: 0,
         wasted_seconds: 0.0,
         severity: None,
+        remedy: None,
     }
 }
 

@@ -16,6 +16,7 @@ mod interop_python;
 mod interop_rust;
 mod load;
 mod mcp_clients;
+mod mcp_http;
 mod operate;
 mod otlp_grpc;
 mod otlp_http;

@@ -78,6 +78,13 @@ const FILES: [&str; 4] = [
     "failing.parquet",
 ];
 
+/// The columns of `turns.parquet` (a frame of no turns has them).
+pub fn turns_schema() -> Schema {
+    turns_frame(&Default::default())
+        .map(|df| df.schema().as_ref().clone())
+        .unwrap_or_default()
+}
+
 /// The directory of `day`'s summary.
 pub fn dir(layout: &Layout, day: i32) -> PathBuf {
     layout.sealed_dir(day)

@@ -1,0 +1,194 @@
+//! What the reads keep in memory between requests, each dropped when what
+//! it was made from changed: the signals (read again only when
+//! `state.sqlite` or its WAL changed on disk), and the tools table of a
+//! range (made again only when the rollup or the signals were read again).
+//! The JSON API and the MCP server share them, so a busy agent does not
+//! open SQLite or add up a thousand tools on every call.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use super::data::{Rollup, ToolSummary};
+use crate::signal::{Signal, StateDb, StateError};
+
+/// A file's modification time and length, when it exists.
+type FileStamp = Option<(SystemTime, u64)>;
+
+/// The signals as read, and the stamps of the database and its WAL then.
+type Read = ([FileStamp; 2], Arc<Vec<Signal>>);
+
+fn file_stamp(p: &Path) -> FileStamp {
+    let m = std::fs::metadata(p).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// The signals of `state.sqlite`, read again when the database or its WAL
+/// changed.
+pub struct SignalCache {
+    path: PathBuf,
+    inner: Mutex<Option<Read>>,
+}
+
+impl SignalCache {
+    pub fn new(path: PathBuf) -> SignalCache {
+        SignalCache {
+            path,
+            inner: Mutex::new(None),
+        }
+    }
+
+    fn stamp(&self) -> [FileStamp; 2] {
+        [
+            file_stamp(&self.path),
+            file_stamp(&self.path.with_extension("sqlite-wal")),
+        ]
+    }
+
+    /// Every signal, as the state now stands.
+    pub fn signals(&self) -> Result<Arc<Vec<Signal>>, StateError> {
+        let stamp = self.stamp();
+        {
+            let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((s, v)) = guard.as_ref() {
+                if *s == stamp {
+                    return Ok(Arc::clone(v));
+                }
+            }
+        }
+        let list = if stamp[0].is_none() {
+            Vec::new()
+        } else {
+            StateDb::open(&self.path)?.list()?
+        };
+        let list = Arc::new(list);
+        // The stamp taken before reading: a write during the read makes the
+        // next call read again.
+        *self.inner.lock().unwrap_or_else(|e| e.into_inner()) = Some((stamp, Arc::clone(&list)));
+        Ok(list)
+    }
+
+    /// Forget what was read (after a change made through this process, whose
+    /// stamp might not have moved within the clock's resolution).
+    pub fn invalidate(&self) {
+        *self.inner.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// What the tools table of a range was made from.
+struct Made {
+    rollup: Arc<Rollup>,
+    signals: Arc<Vec<Signal>>,
+    tools: Arc<Vec<ToolSummary>>,
+    /// `/api/tools`' body for the range, once one was asked for.
+    json: Option<bytes::Bytes>,
+}
+
+/// The tools table per range, made again when the rollup or the signals
+/// it was made from were read again.
+#[derive(Default)]
+pub struct ToolsCache {
+    inner: Mutex<HashMap<(i32, i32), Made>>,
+}
+
+/// Ranges kept at most (one per days/from/to a client asks for).
+const RANGES: usize = 64;
+
+impl ToolsCache {
+    fn made<'a>(
+        map: &'a mut HashMap<(i32, i32), Made>,
+        range: (i32, i32),
+        rollup: &Arc<Rollup>,
+        signals: &Arc<Vec<Signal>>,
+    ) -> &'a mut Made {
+        let fresh = map
+            .get(&range)
+            .is_some_and(|m| Arc::ptr_eq(&m.rollup, rollup) && Arc::ptr_eq(&m.signals, signals));
+        if !fresh {
+            if map.len() >= RANGES {
+                map.clear();
+            }
+            let open = open_by_tool(signals);
+            map.insert(
+                range,
+                Made {
+                    rollup: Arc::clone(rollup),
+                    signals: Arc::clone(signals),
+                    tools: Arc::new(rollup.summaries(range.0, range.1, &open)),
+                    json: None,
+                },
+            );
+        }
+        map.get_mut(&range).expect("inserted above")
+    }
+
+    /// The tools table of `from..=to`, busiest first.
+    pub fn tools(
+        &self,
+        from: i32,
+        to: i32,
+        rollup: &Arc<Rollup>,
+        signals: &Arc<Vec<Signal>>,
+    ) -> Arc<Vec<ToolSummary>> {
+        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(&Self::made(&mut map, (from, to), rollup, signals).tools)
+    }
+
+    /// The table as `/api/tools` answers it, serialized once per table.
+    pub fn json(
+        &self,
+        from: i32,
+        to: i32,
+        rollup: &Arc<Rollup>,
+        signals: &Arc<Vec<Signal>>,
+    ) -> bytes::Bytes {
+        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let made = Self::made(&mut map, (from, to), rollup, signals);
+        if let Some(j) = &made.json {
+            return j.clone();
+        }
+        let body = serde_json::to_vec(&serde_json::json!({
+            "from": crate::model::day_to_string(from),
+            "to": crate::model::day_to_string(to),
+            "tools": *made.tools,
+        }))
+        .unwrap_or_default();
+        let body = bytes::Bytes::from(body);
+        made.json = Some(body.clone());
+        body
+    }
+}
+
+/// Open signals per tool.
+pub fn open_by_tool(signals: &[Signal]) -> std::collections::BTreeMap<String, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for s in signals.iter().filter(|s| s.state.is_open()) {
+        *m.entry(s.draft.tool.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The caches the dashboard, its API and the MCP server share.
+pub struct Reads {
+    pub reader: crate::store::Reader,
+    pub rollup: super::data::RollupCache,
+    pub signals: SignalCache,
+    pub tools: ToolsCache,
+}
+
+impl Reads {
+    pub fn new(reader: crate::store::Reader) -> Reads {
+        let state = reader.layout().state_db();
+        Reads {
+            reader,
+            rollup: Default::default(),
+            signals: SignalCache::new(state),
+            tools: Default::default(),
+        }
+    }
+
+    pub fn rollup(&self) -> Result<Arc<Rollup>, crate::store::StoreError> {
+        self.rollup.get(&self.reader)
+    }
+}

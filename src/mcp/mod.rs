@@ -1,0 +1,260 @@
+//! The MCP server: stormwatch's reads (tools, daily series, signals with
+//! their evidence and remedies, one trace's attempts, retry storms,
+//! read-only SQL) and its three state changes (sweep, mute, resolve) as MCP
+//! tools, for coding agents. Built on the official Rust SDK (`rmcp`):
+//! Streamable HTTP at `POST /mcp` on the dashboard's listener (both protocol
+//! eras: 2025-11-25 with sessions, stateless 2026-07-28), and stdio
+//! (`stormwatch mcp --stdio`). Every tool answers `structuredContent` that
+//! matches its `outputSchema`, paged and held to a character budget. Reads
+//! run on blocking threads, never on the async ones.
+
+mod page;
+mod reads;
+mod sql;
+mod tools;
+mod trace;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use crate::dash::cache::Reads;
+use crate::dash::data::Rollup;
+use crate::detect::{DayVerdict, SpikeParams};
+use crate::signal::{Signal, StateDb};
+use crate::store::Reader;
+use crate::sweep::SweepReport;
+
+pub use tools::Stormwatch;
+
+/// Why a tool could not answer: said to the agent as a tool error.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("{0}")]
+    Argument(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    State(#[from] crate::signal::StateError),
+    #[error("{context}: {source}")]
+    Data {
+        context: String,
+        source: polars::prelude::PolarsError,
+    },
+    #[error("{0}")]
+    Sweep(String),
+}
+
+/// Runs sweeps for `run_sweep`: the server's scheduler under `serve`, the
+/// sweep itself under `mcp --stdio`.
+pub trait Sweeps: Send + Sync {
+    /// One sweep (a dry run changes nothing); its report, `None` when the
+    /// store holds no spans yet.
+    fn sweep(&self, dry_run: bool) -> BoxFuture<'_, Result<Option<SweepReport>, String>>;
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the tools read and change.
+pub struct Context {
+    pub reader: Reader,
+    /// The caches shared with the dashboard.
+    pub reads: Arc<Reads>,
+    /// The error-rate spike rule's parameters, as the sweeps use them.
+    pub spike: SpikeParams,
+    pub state_path: PathBuf,
+    pub sweeps: Arc<dyn Sweeps>,
+    /// The spike rule's verdicts on the cached rollup, per tool.
+    verdicts: Mutex<Option<Verdicts>>,
+    /// One `query` at a time: polars cannot be interrupted, so a query
+    /// past its time limit is answered with an error and holds this until
+    /// it ends.
+    queries: Arc<tokio::sync::Semaphore>,
+}
+
+/// Verdicts as of a rollup (by address) and a day.
+struct Verdicts {
+    rollup: usize,
+    today: i32,
+    by_tool: Arc<std::collections::BTreeMap<String, Vec<DayVerdict>>>,
+}
+
+impl Context {
+    pub fn new(reads: Arc<Reads>, spike: SpikeParams, sweeps: Arc<dyn Sweeps>) -> Context {
+        let reader = reads.reader.clone();
+        let state_path = reader.layout().state_db();
+        Context {
+            reader,
+            reads,
+            spike,
+            state_path,
+            sweeps,
+            verdicts: Mutex::new(None),
+            queries: Arc::new(tokio::sync::Semaphore::new(1)),
+        }
+    }
+
+    fn rollup(&self) -> Result<Arc<Rollup>, McpError> {
+        Ok(self.reads.rollup()?)
+    }
+
+    /// The spike rule's verdicts for every tool and every day before
+    /// `today`, computed once per rollup.
+    fn verdicts(
+        &self,
+        rollup: &Arc<Rollup>,
+        today: i32,
+    ) -> Arc<std::collections::BTreeMap<String, Vec<DayVerdict>>> {
+        let key = Arc::as_ptr(rollup) as usize;
+        let mut guard = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = guard
+            .as_ref()
+            .filter(|v| v.rollup == key && v.today == today)
+        {
+            return Arc::clone(&v.by_tool);
+        }
+        let mut by_tool: std::collections::BTreeMap<String, Vec<DayVerdict>> = Default::default();
+        for v in crate::detect::judge(&rollup.rows, today, &Default::default(), &self.spike) {
+            by_tool.entry(v.tool.clone()).or_default().push(v);
+        }
+        let by_tool = Arc::new(by_tool);
+        *guard = Some(Verdicts {
+            rollup: key,
+            today,
+            by_tool: Arc::clone(&by_tool),
+        });
+        by_tool
+    }
+
+    fn signals(&self) -> Result<Arc<Vec<Signal>>, McpError> {
+        Ok(self.reads.signals.signals()?)
+    }
+
+    /// The query slot, unless a query holds it.
+    fn queries_permit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        Arc::clone(&self.queries).try_acquire_owned().ok()
+    }
+
+    fn state(&self) -> Result<StateDb, McpError> {
+        Ok(StateDb::open(&self.state_path)?)
+    }
+}
+
+/// Sweeps run in this process over a data dir (`mcp --stdio`), as
+/// `stormwatch sweep` runs them: alerts are queued, not sent.
+pub struct DirectSweeps {
+    pub reader: Reader,
+    pub config: crate::config::Config,
+    pub alerting: Option<crate::alert::Alerting>,
+    /// A fixed "now" instead of the clock.
+    pub now_ns: Option<i64>,
+    running: tokio::sync::Mutex<()>,
+}
+
+impl DirectSweeps {
+    pub fn new(
+        reader: Reader,
+        config: crate::config::Config,
+        alerting: Option<crate::alert::Alerting>,
+        now_ns: Option<i64>,
+    ) -> DirectSweeps {
+        DirectSweeps {
+            reader,
+            config,
+            alerting,
+            now_ns,
+            running: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl Sweeps for DirectSweeps {
+    fn sweep(&self, dry_run: bool) -> BoxFuture<'_, Result<Option<SweepReport>, String>> {
+        Box::pin(async move {
+            let Ok(_running) = self.running.try_lock() else {
+                return Err("a sweep is already running; try again when it ends".to_string());
+            };
+            let reader = self.reader.clone();
+            let config = self.config.clone();
+            let opts = config.sweep_options(
+                self.now_ns
+                    .unwrap_or_else(|| chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)),
+                self.alerting.clone(),
+            );
+            tokio::task::spawn_blocking(move || {
+                let result = if dry_run {
+                    crate::sweep::dry_run(&reader, &config.detect, &opts)
+                } else {
+                    StateDb::open(&reader.layout().state_db())
+                        .map_err(crate::sweep::SweepError::from)
+                        .and_then(|mut state| {
+                            crate::sweep::run(&reader, &mut state, &config.detect, &opts)
+                        })
+                };
+                match result {
+                    Ok(r) => Ok(Some(r)),
+                    Err(crate::sweep::SweepError::Empty(_)) => Ok(None),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")))
+        })
+    }
+}
+
+/// The Streamable HTTP service for `/mcp`: sessions for 2025-11-25
+/// clients, stateless answers for 2026-07-28 ones. `hosts` are the `Host`
+/// values accepted against DNS rebinding (`None`: any, on a listener the
+/// token guards); a request with an `Origin` is refused unless it is one of
+/// `origins`.
+pub fn http_service(
+    ctx: Arc<Context>,
+    hosts: Option<Vec<String>>,
+    origins: Vec<String>,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    Stormwatch,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let mut config = StreamableHttpServerConfig::default().with_json_response(true);
+    config = match hosts {
+        Some(h) => config.with_allowed_hosts(h),
+        None => config.disable_allowed_hosts(),
+    };
+    config = if origins.is_empty() {
+        config.enforce_origin_validation()
+    } else {
+        config.with_allowed_origins(origins)
+    };
+    config.max_request_body_bytes = 1 << 20;
+    StreamableHttpService::new(
+        move || Ok(Stormwatch::new(Arc::clone(&ctx))),
+        Default::default(),
+        config,
+    )
+}
+
+/// Serve MCP over stdin/stdout until the client closes it.
+pub async fn serve_stdio(ctx: Arc<Context>) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let running = Stormwatch::new(ctx)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))?;
+    Ok(())
+}

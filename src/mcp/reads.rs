@@ -1,0 +1,577 @@
+//! The read tools' answers: what each returns (the types its
+//! `outputSchema` is generated from) and how it is read from the rollup,
+//! the signal state and the spans.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::page::{page, BUDGET_CHARS};
+use super::{Context, McpError};
+use crate::model::{day_from_str, day_of_ns, day_to_string};
+use crate::signal::{Evidence, Lifecycle, Remedy, Signal};
+use crate::sweep::rfc3339;
+
+/// A window of days ending on the newest day with data: (from, to).
+pub fn window(days: Option<u32>, last_day: Option<i32>) -> Result<(i32, i32), McpError> {
+    let days = days.unwrap_or(30);
+    if !(1..=366).contains(&days) {
+        return Err(McpError::Argument(format!(
+            "days: expected 1 to 366, got {days}"
+        )));
+    }
+    let to = last_day.unwrap_or_else(today);
+    Ok((to - days as i32 + 1, to))
+}
+
+fn today() -> i32 {
+    day_of_ns(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0))
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ToolLine {
+    pub tool: String,
+    pub calls: u64,
+    pub errors: u64,
+    pub error_rate: f64,
+    /// The error rate of the seven days before the window's last day.
+    pub baseline: f64,
+    /// What the spike rule's lower bound had to beat on the window's last
+    /// judged day (multiplier × its baseline).
+    pub threshold: Option<f64>,
+    pub p95_ms: f64,
+    pub open_signals: usize,
+    /// Days in the window whose error rate the spike rule flagged.
+    pub flagged_days: Vec<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ToolsAnswer {
+    pub from: String,
+    pub to: String,
+    pub tools: Vec<ToolLine>,
+    /// Tools in the window, over every page.
+    pub total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+}
+
+pub fn list_tools(
+    ctx: &Context,
+    days: Option<u32>,
+    cursor: Option<&str>,
+    limit: Option<usize>,
+) -> Result<ToolsAnswer, McpError> {
+    let rollup = ctx.rollup()?;
+    let (from, to) = window(days, rollup.last_day)?;
+    let signals = ctx.signals()?;
+    let verdicts = ctx.verdicts(&rollup, today().max(to) + 1);
+    let lines: Vec<ToolLine> = ctx
+        .reads
+        .tools
+        .tools(from, to, &rollup, &signals)
+        .iter()
+        .map(|s| {
+            let v = verdicts.get(&s.tool).map(Vec::as_slice).unwrap_or_default();
+            let in_window = v.iter().filter(|v| (from..=to).contains(&v.day));
+            let mut flagged: Vec<i32> = in_window
+                .clone()
+                .filter(|v| v.flagged)
+                .map(|v| v.day)
+                .collect();
+            flagged.sort();
+            flagged.dedup();
+            ToolLine {
+                threshold: in_window.max_by_key(|v| v.day).map(|v| v.threshold),
+                flagged_days: flagged.into_iter().map(day_to_string).collect(),
+                tool: s.tool.clone(),
+                calls: s.calls,
+                errors: s.errors,
+                error_rate: s.error_rate,
+                baseline: s.baseline,
+                p95_ms: s.p95_ms,
+                open_signals: s.open_signals,
+            }
+        })
+        .collect();
+    let p = page(lines, cursor, limit, 200, BUDGET_CHARS, "tools")?;
+    Ok(ToolsAnswer {
+        from: day_to_string(from),
+        to: day_to_string(to),
+        total: p.total,
+        tools: p.items,
+        next_cursor: p.next_cursor,
+        truncated: p.truncated,
+    })
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DayLine {
+    pub day: String,
+    pub calls: u64,
+    pub errors: u64,
+    pub error_rate: f64,
+    /// The spike rule's baseline for the day (pooled trailing rate, floored).
+    pub baseline: Option<f64>,
+    /// What the day's lower bound had to beat.
+    pub threshold: Option<f64>,
+    /// The Wilson lower bound of the day's rate.
+    pub lower_bound: Option<f64>,
+    pub flagged: bool,
+    pub p95_ms: f64,
+    /// Failed calls by class.
+    pub classes: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DailyAnswer {
+    pub tool: String,
+    pub days: Vec<DayLine>,
+    pub flagged_days: Vec<String>,
+    /// The rule: flagged when the lower bound is above `multiplier` × the baseline.
+    pub multiplier: f64,
+}
+
+pub fn tool_daily(ctx: &Context, tool: &str, days: Option<u32>) -> Result<DailyAnswer, McpError> {
+    let rollup = ctx.rollup()?;
+    let Some(series) = rollup.tools.get(tool) else {
+        let known: Vec<&String> = rollup.tools.keys().take(20).collect();
+        return Err(McpError::NotFound(format!(
+            "no tool {tool:?} in the rollup; list_tools names them (some: {known:?})"
+        )));
+    };
+    let (from, to) = window(days, rollup.last_day)?;
+    let verdicts = ctx.verdicts(&rollup, today().max(to) + 1);
+    // One verdict per service: the day's is its busiest service's.
+    let mut by_day: BTreeMap<i32, &crate::detect::DayVerdict> = BTreeMap::new();
+    for v in verdicts.get(tool).map(Vec::as_slice).unwrap_or_default() {
+        let e = by_day.entry(v.day).or_insert(v);
+        if v.flagged && !e.flagged || v.calls > e.calls && v.flagged == e.flagged {
+            *e = v;
+        }
+    }
+    let lines: Vec<DayLine> = series
+        .iter()
+        .filter(|d| (from..=to).contains(&d.day))
+        .map(|d| {
+            let v = by_day.get(&d.day);
+            DayLine {
+                day: day_to_string(d.day),
+                calls: d.calls,
+                errors: d.errors,
+                error_rate: d.rate(),
+                baseline: v.map(|v| v.baseline),
+                threshold: v.map(|v| v.threshold),
+                lower_bound: v.map(|v| v.lower_bound),
+                flagged: v.is_some_and(|v| v.flagged),
+                p95_ms: d.p95_ns / 1e6,
+                classes: d
+                    .classes
+                    .iter()
+                    .map(|(c, n)| (c.as_str().to_string(), *n))
+                    .collect(),
+            }
+        })
+        .collect();
+    Ok(DailyAnswer {
+        tool: tool.to_string(),
+        flagged_days: lines
+            .iter()
+            .filter(|l| l.flagged)
+            .map(|l| l.day.clone())
+            .collect(),
+        days: lines,
+        multiplier: ctx.spike.multiplier,
+    })
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SignalLine {
+    pub id: String,
+    pub kind: String,
+    pub tool: String,
+    pub class: String,
+    pub state: String,
+    pub severity: String,
+    pub title: String,
+    pub first_seen: String,
+    pub last_seen: String,
+    /// Evidence traces kept (`list_signal_traces` gives them).
+    pub evidence: usize,
+    /// The remedy in one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+impl SignalLine {
+    pub fn of(s: &Signal) -> SignalLine {
+        let d = &s.draft;
+        SignalLine {
+            id: d.id.clone(),
+            kind: d.kind.as_str().to_string(),
+            tool: d.tool.clone(),
+            class: d.error_class.clone(),
+            state: s.state.as_str().to_string(),
+            severity: d.severity().as_str().to_string(),
+            title: d.title.clone(),
+            first_seen: rfc3339(d.first_seen_ns),
+            last_seen: rfc3339(d.last_seen_ns),
+            evidence: d.evidence.len() + d.evidence_more,
+            remedy: d.remedy.as_ref().map(|r| r.summary.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SignalsAnswer {
+    pub signals: Vec<SignalLine>,
+    pub total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+}
+
+/// `since`: a date, or a number of days back from now (`7d`).
+fn since_ns(since: &str) -> Result<i64, McpError> {
+    let bad = || {
+        McpError::Argument(format!(
+            "since: expected a date like 2026-07-29 or a number of days like 7d, got {since:?}"
+        ))
+    };
+    if let Some(n) = since.strip_suffix('d') {
+        let n: i64 = n.parse().map_err(|_| bad())?;
+        let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
+        return Ok(now - n * crate::model::NANOS_PER_DAY);
+    }
+    day_from_str(since)
+        .map(|d| i64::from(d) * crate::model::NANOS_PER_DAY)
+        .ok_or_else(bad)
+}
+
+pub struct SignalFilter<'a> {
+    pub state: Option<&'a str>,
+    pub kind: Option<&'a str>,
+    pub tool: Option<&'a str>,
+    pub since: Option<&'a str>,
+}
+
+pub fn list_signals(
+    ctx: &Context,
+    f: &SignalFilter<'_>,
+    cursor: Option<&str>,
+    limit: Option<usize>,
+) -> Result<SignalsAnswer, McpError> {
+    if let Some(st) = f.state {
+        if st != "open" && Lifecycle::parse(st).is_none() {
+            return Err(McpError::Argument(format!(
+                "state: expected open, new, ongoing, resolved, regressed or muted, got {st:?}"
+            )));
+        }
+    }
+    const KINDS: [&str; 7] = [
+        "error_rate_spike",
+        "retry_storm",
+        "wasted_retries",
+        "retry_after_success",
+        "stacked_retries",
+        "latency_spike",
+        "tool_loop",
+    ];
+    if let Some(k) = f.kind.filter(|k| !KINDS.contains(k)) {
+        return Err(McpError::Argument(format!(
+            "kind: expected one of {}, got {k:?}",
+            KINDS.join(", ")
+        )));
+    }
+    let since = f.since.map(since_ns).transpose()?;
+    let all = ctx.signals()?;
+    let mut list: Vec<&Signal> = all
+        .iter()
+        .filter(|s| match f.state {
+            None => true,
+            Some("open") => s.state.is_open(),
+            Some(st) => s.state.as_str() == st,
+        })
+        .filter(|s| f.kind.is_none_or(|k| s.draft.kind.as_str() == k))
+        .filter(|s| f.tool.is_none_or(|t| s.draft.tool == t))
+        .filter(|s| since.is_none_or(|ns| s.draft.last_seen_ns >= ns))
+        .collect();
+    list.sort_by(|a, b| {
+        b.draft
+            .last_seen_ns
+            .cmp(&a.draft.last_seen_ns)
+            .then_with(|| a.draft.id.cmp(&b.draft.id))
+    });
+    let lines = list.into_iter().map(SignalLine::of).collect();
+    let p = page(lines, cursor, limit, 100, BUDGET_CHARS, "signals")?;
+    Ok(SignalsAnswer {
+        signals: p.items,
+        total: p.total,
+        next_cursor: p.next_cursor,
+        truncated: p.truncated,
+    })
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HistoryLine {
+    pub at: String,
+    pub from: Option<String>,
+    pub to: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SignalAnswer {
+    #[serde(flatten)]
+    pub line: SignalLine,
+    pub key: String,
+    /// UTC days it fired on.
+    pub days: Vec<String>,
+    pub findings: usize,
+    /// Seconds spent on attempts that could not help, over every finding.
+    pub wasted_seconds: f64,
+    pub muted_until: Option<String>,
+    /// Will waiting fix it, when to cut it off, what to change: built by
+    /// rule from the evidence (none on a signal no sweep has seen since
+    /// remedies existed).
+    pub remedy_detail: Option<Remedy>,
+    pub history: Vec<HistoryLine>,
+}
+
+fn known_signal(ctx: &Context, id: &str) -> Result<Signal, McpError> {
+    ctx.signals()?
+        .iter()
+        .find(|s| s.draft.id == id)
+        .cloned()
+        .ok_or_else(|| no_signal(id))
+}
+
+fn no_signal(id: &str) -> McpError {
+    McpError::NotFound(format!(
+        "no signal {id:?}; list_signals gives the ids (like SW-BCDF)"
+    ))
+}
+
+/// The signal `id`, or a message naming where the ids are.
+pub fn known_signal_in(db: &crate::signal::StateDb, id: &str) -> Result<Signal, McpError> {
+    db.get(id).map_err(|e| match e {
+        crate::signal::StateError::NoSuchSignal(_) => no_signal(id),
+        e => e.into(),
+    })
+}
+
+pub fn get_signal(ctx: &Context, id: &str) -> Result<SignalAnswer, McpError> {
+    let s = known_signal(ctx, id)?;
+    let history = ctx.state()?.history(id)?;
+    let d = &s.draft;
+    Ok(SignalAnswer {
+        line: SignalLine::of(&s),
+        key: d.key.clone(),
+        days: d.days.clone(),
+        findings: d.findings,
+        wasted_seconds: d.wasted_seconds,
+        muted_until: s.muted_until_ns.map(rfc3339),
+        remedy_detail: d.remedy.clone(),
+        history: history
+            .into_iter()
+            .map(|(at, from, to, reason)| HistoryLine {
+                at: rfc3339(at),
+                from,
+                to,
+                reason,
+            })
+            .collect(),
+    })
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TraceLine {
+    pub trace_id: String,
+    pub turn_id: Option<String>,
+    pub session_id: Option<String>,
+    pub day: String,
+    /// Calls of the tool in the turn (a storm's rounds).
+    pub calls: usize,
+    pub failures: usize,
+    /// `no_backoff`, `fixed`, `exponential`, `irregular`; for stacked
+    /// retries the layers (`layers 3×3`); for loops their shape.
+    pub rhythm: Option<String>,
+    /// `recovered`, `gave_up`, `same_result`…
+    pub outcome: Option<String>,
+    pub wasted_seconds: f64,
+    pub turn_duration_s: Option<f64>,
+    pub turn_spans: Option<usize>,
+    /// The tool's median healthy turn, for comparison.
+    pub healthy_turn_duration_s: Option<f64>,
+    pub healthy_turn_spans: Option<f64>,
+    /// Share of retries that repeated the previous arguments.
+    pub same_args: Option<f64>,
+    /// Failed calls by class.
+    pub classes: BTreeMap<String, usize>,
+    /// Stacked retries: the parent spans that each retried.
+    pub parents: Vec<String>,
+}
+
+impl TraceLine {
+    fn of(e: &Evidence) -> TraceLine {
+        TraceLine {
+            trace_id: e.trace_id.clone(),
+            turn_id: e.turn_id.clone(),
+            session_id: e.session_id.clone(),
+            day: e.day.clone(),
+            calls: e.calls,
+            failures: e.failures,
+            rhythm: e.rhythm.clone(),
+            outcome: e.outcome.clone(),
+            wasted_seconds: e.wasted_seconds,
+            turn_duration_s: e.turn_duration_s,
+            turn_spans: e.turn_spans,
+            healthy_turn_duration_s: e.healthy_turn_duration_s,
+            healthy_turn_spans: e.healthy_turn_spans,
+            same_args: e.same_args,
+            classes: e.classes.clone(),
+            parents: e.parents.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TracesAnswer {
+    pub signal: String,
+    pub title: String,
+    pub traces: Vec<TraceLine>,
+    /// Evidence traces the sweep counted but did not keep.
+    pub not_kept: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+}
+
+pub fn signal_traces(
+    ctx: &Context,
+    id: &str,
+    day: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<usize>,
+) -> Result<TracesAnswer, McpError> {
+    if let Some(d) = day.filter(|d| day_from_str(d).is_none()) {
+        return Err(McpError::Argument(format!(
+            "day: expected a date like 2026-07-29, got {d:?}"
+        )));
+    }
+    let s = known_signal(ctx, id)?;
+    let lines = s
+        .draft
+        .evidence
+        .iter()
+        .filter(|e| day.is_none_or(|d| e.day == d))
+        .map(TraceLine::of)
+        .collect();
+    let p = page(lines, cursor, limit, 50, BUDGET_CHARS, "traces")?;
+    Ok(TracesAnswer {
+        signal: s.draft.id.clone(),
+        title: s.draft.title.clone(),
+        traces: p.items,
+        not_kept: s.draft.evidence_more,
+        next_cursor: p.next_cursor,
+        truncated: p.truncated,
+    })
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StormLine {
+    pub tool: String,
+    pub day: String,
+    pub trace_id: String,
+    pub turn_id: Option<String>,
+    /// Rounds of calls in the turn.
+    pub calls: usize,
+    pub failures: usize,
+    pub class: String,
+    pub rhythm: Option<String>,
+    pub outcome: Option<String>,
+    pub wasted_seconds: f64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StormsAnswer {
+    pub from: String,
+    pub to: String,
+    pub storms: Vec<StormLine>,
+    pub total: usize,
+    /// Days of the window no sweep has kept results for.
+    pub days_not_swept: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+}
+
+/// The storms the last sweeps found, from the per-day results they kept.
+pub fn retry_storms(
+    ctx: &Context,
+    days: Option<u32>,
+    tool: Option<&str>,
+    min_rounds: Option<usize>,
+    cursor: Option<&str>,
+    limit: Option<usize>,
+) -> Result<StormsAnswer, McpError> {
+    let rollup = ctx.rollup()?;
+    let (from, to) = window(days, rollup.last_day)?;
+    let state = ctx.state()?;
+    let kept = state.findings_between(from, to)?;
+    let min = min_rounds.unwrap_or(1);
+    let mut storms: Vec<StormLine> = Vec::new();
+    let mut seen_days = std::collections::BTreeSet::new();
+    for (day, findings) in &kept {
+        seen_days.insert(*day);
+        for f in findings {
+            if f.kind != crate::signal::Kind::RetryStorm || tool.is_some_and(|t| t != f.tool) {
+                continue;
+            }
+            let Some(e) = &f.evidence else { continue };
+            if e.calls < min {
+                continue;
+            }
+            storms.push(StormLine {
+                tool: f.tool.clone(),
+                day: day_to_string(*day),
+                trace_id: e.trace_id.clone(),
+                turn_id: e.turn_id.clone(),
+                calls: e.calls,
+                failures: e.failures,
+                class: f.class.as_str().to_string(),
+                rhythm: e.rhythm.clone(),
+                outcome: e.outcome.clone(),
+                wasted_seconds: e.wasted_seconds,
+            });
+        }
+    }
+    storms.sort_by(|a, b| {
+        b.calls
+            .cmp(&a.calls)
+            .then_with(|| b.day.cmp(&a.day))
+            .then_with(|| a.trace_id.cmp(&b.trace_id))
+    });
+    let data_days = ctx.reader.days()?;
+    let days_not_swept = data_days
+        .into_iter()
+        .filter(|d| (from..=to).contains(d) && !seen_days.contains(d))
+        .map(day_to_string)
+        .collect();
+    let p = page(storms, cursor, limit, 100, BUDGET_CHARS, "storms")?;
+    Ok(StormsAnswer {
+        from: day_to_string(from),
+        to: day_to_string(to),
+        storms: p.items,
+        total: p.total,
+        days_not_swept,
+        next_cursor: p.next_cursor,
+        truncated: p.truncated,
+    })
+}

@@ -1,0 +1,485 @@
+//! The tools as MCP declares them: names, descriptions, argument types
+//! (their `inputSchema`), answer types (their `outputSchema`) and
+//! annotations; each runs its read on a blocking thread. An unknown tool or
+//! a bad argument is a tool error the agent can read, not a protocol error.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::reads::{self, SignalFilter};
+use super::sql;
+use super::trace::{self, TraceAsk};
+use super::{Context, McpError};
+
+/// The server one client talks to (one per session, sharing the context).
+#[derive(Clone)]
+pub struct Stormwatch {
+    ctx: Arc<Context>,
+    tool_router: ToolRouter<Stormwatch>,
+}
+
+async fn blocking<T: Send + 'static>(
+    ctx: &Arc<Context>,
+    f: impl FnOnce(&Context) -> Result<T, McpError> + Send + 'static,
+) -> Result<Json<T>, String> {
+    let ctx = Arc::clone(ctx);
+    match tokio::task::spawn_blocking(move || f(&ctx)).await {
+        Ok(Ok(v)) => Ok(Json(v)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(format!("the tool's thread failed: {e}")),
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WindowArgs {
+    /// Days in the window, ending on the newest day with data (default 30).
+    pub days: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items per page.
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ToolDailyArgs {
+    /// The tool's name, as `list_tools` gives it.
+    pub tool: String,
+    /// Days in the window, ending on the newest day with data (default 30).
+    pub days: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SignalsArgs {
+    /// `open` (new, ongoing or regressed), `new`, `ongoing`, `resolved`, `regressed` or `muted`.
+    pub state: Option<String>,
+    /// `retry_storm`, `error_rate_spike`, `wasted_retries`, `retry_after_success`, `stacked_retries`, `latency_spike` or `tool_loop`.
+    pub kind: Option<String>,
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Seen since a date (`2026-07-29`) or a number of days ago (`7d`).
+    pub since: Option<String>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items per page.
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SignalArgs {
+    /// The signal's id, like `SW-BCDF`.
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SignalTracesArgs {
+    /// The signal's id, like `SW-BCDF`.
+    pub id: String,
+    /// Only the turns begun on this day (`2026-07-29`), like a flagged day of `list_tools`.
+    pub day: Option<String>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items per page.
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TraceArgs {
+    /// The trace id (hex).
+    pub trace_id: String,
+    /// Only this turn (a `turn_id` from `list_signal_traces`).
+    pub turn_id: Option<String>,
+    /// The trace's day (`2026-07-29`), which makes the lookup read one day instead of all.
+    pub day: Option<String>,
+    /// Include each span's attributes (cut to 600 characters). Default false.
+    #[serde(default)]
+    pub attributes: bool,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items per page.
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StormsArgs {
+    /// Days in the window, ending on the newest day with data (default 30).
+    pub days: Option<u32>,
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only storms of at least this many rounds of calls.
+    pub min_rounds: Option<usize>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items per page.
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct QueryArgs {
+    /// One SELECT over tool_daily, turn_summary and spans (polars SQL).
+    pub sql: String,
+    /// Days of spans and sealed turns the tables hold, ending on the newest day (1 to 7, default 1).
+    pub days: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SweepArgs {
+    /// Only report what a sweep would find and change (default true); false runs a real sweep, which changes signals and queues alerts.
+    pub dry_run: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MuteArgs {
+    /// The signal's id, like `SW-BCDF`.
+    pub id: String,
+    /// Muted until this time (RFC 3339, like `2026-08-01T00:00:00Z`); until unmuted when absent.
+    pub until: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ChangeLine {
+    pub id: String,
+    pub from: Option<String>,
+    pub to: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SweepAnswer {
+    pub dry_run: bool,
+    /// `ok`, or `empty` when the store holds no spans yet.
+    pub outcome: String,
+    pub spans_scanned: usize,
+    pub days_scanned: usize,
+    pub days_reused: usize,
+    /// The signals the sweep found, as they stand (or would stand) after it.
+    pub signals: Vec<reads::SignalLine>,
+    /// Lifecycle changes it made (or would make).
+    pub changes: Vec<ChangeLine>,
+    pub alerts_queued: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StateAnswer {
+    pub id: String,
+    pub state: String,
+}
+
+const INSTRUCTIONS: &str = "stormwatch watches what AI agents do with their tools. \
+To find a problem in three calls: list_tools (which tool's error rate left its threshold, on which day) → \
+list_signals / get_signal (the named problem, with its remedy) → list_signal_traces then get_trace \
+(one turn's attempts: how many, how fast, what each retry achieved). find_retry_storms lists the storms \
+the sweeps kept; query runs read-only SQL (describe_tables first). run_sweep (dry run by default), \
+mute_signal and resolve_signal are the only tools that change anything.";
+
+#[tool_router]
+impl Stormwatch {
+    pub fn new(ctx: Arc<Context>) -> Stormwatch {
+        Stormwatch {
+            ctx,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Per tool over a window of days: calls, errors, error rate, the
+    /// trailing-week baseline and the spike rule's threshold, p95 latency,
+    /// open signals, and the days whose error rate the rule flagged. Busiest
+    /// tools first.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_tools(
+        &self,
+        Parameters(a): Parameters<WindowArgs>,
+    ) -> Result<Json<reads::ToolsAnswer>, String> {
+        blocking(&self.ctx, move |c| {
+            reads::list_tools(c, a.days, a.cursor.as_deref(), a.limit)
+        })
+        .await
+    }
+
+    /// One tool's daily series: calls, errors, rate, and the spike rule's
+    /// baseline, threshold and lower bound per day, with the flagged days.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_tool_daily(
+        &self,
+        Parameters(a): Parameters<ToolDailyArgs>,
+    ) -> Result<Json<reads::DailyAnswer>, String> {
+        blocking(&self.ctx, move |c| reads::tool_daily(c, &a.tool, a.days)).await
+    }
+
+    /// The signals (named problems) the sweeps found, newest first, with
+    /// their state and a one-line remedy; filter by state, kind, tool, since.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_signals(
+        &self,
+        Parameters(a): Parameters<SignalsArgs>,
+    ) -> Result<Json<reads::SignalsAnswer>, String> {
+        blocking(&self.ctx, move |c| {
+            let f = SignalFilter {
+                state: a.state.as_deref(),
+                kind: a.kind.as_deref(),
+                tool: a.tool.as_deref(),
+                since: a.since.as_deref(),
+            };
+            reads::list_signals(c, &f, a.cursor.as_deref(), a.limit)
+        })
+        .await
+    }
+
+    /// One signal: title, numbers, lifecycle history, and its remedy — will
+    /// waiting fix it, when to cut it off, what to change before the next
+    /// attempt — built by rule from its evidence.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_signal(
+        &self,
+        Parameters(a): Parameters<SignalArgs>,
+    ) -> Result<Json<reads::SignalAnswer>, String> {
+        blocking(&self.ctx, move |c| reads::get_signal(c, &a.id)).await
+    }
+
+    /// A signal's evidence turns, worst first (those of one day with `day`):
+    /// calls, failures, rhythm, outcome, seconds wasted, and the tool's
+    /// healthy turn for comparison.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_signal_traces(
+        &self,
+        Parameters(a): Parameters<SignalTracesArgs>,
+    ) -> Result<Json<reads::TracesAnswer>, String> {
+        blocking(&self.ctx, move |c| {
+            reads::signal_traces(c, &a.id, a.day.as_deref(), a.cursor.as_deref(), a.limit)
+        })
+        .await
+    }
+
+    /// One trace (or one turn of it) as the trace view judges it: per tool
+    /// loop its attempts, failures, rhythm and verdicts, then the spans with
+    /// attempt number, verdict and gap. Attributes only when asked for.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_trace(
+        &self,
+        Parameters(a): Parameters<TraceArgs>,
+    ) -> Result<Json<trace::TraceAnswer>, String> {
+        blocking(&self.ctx, move |c| {
+            trace::get_trace(
+                c,
+                &TraceAsk {
+                    trace_id: &a.trace_id,
+                    turn_id: a.turn_id.as_deref(),
+                    day: a.day.as_deref(),
+                    attributes: a.attributes,
+                    cursor: a.cursor.as_deref(),
+                    limit: a.limit,
+                },
+            )
+        })
+        .await
+    }
+
+    /// Retry storms the sweeps kept (turns that called one tool over and
+    /// over), biggest first, over a window; by tool and minimum rounds.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn find_retry_storms(
+        &self,
+        Parameters(a): Parameters<StormsArgs>,
+    ) -> Result<Json<reads::StormsAnswer>, String> {
+        blocking(&self.ctx, move |c| {
+            reads::retry_storms(
+                c,
+                a.days,
+                a.tool.as_deref(),
+                a.min_rounds,
+                a.cursor.as_deref(),
+                a.limit,
+            )
+        })
+        .await
+    }
+
+    /// The tables `query` reads (tool_daily, turn_summary, spans): their
+    /// columns and types, the days they hold, and the query limits.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn describe_tables(&self) -> Result<Json<sql::TablesAnswer>, String> {
+        blocking(&self.ctx, sql::describe).await
+    }
+
+    /// Read-only polars SQL: one SELECT over tool_daily, turn_summary and
+    /// spans (a window of at most 7 days). At most 500 rows and 10 s; no
+    /// writes, no file functions.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn query(
+        &self,
+        Parameters(a): Parameters<QueryArgs>,
+    ) -> Result<Json<sql::QueryAnswer>, String> {
+        sql::check(&a.sql).map_err(|e| e.to_string())?;
+        let Some(permit) = self.ctx.queries_permit() else {
+            return Err("query refused: another query is still running (one at a time); try again when it ends".into());
+        };
+        let ctx = Arc::clone(&self.ctx);
+        let run = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            sql::run(&ctx, &a.sql, a.days)
+        });
+        match tokio::time::timeout(sql::TIME_LIMIT, run).await {
+            Ok(Ok(Ok(v))) => Ok(Json(v)),
+            Ok(Ok(Err(e))) => Err(e.to_string()),
+            Ok(Err(e)) => Err(format!("the query's thread failed: {e}")),
+            Err(_) => Err(format!(
+                "query refused: it ran past its time limit ({} s); aggregate sooner, filter by day or tool, or read fewer days",
+                sql::TIME_LIMIT.as_secs()
+            )),
+        }
+    }
+
+    /// Run a sweep: a dry run by default (what it would find and change,
+    /// nothing changed); `dry_run: false` changes signals and queues alerts.
+    #[tool(annotations(
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn run_sweep(
+        &self,
+        Parameters(a): Parameters<SweepArgs>,
+    ) -> Result<Json<SweepAnswer>, String> {
+        let dry_run = a.dry_run.unwrap_or(true);
+        let report = self.ctx.sweeps.sweep(dry_run).await?;
+        Ok(Json(match report {
+            None => SweepAnswer {
+                dry_run,
+                outcome: "empty".into(),
+                spans_scanned: 0,
+                days_scanned: 0,
+                days_reused: 0,
+                signals: Vec::new(),
+                changes: Vec::new(),
+                alerts_queued: 0,
+            },
+            Some(r) => SweepAnswer {
+                dry_run,
+                outcome: "ok".into(),
+                spans_scanned: r.spans_scanned,
+                days_scanned: r.days_scanned,
+                days_reused: r.days_reused,
+                signals: r.signals.iter().map(reads::SignalLine::of).collect(),
+                changes: r
+                    .changes
+                    .iter()
+                    .map(|c| ChangeLine {
+                        id: c.id.clone(),
+                        from: c.from.map(|f| f.as_str().to_string()),
+                        to: c.to.as_str().to_string(),
+                    })
+                    .collect(),
+                alerts_queued: r.queued.len(),
+            },
+        }))
+    }
+
+    /// Mute a signal (no alerts while muted), until a time or until unmuted.
+    #[tool(annotations(
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn mute_signal(
+        &self,
+        Parameters(a): Parameters<MuteArgs>,
+    ) -> Result<Json<StateAnswer>, String> {
+        blocking(&self.ctx, move |c| {
+            let until = a
+                .until
+                .as_deref()
+                .map(|u| {
+                    crate::sweep::parse_now(u)
+                        .map_err(|e| McpError::Argument(format!("until: {e}")))
+                })
+                .transpose()?;
+            let mut db = c.state()?;
+            reads::known_signal_in(&db, &a.id)?;
+            db.mute(&a.id, until, false, now_ns())?;
+            c.reads.signals.invalidate();
+            Ok(StateAnswer {
+                state: db.get(&a.id)?.state.as_str().to_string(),
+                id: a.id,
+            })
+        })
+        .await
+    }
+
+    /// Resolve a signal by hand (it regresses if the sweeps find it again).
+    #[tool(annotations(
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn resolve_signal(
+        &self,
+        Parameters(a): Parameters<SignalArgs>,
+    ) -> Result<Json<StateAnswer>, String> {
+        blocking(&self.ctx, move |c| {
+            let mut db = c.state()?;
+            let s = reads::known_signal_in(&db, &a.id)?;
+            if s.state != crate::signal::Lifecycle::Resolved {
+                db.resolve(&a.id, now_ns())?;
+                c.reads.signals.invalidate();
+            }
+            Ok(StateAnswer {
+                state: db.get(&a.id)?.state.as_str().to_string(),
+                id: a.id,
+            })
+        })
+        .await
+    }
+}
+
+fn now_ns() -> i64 {
+    chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+}
+
+#[tool_handler]
+impl ServerHandler for Stormwatch {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+        .with_server_info(rmcp::model::Implementation::new(
+            "stormwatch",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        // An unknown tool is the agent's mistake to read and correct, not
+        // a broken connection.
+        if !self.tool_router.has_route(&request.name) {
+            let names: Vec<String> = self
+                .tool_router
+                .list_all()
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
+                "no tool {:?}; the tools are: {}",
+                request.name,
+                names.join(", ")
+            ))]);
+            r.is_error = Some(true);
+            return Ok(r.into());
+        }
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
+    }
+}

@@ -1,0 +1,226 @@
+//! `get_trace`: one trace (or one of its turns) as the dashboard's trace
+//! view judges it — each tool's attempts numbered, with verdict, gap and
+//! rhythm — summed up per loop first, then its spans, paged, attributes only
+//! when asked for and capped.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::page::{page, BUDGET_CHARS};
+use super::{Context, McpError};
+use crate::model::day_from_str;
+use crate::sweep::rfc3339;
+
+/// Characters of a span's attributes shown when they are asked for.
+const ATTRIBUTES_CHARS: usize = 600;
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LoopLine {
+    pub turn: String,
+    pub tool: String,
+    /// Calls of the tool in the turn.
+    pub attempts: usize,
+    pub failures: usize,
+    /// The rhythm of its longest retry loop: `no_backoff`, `fixed`,
+    /// `exponential`, `irregular` (three attempts or more).
+    pub rhythm: Option<String>,
+    /// Attempts by verdict: `rescued`, `wasted`, `after_success`, `failed`, `tool`.
+    pub verdicts: BTreeMap<String, usize>,
+    /// The gaps between attempts, ms: smallest, median, largest.
+    pub gap_ms: Option<[f64; 3]>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SpanLine {
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub service: String,
+    pub turn: String,
+    pub start: String,
+    pub duration_ms: f64,
+    pub tool: Option<String>,
+    pub error_class: String,
+    /// `tool`, `failed`, `rescued`, `wasted`, `after_success`, or empty.
+    pub verdict: String,
+    pub attempt: Option<usize>,
+    pub gap_ms: Option<f64>,
+    pub rhythm: Option<String>,
+    /// The span's attributes as JSON, cut to 600 characters (only with `attributes: true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TraceAnswer {
+    pub trace_id: String,
+    pub start: String,
+    pub end: String,
+    pub turns: usize,
+    /// Seconds spent on retries that could not help.
+    pub wasted_seconds: f64,
+    /// Per (turn, tool) called more than once: its attempts in brief.
+    pub loops: Vec<LoopLine>,
+    pub spans: Vec<SpanLine>,
+    /// Spans in the trace (or the turn asked for), over every page.
+    pub total_spans: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+}
+
+pub struct TraceAsk<'a> {
+    pub trace_id: &'a str,
+    pub turn_id: Option<&'a str>,
+    pub day: Option<&'a str>,
+    pub attributes: bool,
+    pub cursor: Option<&'a str>,
+    pub limit: Option<usize>,
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} characters cut)", &s[..end], s.len() - end)
+}
+
+pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpError> {
+    let id = ask.trace_id.to_ascii_lowercase();
+    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(McpError::Argument(format!(
+            "trace_id: expected a hex trace id, got {:?}",
+            ask.trace_id
+        )));
+    }
+    let day = ask
+        .day
+        .map(|d| {
+            day_from_str(d).ok_or_else(|| {
+                McpError::Argument(format!("day: expected a date like 2026-07-29, got {d:?}"))
+            })
+        })
+        .transpose()?;
+    let (df, _) = crate::dash::data::trace_spans(&ctx.reader, &id, day)?;
+    if df.height() == 0 {
+        return Err(McpError::NotFound(format!(
+            "no spans of trace {id} are stored{}",
+            if day.is_some() {
+                " on that day or its neighbours"
+            } else {
+                ""
+            }
+        )));
+    }
+    let view = crate::dash::trace::view(&id, &df).map_err(|source| McpError::Data {
+        context: format!("reading trace {id}"),
+        source,
+    })?;
+    let spans: Vec<&crate::dash::trace::SpanView> = view
+        .spans
+        .iter()
+        .filter(|s| ask.turn_id.is_none_or(|t| s.turn == t))
+        .collect();
+    if spans.is_empty() {
+        let turns: std::collections::BTreeSet<&str> =
+            view.spans.iter().map(|s| s.turn.as_str()).collect();
+        return Err(McpError::NotFound(format!(
+            "trace {id} has no turn {:?}; its turns: {:?}",
+            ask.turn_id.unwrap_or_default(),
+            turns
+        )));
+    }
+    let mut loops: BTreeMap<(String, String), Vec<&crate::dash::trace::SpanView>> = BTreeMap::new();
+    for s in spans.iter().filter(|s| s.attempt.is_some()) {
+        if let Some(t) = &s.tool {
+            loops
+                .entry((s.turn.clone(), t.clone()))
+                .or_default()
+                .push(s);
+        }
+    }
+    let mut loop_lines: Vec<LoopLine> = loops
+        .into_iter()
+        .map(|((turn, tool), attempts)| {
+            let mut verdicts = BTreeMap::new();
+            for a in &attempts {
+                *verdicts.entry(a.verdict.clone()).or_insert(0) += 1;
+            }
+            let mut gaps: Vec<f64> = attempts.iter().filter_map(|a| a.gap_ms).collect();
+            gaps.sort_by(f64::total_cmp);
+            // The rhythm of the loop with the most attempts.
+            let mut by_rhythm: BTreeMap<&str, usize> = BTreeMap::new();
+            for a in &attempts {
+                if let Some(r) = &a.rhythm {
+                    *by_rhythm.entry(r.as_str()).or_insert(0) += 1;
+                }
+            }
+            LoopLine {
+                attempts: attempts.len(),
+                failures: attempts.iter().filter(|a| a.error_class != "ok").count(),
+                rhythm: by_rhythm
+                    .into_iter()
+                    .max_by_key(|(_, n)| *n)
+                    .map(|(r, _)| r.to_string()),
+                verdicts,
+                gap_ms: (!gaps.is_empty())
+                    .then(|| [gaps[0], gaps[gaps.len() / 2], gaps[gaps.len() - 1]]),
+                turn,
+                tool,
+            }
+        })
+        .collect();
+    loop_lines.sort_by(|a, b| {
+        b.attempts
+            .cmp(&a.attempts)
+            .then_with(|| a.turn.cmp(&b.turn))
+    });
+    let lines: Vec<SpanLine> = spans
+        .iter()
+        .map(|s| SpanLine {
+            span_id: s.span_id.clone(),
+            parent_span_id: s.parent_span_id.clone(),
+            name: s.name.clone(),
+            service: s.service.clone(),
+            turn: s.turn.clone(),
+            start: rfc3339(s.start_ns),
+            duration_ms: (s.end_ns - s.start_ns).max(0) as f64 / 1e6,
+            tool: s.tool.clone(),
+            error_class: s.error_class.clone(),
+            verdict: s.verdict.clone(),
+            attempt: s.attempt,
+            gap_ms: s.gap_ms,
+            rhythm: s.rhythm.clone(),
+            attributes: ask.attributes.then(|| cut(&s.attributes, ATTRIBUTES_CHARS)),
+        })
+        .collect();
+    // The loops come first and are never cut: they answer the question.
+    let loops_chars = serde_json::to_string(&loop_lines).map_or(0, |s| s.len());
+    let p = page(
+        lines,
+        ask.cursor,
+        ask.limit,
+        200,
+        BUDGET_CHARS.saturating_sub(loops_chars),
+        "spans",
+    )?;
+    Ok(TraceAnswer {
+        trace_id: id,
+        start: rfc3339(view.start_ns),
+        end: rfc3339(view.end_ns),
+        turns: view.turns,
+        wasted_seconds: view.wasted_seconds,
+        loops: loop_lines,
+        spans: p.items,
+        total_spans: p.total,
+        next_cursor: p.next_cursor,
+        truncated: p.truncated,
+    })
+}
