@@ -14,19 +14,23 @@ stdin/stdout. --mode is the client's: "legacy" (the initialize handshake,
 2025-11-25), "auto" (probe `server/discover`, fall back to initialize) or
 "2026-07-28" (adopt the stateless revision without a probe).
 
-The walk is the contract's demo walk: tools/list (every page), then
-`list_tools` (search_flights and its flagged days), `list_signals`
-{kind: retry_storm} (the signal on search_flights), `get_signal` (its
-remedy), `list_signal_traces` (every page: the storm's turns) and `get_trace`
-of the first of them (the search_flights loop: attempts and rhythm). Every
+The walk is the contract's demo walk, as an agent would follow it:
+tools/list (every page), then `list_tools` (search_flights and its flagged
+days), `list_signals` {kind: retry_storm} (the signal on search_flights),
+`get_signal` (its remedy and evidence count), `list_signal_traces` (every
+page: the storm's turns on the earliest flagged day, then on every day) and
+`get_trace` of the first of them (the search_flights loop: attempts and
+rhythm). Every
 call must succeed (no isError), and its structuredContent must be a JSON
 object valid against the tool's outputSchema (checked here with jsonschema,
 besides the SDK's own check) and equal to the JSON of its text content block.
 
 stdout: exactly one JSON document
     {"mode", "protocol_version", "tools": [names], "flagged_days",
-     "signal", "signal_kind", "signal_tool", "trace_id", "traces",
-     "attempts", "rhythm", "remedy"}
+     "signal", "signal_kind", "signal_tool", "evidence", "day", "trace_id",
+     "traces" (on that day), "traces_all_days", "attempts", "rhythm",
+     "remedy" (the four-part object: get_signal's remedy_detail, or its
+     remedy when that is the object), "remedy_line" (a one-line remedy string)}
 On any failure: a message naming the step on stderr (with the HTTP status
 and body the server answered, when one was >= 400), nothing on stdout,
 exit 1. Exit 2 for bad arguments.
@@ -94,6 +98,14 @@ def describe(exc: BaseException) -> str:
         text = str(leaf) or repr(leaf)
         parts.append(f"{type(leaf).__name__}{f' {code}' if isinstance(code, int) else ''}: {text}")
     return "; ".join(parts)
+
+
+def remedy(signal: dict[str, Any]) -> Any:
+    """get_signal's four-part remedy: `remedy_detail` (the server's docs/mcp.md),
+    or `remedy` when that is the object (the contract's spelling)."""
+    if isinstance(signal.get("remedy_detail"), dict):
+        return signal["remedy_detail"]
+    return signal.get("remedy")
 
 
 class Walk:
@@ -181,10 +193,14 @@ class Walk:
         signal_id = storms[0]["id"]
         signal = await self.call("get_signal", {"id": signal_id})
 
-        # 3. The storm's turns.
-        traces = await self.pages("list_signal_traces", {"id": signal_id}, "traces")
+        # 3. The storm's turns: on the flagged day, and all of them.
+        if not isinstance(flagged, list) or not flagged:
+            raise WalkError(f"list_tools: search_flights has no flagged days: {json.dumps(flights[0])[:300]}")
+        day = min(flagged)  # the incident's first flagged day
+        traces = await self.pages("list_signal_traces", {"id": signal_id, "day": day}, "traces")
         if not traces:
-            raise WalkError(f"list_signal_traces {{id: {signal_id!r}}}: no traces")
+            raise WalkError(f"list_signal_traces {{id: {signal_id!r}, day: {day!r}}}: no traces")
+        every_trace = await self.pages("list_signal_traces", {"id": signal_id}, "traces")
 
         # 4. One of them, down to the loop.
         trace_id = traces[0]["trace_id"]
@@ -202,11 +218,15 @@ class Walk:
             "signal": signal_id,
             "signal_kind": signal.get("kind"),
             "signal_tool": signal.get("tool"),
+            "evidence": signal.get("evidence"),
+            "day": day,
             "trace_id": trace_id,
             "traces": len(traces),
+            "traces_all_days": len(every_trace),
             "attempts": loop.get("attempts"),
             "rhythm": loop.get("rhythm"),
-            "remedy": signal.get("remedy"),
+            "remedy": remedy(signal),
+            "remedy_line": signal.get("remedy") if isinstance(signal.get("remedy"), str) else None,
         }
 
 

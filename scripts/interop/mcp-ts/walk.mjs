@@ -14,15 +14,16 @@
 //
 // The walk is scripts/interop/mcp-py/walk.py's (the contract's demo walk):
 // tools/list (every page), `list_tools`, `list_signals` {kind: retry_storm},
-// `get_signal`, `list_signal_traces` (every page), `get_trace` of the first
-// trace. Every call must succeed (no isError), its structuredContent must be
+// `get_signal`, `list_signal_traces` (every page; on the earliest flagged
+// day, then on every day), `get_trace` of the first trace. Every call must succeed (no isError), its structuredContent must be
 // a JSON object valid against the tool's outputSchema (checked here with Ajv,
 // draft 2020-12 or draft-07 as the schema says, besides the SDK's own check)
 // and equal to the JSON of its one text content block.
 //
 // stdout: one JSON line of walk.py's shape ({mode: "typescript",
 // protocol_version, tools, flagged_days, signal, signal_kind, signal_tool,
-// trace_id, traces, attempts, rhythm, remedy}) plus session:
+// evidence, day, trace_id, traces, traces_all_days, attempts, rhythm, remedy,
+// remedy_line}) plus session:
 // {delete_status, status_after_delete}, the HTTP statuses of the DELETE and
 // of the POST after it. On any failure: a message naming the step (and the
 // HTTP status the SDK reports) on stderr, nothing on stdout, exit 1. Exit 2
@@ -132,6 +133,10 @@ async function call(name, args) {
   return sc;
 }
 
+function isObject(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
 function deepEqual(a, b) {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
@@ -168,8 +173,13 @@ async function demo() {
   const signalId = storms[0].id;
   const signal = await call('get_signal', { id: signalId });
 
-  const traces = await pages('list_signal_traces', { id: signalId }, 'traces');
-  if (!traces.length) throw new WalkError(`list_signal_traces {id: ${signalId}}: no traces`);
+  // The storm's turns on the incident's first flagged day, and on every day.
+  const flagged = flights[0].flagged_days;
+  if (!Array.isArray(flagged) || !flagged.length) throw new WalkError(`list_tools: search_flights has no flagged days: ${JSON.stringify(flights[0]).slice(0, 300)}`);
+  const day = [...flagged].sort()[0];
+  const traces = await pages('list_signal_traces', { id: signalId, day }, 'traces');
+  if (!traces.length) throw new WalkError(`list_signal_traces {id: ${signalId}, day: ${day}}: no traces`);
+  const everyTrace = await pages('list_signal_traces', { id: signalId }, 'traces');
 
   const traceId = traces[0].trace_id;
   const trace = await call('get_trace', { trace_id: traceId });
@@ -181,15 +191,21 @@ async function demo() {
     mode: 'typescript',
     protocol_version: transport.protocolVersion,
     tools,
-    flagged_days: flights[0].flagged_days,
+    flagged_days: flagged,
     signal: signalId,
     signal_kind: signal.kind,
     signal_tool: signal.tool,
+    evidence: signal.evidence,
+    day,
     trace_id: traceId,
     traces: traces.length,
+    traces_all_days: everyTrace.length,
     attempts: loop.attempts,
     rhythm: loop.rhythm,
-    remedy: signal.remedy,
+    // The four-part remedy: remedy_detail (the server's docs/mcp.md), or
+    // remedy when that is the object (the contract's spelling).
+    remedy: isObject(signal.remedy_detail) ? signal.remedy_detail : signal.remedy,
+    remedy_line: typeof signal.remedy === 'string' ? signal.remedy : null,
   };
 }
 
