@@ -1,6 +1,6 @@
 //! What the reads keep in memory between requests, each dropped when what
-//! it was made from changed: the signals (read again only when
-//! `state.sqlite` or its WAL changed on disk), and the tools table of a
+//! it was made from changed: the signals (one SQLite connection kept open,
+//! read again only when another connection committed), and the tools table of a
 //! range (made again only when the rollup or the signals were read again).
 //! The JSON API and the MCP server share them, so a busy agent does not
 //! open SQLite or add up a thousand tools on every call.
@@ -8,27 +8,30 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use super::data::{Rollup, ToolSummary};
 use crate::signal::{Signal, StateDb, StateError};
 
-/// A file's modification time and length, when it exists.
-type FileStamp = Option<(SystemTime, u64)>;
-
-/// The signals as read, and the stamps of the database and its WAL then.
-type Read = ([FileStamp; 2], Arc<Vec<Signal>>);
-
-fn file_stamp(p: &Path) -> FileStamp {
-    let m = std::fs::metadata(p).ok()?;
-    Some((m.modified().ok()?, m.len()))
-}
-
-/// The signals of `state.sqlite`, read again when the database or its WAL
-/// changed.
+/// The signals of `state.sqlite`, read again only when another connection
+/// committed (SQLite's `data_version`, on one connection kept open) or the
+/// file was replaced.
 pub struct SignalCache {
     path: PathBuf,
-    inner: Mutex<Option<Read>>,
+    inner: Mutex<Option<Kept>>,
+}
+
+/// The kept connection and what it read.
+struct Kept {
+    db: StateDb,
+    /// The file the connection is on (a file moved aside and made anew is another).
+    file: (u64, u64),
+    version: i64,
+    signals: Arc<Vec<Signal>>,
+}
+
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl SignalCache {
@@ -39,38 +42,39 @@ impl SignalCache {
         }
     }
 
-    fn stamp(&self) -> [FileStamp; 2] {
-        [
-            file_stamp(&self.path),
-            file_stamp(&self.path.with_extension("sqlite-wal")),
-        ]
-    }
-
     /// Every signal, as the state now stands.
     pub fn signals(&self) -> Result<Arc<Vec<Signal>>, StateError> {
-        let stamp = self.stamp();
-        {
-            let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((s, v)) = guard.as_ref() {
-                if *s == stamp {
-                    return Ok(Arc::clone(v));
-                }
-            }
-        }
-        let list = if stamp[0].is_none() {
-            Vec::new()
-        } else {
-            StateDb::open(&self.path)?.list()?
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(file) = file_id(&self.path) else {
+            // No sweep has written state yet.
+            *guard = None;
+            return Ok(Arc::default());
         };
-        let list = Arc::new(list);
-        // The stamp taken before reading: a write during the read makes the
-        // next call read again.
-        *self.inner.lock().unwrap_or_else(|e| e.into_inner()) = Some((stamp, Arc::clone(&list)));
-        Ok(list)
+        if let Some(k) = guard.as_mut().filter(|k| k.file == file) {
+            // The version read before the rows: a commit in between makes
+            // the next call read again.
+            let version = k.db.data_version()?;
+            if version != k.version {
+                k.signals = Arc::new(k.db.list()?);
+                k.version = version;
+            }
+            return Ok(Arc::clone(&k.signals));
+        }
+        let db = StateDb::open(&self.path)?;
+        let version = db.data_version()?;
+        let signals = Arc::new(db.list()?);
+        *guard = Some(Kept {
+            db,
+            file,
+            version,
+            signals: Arc::clone(&signals),
+        });
+        Ok(signals)
     }
 
-    /// Forget what was read (after a change made through this process, whose
-    /// stamp might not have moved within the clock's resolution).
+    /// Forget what was read. (Changes this process makes through another
+    /// connection are seen anyway; this is for a caller that must not rely
+    /// on it.)
     pub fn invalidate(&self) {
         *self.inner.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }

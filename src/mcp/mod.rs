@@ -74,10 +74,21 @@ pub struct Context {
     pub sweeps: Arc<dyn Sweeps>,
     /// The spike rule's verdicts on the cached rollup, per tool.
     verdicts: Mutex<Option<Verdicts>>,
+    /// `list_tools`' lines per window, with what they were made from.
+    tool_lines: Mutex<std::collections::HashMap<(i32, i32), ToolLines>>,
+    /// The traces `get_trace` judged last, for the pages that follow.
+    traces: trace::TraceCache,
     /// One `query` at a time: polars cannot be interrupted, so a query
     /// past its time limit is answered with an error and holds this until
     /// it ends.
     queries: Arc<tokio::sync::Semaphore>,
+}
+
+/// `list_tools`' lines, made from this rollup and these signals.
+struct ToolLines {
+    rollup: Arc<Rollup>,
+    signals: Arc<Vec<Signal>>,
+    lines: Arc<Vec<reads::ToolLine>>,
 }
 
 /// Verdicts as of a rollup (by address) and a day.
@@ -98,6 +109,8 @@ impl Context {
             state_path,
             sweeps,
             verdicts: Mutex::new(None),
+            tool_lines: Mutex::default(),
+            traces: trace::TraceCache::default(),
             queries: Arc::new(tokio::sync::Semaphore::new(1)),
         }
     }
@@ -132,6 +145,36 @@ impl Context {
             by_tool: Arc::clone(&by_tool),
         });
         by_tool
+    }
+
+    /// `list_tools`' lines over `from..=to`, made again when the rollup or
+    /// the signals were read again.
+    fn tool_lines(
+        &self,
+        rollup: &Arc<Rollup>,
+        from: i32,
+        to: i32,
+    ) -> Result<Arc<Vec<reads::ToolLine>>, McpError> {
+        let signals = self.signals()?;
+        let mut map = self.tool_lines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = map.get(&(from, to)) {
+            if Arc::ptr_eq(&t.rollup, rollup) && Arc::ptr_eq(&t.signals, &signals) {
+                return Ok(Arc::clone(&t.lines));
+            }
+        }
+        let lines = Arc::new(reads::tool_lines(self, rollup, from, to)?);
+        if map.len() >= 64 {
+            map.clear();
+        }
+        map.insert(
+            (from, to),
+            ToolLines {
+                rollup: Arc::clone(rollup),
+                signals,
+                lines: Arc::clone(&lines),
+            },
+        );
+        Ok(lines)
     }
 
     fn signals(&self) -> Result<Arc<Vec<Signal>>, McpError> {

@@ -48,8 +48,21 @@ pub struct Page<T> {
 /// The page of `all` at `cursor`: at most `limit` items (default and
 /// ceiling `max`), and no more than fit in `budget` characters of JSON.
 /// `what` names the items ("spans") for the note.
-pub fn page<T: Serialize>(
-    all: Vec<T>,
+pub fn page<T: Serialize + Clone>(
+    all: &[T],
+    cursor: Option<&str>,
+    limit: Option<usize>,
+    max: usize,
+    budget: usize,
+    what: &str,
+) -> Result<Page<T>, McpError> {
+    page_with(all, T::clone, cursor, limit, max, budget, what)
+}
+
+/// [`page`], making each item of the page with `make` (only those).
+pub fn page_with<S, T: Serialize>(
+    all: &[S],
+    make: impl Fn(&S) -> T,
     cursor: Option<&str>,
     limit: Option<usize>,
     max: usize,
@@ -67,7 +80,7 @@ pub fn page<T: Serialize>(
     let mut used = 0;
     let mut items = Vec::new();
     let mut cut = false;
-    for item in all.into_iter().skip(start).take(limit) {
+    for item in all.iter().skip(start).take(limit).map(make) {
         let size = serde_json::to_string(&item).map_or(0, |s| s.len()) + 1;
         // The first item is always given, however large: the agent asked for it.
         if !items.is_empty() && used + size > budget.saturating_sub(ENVELOPE_CHARS) {
@@ -78,14 +91,14 @@ pub fn page<T: Serialize>(
         items.push(item);
     }
     let end = start + items.len();
-    let next_cursor = (end < total).then(|| cursor_of(end));
+    let next_cursor = (end < total).then(|| self::cursor(end));
     let truncated = cut.then(|| {
         format!(
             "{} of {total} {what} shown ({}–{}), cut to the {budget}-character budget; pass cursor {:?} for the next page",
             items.len(),
             start + 1,
             end,
-            cursor_of(end)
+            self::cursor(end)
         )
     });
     Ok(Page {
@@ -96,10 +109,6 @@ pub fn page<T: Serialize>(
     })
 }
 
-fn cursor_of(offset: usize) -> String {
-    cursor(offset)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,7 +116,7 @@ mod tests {
     #[test]
     fn pages_follow_each_other_and_the_budget_cuts_with_a_note() {
         let all: Vec<String> = (0..100).map(|i| format!("item {i:03}")).collect();
-        let p = page(all.clone(), None, Some(30), 50, BUDGET_CHARS, "items").unwrap();
+        let p = page(&all, None, Some(30), 50, BUDGET_CHARS, "items").unwrap();
         assert_eq!(p.items.len(), 30);
         assert_eq!(p.next_cursor.as_deref(), Some("o30"));
         assert!(p.truncated.is_none());
@@ -122,14 +131,14 @@ mod tests {
         .unwrap();
         assert_eq!(p2.items[0], "item 030");
         // A budget of 2 100 characters leaves room for about eight items.
-        let cut = page(all.clone(), None, None, 50, 2_100, "items").unwrap();
+        let cut = page(&all, None, None, 50, 2_100, "items").unwrap();
         assert!(cut.items.len() < 50 && !cut.items.is_empty());
         let note = cut.truncated.unwrap();
         assert!(note.contains("of 100 items"), "{note}");
         assert_eq!(cut.next_cursor, Some(cursor(cut.items.len())));
-        let last = page(all.clone(), Some("o100"), None, 50, BUDGET_CHARS, "items").unwrap();
+        let last = page(&all, Some("o100"), None, 50, BUDGET_CHARS, "items").unwrap();
         assert!(last.items.is_empty() && last.next_cursor.is_none());
-        assert!(page(all.clone(), Some("o101"), None, 50, BUDGET_CHARS, "items").is_err());
-        assert!(page(all, Some("bogus"), None, 50, BUDGET_CHARS, "items").is_err());
+        assert!(page(&all, Some("o101"), None, 50, BUDGET_CHARS, "items").is_err());
+        assert!(page(&all, Some("bogus"), None, 50, BUDGET_CHARS, "items").is_err());
     }
 }

@@ -29,7 +29,7 @@ fn today() -> i32 {
     day_of_ns(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0))
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ToolLine {
     pub tool: String,
     pub calls: u64,
@@ -37,8 +37,11 @@ pub struct ToolLine {
     pub error_rate: f64,
     /// The error rate of the seven days before the window's last day.
     pub baseline: f64,
-    /// What the spike rule's lower bound had to beat on the window's last
-    /// judged day (multiplier × its baseline).
+    /// The spike rule's own baseline on the window's last judged day (the
+    /// pooled trailing rate, flagged days left out, floored).
+    pub rule_baseline: Option<f64>,
+    /// What the spike rule's lower bound had to beat on that day
+    /// (multiplier × the rule's baseline).
     pub threshold: Option<f64>,
     pub p95_ms: f64,
     pub open_signals: usize,
@@ -59,20 +62,19 @@ pub struct ToolsAnswer {
     pub truncated: Option<String>,
 }
 
-pub fn list_tools(
+/// The lines of `list_tools` over `from..=to`, every tool, busiest first.
+pub fn tool_lines(
     ctx: &Context,
-    days: Option<u32>,
-    cursor: Option<&str>,
-    limit: Option<usize>,
-) -> Result<ToolsAnswer, McpError> {
-    let rollup = ctx.rollup()?;
-    let (from, to) = window(days, rollup.last_day)?;
+    rollup: &std::sync::Arc<crate::dash::data::Rollup>,
+    from: i32,
+    to: i32,
+) -> Result<Vec<ToolLine>, McpError> {
     let signals = ctx.signals()?;
-    let verdicts = ctx.verdicts(&rollup, today().max(to) + 1);
-    let lines: Vec<ToolLine> = ctx
+    let verdicts = ctx.verdicts(rollup, today().max(to) + 1);
+    Ok(ctx
         .reads
         .tools
-        .tools(from, to, &rollup, &signals)
+        .tools(from, to, rollup, &signals)
         .iter()
         .map(|s| {
             let v = verdicts.get(&s.tool).map(Vec::as_slice).unwrap_or_default();
@@ -84,8 +86,10 @@ pub fn list_tools(
                 .collect();
             flagged.sort();
             flagged.dedup();
+            let last = in_window.max_by_key(|v| v.day);
             ToolLine {
-                threshold: in_window.max_by_key(|v| v.day).map(|v| v.threshold),
+                rule_baseline: last.map(|v| v.baseline),
+                threshold: last.map(|v| v.threshold),
                 flagged_days: flagged.into_iter().map(day_to_string).collect(),
                 tool: s.tool.clone(),
                 calls: s.calls,
@@ -96,8 +100,28 @@ pub fn list_tools(
                 open_signals: s.open_signals,
             }
         })
-        .collect();
-    let p = page(lines, cursor, limit, 200, BUDGET_CHARS, "tools")?;
+        .collect())
+}
+
+pub fn list_tools(
+    ctx: &Context,
+    days: Option<u32>,
+    cursor: Option<&str>,
+    limit: Option<usize>,
+) -> Result<ToolsAnswer, McpError> {
+    let rollup = ctx.rollup()?;
+    let (from, to) = window(days, rollup.last_day)?;
+    let lines = ctx.tool_lines(&rollup, from, to)?;
+    // Fifty a page unless more are asked for: the busiest tools are where
+    // an agent starts, and the next page is one call away.
+    let p = page(
+        &lines,
+        cursor,
+        Some(limit.unwrap_or(50)),
+        200,
+        BUDGET_CHARS,
+        "tools",
+    )?;
     Ok(ToolsAnswer {
         from: day_to_string(from),
         to: day_to_string(to),
@@ -188,7 +212,7 @@ pub fn tool_daily(ctx: &Context, tool: &str, days: Option<u32>) -> Result<DailyA
     })
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SignalLine {
     pub id: String,
     pub kind: String,
@@ -306,8 +330,8 @@ pub fn list_signals(
             .cmp(&a.draft.last_seen_ns)
             .then_with(|| a.draft.id.cmp(&b.draft.id))
     });
-    let lines = list.into_iter().map(SignalLine::of).collect();
-    let p = page(lines, cursor, limit, 100, BUDGET_CHARS, "signals")?;
+    let lines: Vec<SignalLine> = list.into_iter().map(SignalLine::of).collect();
+    let p = page(&lines, cursor, limit, 100, BUDGET_CHARS, "signals")?;
     Ok(SignalsAnswer {
         signals: p.items,
         total: p.total,
@@ -388,7 +412,7 @@ pub fn get_signal(ctx: &Context, id: &str) -> Result<SignalAnswer, McpError> {
     })
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TraceLine {
     pub trace_id: String,
     pub turn_id: Option<String>,
@@ -465,14 +489,14 @@ pub fn signal_traces(
         )));
     }
     let s = known_signal(ctx, id)?;
-    let lines = s
+    let lines: Vec<TraceLine> = s
         .draft
         .evidence
         .iter()
         .filter(|e| day.is_none_or(|d| e.day == d))
         .map(TraceLine::of)
         .collect();
-    let p = page(lines, cursor, limit, 50, BUDGET_CHARS, "traces")?;
+    let p = page(&lines, cursor, limit, 50, BUDGET_CHARS, "traces")?;
     Ok(TracesAnswer {
         signal: s.draft.id.clone(),
         title: s.draft.title.clone(),
@@ -483,7 +507,7 @@ pub fn signal_traces(
     })
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct StormLine {
     pub tool: String,
     pub day: String,
@@ -564,7 +588,7 @@ pub fn retry_storms(
         .filter(|d| (from..=to).contains(d) && !seen_days.contains(d))
         .map(day_to_string)
         .collect();
-    let p = page(storms, cursor, limit, 100, BUDGET_CHARS, "storms")?;
+    let p = page(&storms, cursor, limit, 100, BUDGET_CHARS, "storms")?;
     Ok(StormsAnswer {
         from: day_to_string(from),
         to: day_to_string(to),

@@ -42,7 +42,7 @@ pub struct WindowArgs {
     pub days: Option<u32>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
-    /// Items per page.
+    /// Tools per page (default 50, at most 200).
     pub limit: Option<usize>,
 }
 
@@ -179,9 +179,13 @@ mute_signal and resolve_signal are the only tools that change anything.";
 #[tool_router]
 impl Stormwatch {
     pub fn new(ctx: Arc<Context>) -> Stormwatch {
+        // Built once: a stateless request makes a server of its own, and
+        // generating twelve tools' schemas each time would cost more than
+        // answering.
+        static ROUTER: std::sync::OnceLock<ToolRouter<Stormwatch>> = std::sync::OnceLock::new();
         Stormwatch {
             ctx,
-            tool_router: Self::tool_router(),
+            tool_router: ROUTER.get_or_init(Self::tool_router).clone(),
         }
     }
 
@@ -442,8 +446,85 @@ fn now_ns() -> i64 {
     chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
 }
 
+/// The tools as `tools/list` gives them: schemars' numeric `format`s
+/// (`uint`, `double`…), which are not JSON Schema formats and make
+/// validators such as Ajv warn, left out. Made once.
+fn listed() -> &'static [rmcp::model::Tool] {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                let numeric = m.get("format").and_then(|f| f.as_str()).is_some_and(|f| {
+                    matches!(
+                        f,
+                        "uint"
+                            | "uint8"
+                            | "uint16"
+                            | "uint32"
+                            | "uint64"
+                            | "int"
+                            | "int8"
+                            | "int16"
+                            | "int32"
+                            | "int64"
+                            | "float"
+                            | "double"
+                    )
+                });
+                if numeric {
+                    m.remove("format");
+                }
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    fn clean(o: &rmcp::model::JsonObject) -> Arc<rmcp::model::JsonObject> {
+        let mut v = serde_json::Value::Object(o.clone());
+        strip(&mut v);
+        match v {
+            serde_json::Value::Object(m) => Arc::new(m),
+            _ => unreachable!("an object stays an object"),
+        }
+    }
+    static LISTED: std::sync::OnceLock<Vec<rmcp::model::Tool>> = std::sync::OnceLock::new();
+    LISTED.get_or_init(|| {
+        Stormwatch::tool_router()
+            .list_all()
+            .into_iter()
+            .map(|mut t| {
+                t.input_schema = clean(&t.input_schema);
+                t.output_schema = t.output_schema.as_deref().map(clean);
+                t
+            })
+            .collect()
+    })
+}
+
 #[tool_handler]
 impl ServerHandler for Stormwatch {
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let cache_hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        Ok(rmcp::model::ListToolsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            tools: listed().to_vec(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: cache_hints.then_some(0),
+            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Public),
+        })
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        listed().iter().find(|t| t.name == name).cloned()
+    }
+
     fn get_info(&self) -> rmcp::model::ServerConfig {
         rmcp::model::ServerConfig::new(
             rmcp::model::ServerCapabilities::builder()

@@ -3,14 +3,18 @@
 //! rhythm — summed up per loop first, then its spans, paged, attributes only
 //! when asked for and capped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::page::{page, BUDGET_CHARS};
+use super::page::{page_with, BUDGET_CHARS};
 use super::{Context, McpError};
 use crate::model::day_from_str;
+use crate::store::Reader;
 use crate::sweep::rfc3339;
 
 /// Characters of a span's attributes shown when they are asked for.
@@ -108,21 +112,7 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
             })
         })
         .transpose()?;
-    let (df, _) = crate::dash::data::trace_spans(&ctx.reader, &id, day)?;
-    if df.height() == 0 {
-        return Err(McpError::NotFound(format!(
-            "no spans of trace {id} are stored{}",
-            if day.is_some() {
-                " on that day or its neighbours"
-            } else {
-                ""
-            }
-        )));
-    }
-    let view = crate::dash::trace::view(&id, &df).map_err(|source| McpError::Data {
-        context: format!("reading trace {id}"),
-        source,
-    })?;
+    let view = ctx.traces.view(&ctx.reader, &id, day)?;
     let spans: Vec<&crate::dash::trace::SpanView> = view
         .spans
         .iter()
@@ -182,29 +172,27 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
             .cmp(&a.attempts)
             .then_with(|| a.turn.cmp(&b.turn))
     });
-    let lines: Vec<SpanLine> = spans
-        .iter()
-        .map(|s| SpanLine {
-            span_id: s.span_id.clone(),
-            parent_span_id: s.parent_span_id.clone(),
-            name: s.name.clone(),
-            service: s.service.clone(),
-            turn: s.turn.clone(),
-            start: rfc3339(s.start_ns),
-            duration_ms: (s.end_ns - s.start_ns).max(0) as f64 / 1e6,
-            tool: s.tool.clone(),
-            error_class: s.error_class.clone(),
-            verdict: s.verdict.clone(),
-            attempt: s.attempt,
-            gap_ms: s.gap_ms,
-            rhythm: s.rhythm.clone(),
-            attributes: ask.attributes.then(|| cut(&s.attributes, ATTRIBUTES_CHARS)),
-        })
-        .collect();
+    let span_line = |s: &&crate::dash::trace::SpanView| SpanLine {
+        span_id: s.span_id.clone(),
+        parent_span_id: s.parent_span_id.clone(),
+        name: s.name.clone(),
+        service: s.service.clone(),
+        turn: s.turn.clone(),
+        start: rfc3339(s.start_ns),
+        duration_ms: (s.end_ns - s.start_ns).max(0) as f64 / 1e6,
+        tool: s.tool.clone(),
+        error_class: s.error_class.clone(),
+        verdict: s.verdict.clone(),
+        attempt: s.attempt,
+        gap_ms: s.gap_ms,
+        rhythm: s.rhythm.clone(),
+        attributes: ask.attributes.then(|| cut(&s.attributes, ATTRIBUTES_CHARS)),
+    };
     // The loops come first and are never cut: they answer the question.
     let loops_chars = serde_json::to_string(&loop_lines).map_or(0, |s| s.len());
-    let p = page(
-        lines,
+    let p = page_with(
+        &spans,
+        span_line,
         ask.cursor,
         ask.limit,
         200,
@@ -212,7 +200,7 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
         "spans",
     )?;
     Ok(TraceAnswer {
-        trace_id: id,
+        trace_id: id.clone(),
         start: rfc3339(view.start_ns),
         end: rfc3339(view.end_ns),
         turns: view.turns,
@@ -223,4 +211,97 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
         next_cursor: p.next_cursor,
         truncated: p.truncated,
     })
+}
+
+/// Traces judged lately, each with the parts it was read from: a page that
+/// follows (the same trace, another cursor or turn) is cut from the kept
+/// view, and a new part on those days reads the trace again.
+#[derive(Default)]
+pub struct TraceCache {
+    inner: Mutex<VecDeque<Judged>>,
+}
+
+struct Judged {
+    trace_id: String,
+    day: Option<i32>,
+    parts: Vec<PartStamp>,
+    view: Arc<crate::dash::trace::TraceView>,
+}
+
+/// A part's path, size and modification time.
+type PartStamp = (PathBuf, u64, Option<SystemTime>);
+
+/// Traces kept.
+const KEEP: usize = 8;
+
+fn parts(reader: &Reader, day: Option<i32>) -> Result<Vec<PartStamp>, McpError> {
+    let layout = reader.layout();
+    let days: Vec<i32> = match day {
+        Some(d) => (d - 1..=d + 1).collect(),
+        None => layout.days()?,
+    };
+    let mut out = Vec::new();
+    for d in days {
+        for p in layout.parts(d)? {
+            let m = std::fs::metadata(&p).ok();
+            out.push((
+                p,
+                m.as_ref().map_or(0, |m| m.len()),
+                m.and_then(|m| m.modified().ok()),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+impl TraceCache {
+    /// The judged view of `trace_id` (read on `day` and its neighbours, or
+    /// every day).
+    pub fn view(
+        &self,
+        reader: &Reader,
+        trace_id: &str,
+        day: Option<i32>,
+    ) -> Result<Arc<crate::dash::trace::TraceView>, McpError> {
+        let stamp = parts(reader, day)?;
+        {
+            let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(j) = kept
+                .iter()
+                .find(|j| j.trace_id == trace_id && j.day == day && j.parts == stamp)
+            {
+                return Ok(Arc::clone(&j.view));
+            }
+        }
+        let (df, _) = crate::dash::data::trace_spans(reader, trace_id, day)?;
+        if df.height() == 0 {
+            return Err(McpError::NotFound(format!(
+                "no spans of trace {trace_id} are stored{}",
+                if day.is_some() {
+                    " on that day or its neighbours"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let view =
+            Arc::new(
+                crate::dash::trace::view(trace_id, &df).map_err(|source| McpError::Data {
+                    context: format!("reading trace {trace_id}"),
+                    source,
+                })?,
+            );
+        let mut kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        kept.retain(|j| !(j.trace_id == trace_id && j.day == day));
+        if kept.len() >= KEEP {
+            kept.pop_back();
+        }
+        kept.push_front(Judged {
+            trace_id: trace_id.to_string(),
+            day,
+            parts: stamp,
+            view: Arc::clone(&view),
+        });
+        Ok(view)
+    }
 }

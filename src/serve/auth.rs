@@ -199,13 +199,18 @@ pub async fn require(State(token): State<Arc<Token>>, req: Request, next: Next) 
         let to = format!("/login?next={}", crate::dash::html::seg(&next_url));
         return (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
     }
-    let mut resp = (
-        StatusCode::UNAUTHORIZED,
-        axum::Json(serde_json::json!({
-            "error": "this server needs a token: send `Authorization: Bearer <token>` (the value of --api-token / STORMWATCH_API_TOKEN)"
-        })),
-    )
-        .into_response();
+    let message = if headers.contains_key(header::AUTHORIZATION) {
+        "the token sent does not match: send `Authorization: Bearer <token>` with the value of --api-token / STORMWATCH_API_TOKEN"
+    } else {
+        "this server needs a token: send `Authorization: Bearer <token>` (the value of --api-token / STORMWATCH_API_TOKEN)"
+    };
+    // MCP clients show a JSON-RPC error's message; others read `error`.
+    let body = if path == "/mcp" || path.starts_with("/mcp/") {
+        serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": message}})
+    } else {
+        serde_json::json!({ "error": message })
+    };
+    let mut resp = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
     resp.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static("Bearer realm=\"stormwatch\""),

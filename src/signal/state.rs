@@ -259,6 +259,13 @@ impl StateDb {
         load_rows(&self.conn, &self.path, filter, arg)
     }
 
+    /// SQLite's `data_version`: it changes when another connection commits
+    /// to the database, so a reader that keeps this connection knows when
+    /// what it read went stale.
+    pub fn data_version(&self) -> Result<i64, StateError> {
+        self.db(self.conn.query_row("PRAGMA data_version", [], |r| r.get(0)))
+    }
+
     /// How many signals are in each state, for `/metrics`.
     pub fn counts_by_state(&self) -> Result<Vec<(String, u64)>, StateError> {
         let mut stmt = self.db(self
