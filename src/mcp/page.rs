@@ -121,7 +121,7 @@ mod tests {
         assert_eq!(p.next_cursor.as_deref(), Some("o30"));
         assert!(p.truncated.is_none());
         let p2 = page(
-            all.clone(),
+            &all,
             p.next_cursor.as_deref(),
             Some(30),
             50,
