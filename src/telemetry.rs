@@ -1,12 +1,16 @@
 //! stormwatch's own logs: tracing-subscriber on stderr, filtered by
-//! `RUST_LOG` (default `info`), pretty or JSON.
+//! `RUST_LOG` (default `info`, and `warn` for the MCP SDK's per-request
+//! lines), pretty or JSON.
 
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::LogFormat;
 
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // rmcp logs every stateless MCP request at info (with the client's
+    // whole parameters): kept at warn unless RUST_LOG names it.
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -76,7 +76,12 @@ pub fn page_with<S, T: Serialize>(
             "cursor: points past the end of the list ({total} {what})"
         )));
     }
-    let limit = limit.unwrap_or(max).clamp(1, max);
+    if limit == Some(0) {
+        return Err(McpError::Argument(format!(
+            "limit: expected 1 to {max}, got 0"
+        )));
+    }
+    let limit = limit.unwrap_or(max).min(max);
     let mut used = 0;
     let mut items = Vec::new();
     let mut cut = false;

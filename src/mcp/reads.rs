@@ -259,17 +259,18 @@ pub struct SignalsAnswer {
     pub truncated: Option<String>,
 }
 
-/// `since`: a date, or a number of days back from now (`7d`).
-fn since_ns(since: &str) -> Result<i64, McpError> {
+/// `since`: a date, or a number of days back from the newest day with data
+/// (`7d`: that day and the six before), like the tools' windows.
+fn since_ns(since: &str, last_day: Option<i32>) -> Result<i64, McpError> {
     let bad = || {
         McpError::Argument(format!(
             "since: expected a date like 2026-07-29 or a number of days like 7d, got {since:?}"
         ))
     };
     if let Some(n) = since.strip_suffix('d') {
-        let n: i64 = n.parse().map_err(|_| bad())?;
-        let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
-        return Ok(now - n * crate::model::NANOS_PER_DAY);
+        let n: i32 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(bad)?;
+        let last = last_day.unwrap_or_else(today);
+        return Ok(i64::from(last - n + 1) * crate::model::NANOS_PER_DAY);
     }
     day_from_str(since)
         .map(|d| i64::from(d) * crate::model::NANOS_PER_DAY)
@@ -311,7 +312,8 @@ pub fn list_signals(
             KINDS.join(", ")
         )));
     }
-    let since = f.since.map(since_ns).transpose()?;
+    let last_day = ctx.rollup()?.last_day;
+    let since = f.since.map(|s| since_ns(s, last_day)).transpose()?;
     let all = ctx.signals()?;
     let mut list: Vec<&Signal> = all
         .iter()
@@ -412,62 +414,17 @@ pub fn get_signal(ctx: &Context, id: &str) -> Result<SignalAnswer, McpError> {
     })
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct TraceLine {
-    pub trace_id: String,
-    pub turn_id: Option<String>,
-    pub session_id: Option<String>,
-    pub day: String,
-    /// Calls of the tool in the turn (a storm's rounds).
-    pub calls: usize,
-    pub failures: usize,
-    /// `no_backoff`, `fixed`, `exponential`, `irregular`; for stacked
-    /// retries the layers (`layers 3×3`); for loops their shape.
-    pub rhythm: Option<String>,
-    /// `recovered`, `gave_up`, `same_result`…
-    pub outcome: Option<String>,
-    pub wasted_seconds: f64,
-    pub turn_duration_s: Option<f64>,
-    pub turn_spans: Option<usize>,
-    /// The tool's median healthy turn, for comparison.
-    pub healthy_turn_duration_s: Option<f64>,
-    pub healthy_turn_spans: Option<f64>,
-    /// Share of retries that repeated the previous arguments.
-    pub same_args: Option<f64>,
-    /// Failed calls by class.
-    pub classes: BTreeMap<String, usize>,
-    /// Stacked retries: the parent spans that each retried.
-    pub parents: Vec<String>,
-}
-
-impl TraceLine {
-    fn of(e: &Evidence) -> TraceLine {
-        TraceLine {
-            trace_id: e.trace_id.clone(),
-            turn_id: e.turn_id.clone(),
-            session_id: e.session_id.clone(),
-            day: e.day.clone(),
-            calls: e.calls,
-            failures: e.failures,
-            rhythm: e.rhythm.clone(),
-            outcome: e.outcome.clone(),
-            wasted_seconds: e.wasted_seconds,
-            turn_duration_s: e.turn_duration_s,
-            turn_spans: e.turn_spans,
-            healthy_turn_duration_s: e.healthy_turn_duration_s,
-            healthy_turn_spans: e.healthy_turn_spans,
-            same_args: e.same_args,
-            classes: e.classes.clone(),
-            parents: e.parents.clone(),
-        }
-    }
-}
-
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TracesAnswer {
     pub signal: String,
     pub title: String,
-    pub traces: Vec<TraceLine>,
+    /// Evidence turns: trace and turn, session, day, calls (a storm's
+    /// rounds), failures, rhythm (`no_backoff`, `fixed`, `exponential`,
+    /// `irregular`; `layers 3×3` for stacked retries), outcome, wasted
+    /// seconds, the turn against the tool's healthy turn, the share of
+    /// retries that repeated their arguments, failures by class, and
+    /// (stacked retries) the parent spans.
+    pub traces: Vec<Evidence>,
     /// Evidence traces the sweep counted but did not keep.
     pub not_kept: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -489,12 +446,12 @@ pub fn signal_traces(
         )));
     }
     let s = known_signal(ctx, id)?;
-    let lines: Vec<TraceLine> = s
+    let lines: Vec<Evidence> = s
         .draft
         .evidence
         .iter()
         .filter(|e| day.is_none_or(|d| e.day == d))
-        .map(TraceLine::of)
+        .cloned()
         .collect();
     let p = page(&lines, cursor, limit, 50, BUDGET_CHARS, "traces")?;
     Ok(TracesAnswer {

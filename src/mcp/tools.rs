@@ -37,24 +37,30 @@ async fn blocking<T: Send + 'static>(
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WindowArgs {
     /// Days in the window, ending on the newest day with data (default 30).
+    #[schemars(range(min = 1, max = 366))]
     pub days: Option<u32>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Tools per page (default 50, at most 200).
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ToolDailyArgs {
     /// The tool's name, as `list_tools` gives it.
     pub tool: String,
     /// Days in the window, ending on the newest day with data (default 30).
+    #[schemars(range(min = 1, max = 366))]
     pub days: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SignalsArgs {
     /// `open` (new, ongoing or regressed), `new`, `ongoing`, `resolved`, `regressed` or `muted`.
     pub state: Option<String>,
@@ -67,16 +73,19 @@ pub struct SignalsArgs {
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Items per page.
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SignalArgs {
     /// The signal's id, like `SW-BCDF`.
     pub id: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SignalTracesArgs {
     /// The signal's id, like `SW-BCDF`.
     pub id: String,
@@ -85,10 +94,12 @@ pub struct SignalTracesArgs {
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Items per page.
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TraceArgs {
     /// The trace id (hex).
     pub trace_id: String,
@@ -102,12 +113,15 @@ pub struct TraceArgs {
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Items per page.
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct StormsArgs {
     /// Days in the window, ending on the newest day with data (default 30).
+    #[schemars(range(min = 1, max = 366))]
     pub days: Option<u32>,
     /// Only this tool.
     pub tool: Option<String>,
@@ -116,24 +130,29 @@ pub struct StormsArgs {
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Items per page.
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct QueryArgs {
     /// One SELECT over tool_daily, turn_summary and spans (polars SQL).
     pub sql: String,
     /// Days of spans and sealed turns the tables hold, ending on the newest day (1 to 7, default 1).
+    #[schemars(range(min = 1, max = 7))]
     pub days: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SweepArgs {
     /// Only report what a sweep would find and change (default true); false runs a real sweep, which changes signals and queues alerts.
     pub dry_run: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MuteArgs {
     /// The signal's id, like `SW-BCDF`.
     pub id: String,
@@ -156,7 +175,11 @@ pub struct SweepAnswer {
     pub spans_scanned: usize,
     pub days_scanned: usize,
     pub days_reused: usize,
-    /// The signals the sweep found, as they stand (or would stand) after it.
+    /// Days read from their sealed summaries, and days this sweep sealed.
+    pub days_from_summary: usize,
+    pub days_sealed: usize,
+    /// The signals with findings in the sweep's window, as they stand (or
+    /// would stand) after it; other signals keep their state.
     pub signals: Vec<reads::SignalLine>,
     /// Lifecycle changes it made (or would make).
     pub changes: Vec<ChangeLine>,
@@ -170,11 +193,12 @@ pub struct StateAnswer {
 }
 
 const INSTRUCTIONS: &str = "stormwatch watches what AI agents do with their tools. \
-To find a problem in three calls: list_tools (which tool's error rate left its threshold, on which day) → \
-list_signals / get_signal (the named problem, with its remedy) → list_signal_traces then get_trace \
-(one turn's attempts: how many, how fast, what each retry achieved). find_retry_storms lists the storms \
-the sweeps kept; query runs read-only SQL (describe_tables first). run_sweep (dry run by default), \
-mute_signal and resolve_signal are the only tools that change anything.";
+From 'something is wrong' to the trace that explains it: list_tools (which tool's error rate left its \
+threshold, on which day) -> list_signals (the named problems, each with a one-line remedy; get_signal for \
+its history and full remedy) -> list_signal_traces with that day -> get_trace (one turn's attempts: how \
+many, how fast, what each retry achieved). find_retry_storms goes straight to the worst turns the sweeps \
+kept; query runs read-only SQL (describe_tables first). run_sweep (dry run by default), mute_signal and \
+resolve_signal are the only tools that change anything. Windows end on the newest day with data, not today.";
 
 #[tool_router]
 impl Stormwatch {
@@ -358,6 +382,8 @@ impl Stormwatch {
                 spans_scanned: 0,
                 days_scanned: 0,
                 days_reused: 0,
+                days_from_summary: 0,
+                days_sealed: 0,
                 signals: Vec::new(),
                 changes: Vec::new(),
                 alerts_queued: 0,
@@ -368,6 +394,8 @@ impl Stormwatch {
                 spans_scanned: r.spans_scanned,
                 days_scanned: r.days_scanned,
                 days_reused: r.days_reused,
+                days_from_summary: r.days_from_summary,
+                days_sealed: r.days_sealed,
                 signals: r.signals.iter().map(reads::SignalLine::of).collect(),
                 changes: r
                     .changes
@@ -403,10 +431,20 @@ impl Stormwatch {
                         .map_err(|e| McpError::Argument(format!("until: {e}")))
                 })
                 .transpose()?;
+            let now = now_ns();
+            if let Some(u) = until.filter(|u| *u <= now) {
+                return Err(McpError::Argument(format!(
+                    "until: {} is in the past; give a later time, or none to mute until unmuted",
+                    crate::sweep::rfc3339(u)
+                )));
+            }
             let mut db = c.state()?;
-            reads::known_signal_in(&db, &a.id)?;
-            db.mute(&a.id, until, false, now_ns())?;
-            c.reads.signals.invalidate();
+            let s = reads::known_signal_in(&db, &a.id)?;
+            // Muting again as it stands changes nothing (and writes no history).
+            if !(s.state == crate::signal::Lifecycle::Muted && s.muted_until_ns == until) {
+                db.mute(&a.id, until, false, now)?;
+                c.reads.signals.invalidate();
+            }
             Ok(StateAnswer {
                 state: db.get(&a.id)?.state.as_str().to_string(),
                 id: a.id,

@@ -66,8 +66,9 @@ impl Severity {
     }
 }
 
-/// One trace that shows the problem.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One trace that shows the problem (also an MCP answer: its schema is
+/// part of `list_signal_traces`' output schema).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub trace_id: String,
     pub turn_id: Option<String>,

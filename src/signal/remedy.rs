@@ -182,7 +182,10 @@ pub fn remedy(d: &SignalDraft, raw_names: &[String]) -> Remedy {
                 Some(false) => format!("No: the failures are {class_words}{names}, which no wait fixes; something in the requests or the tool changed."),
                 None => format!("Unknown: the failures are {class_words}{names}; look at one evidence trace first."),
             },
-            cut_off: format!("Give each call a cap (3 attempts or {cap} s) so a bad day for {} cannot turn into a storm.", d.tool),
+            cut_off: match retryable {
+                Some(false) => format!("At the first failure of this class: fail fast, {class_words} never succeeds on retry."),
+                _ => format!("Give each call a cap (3 attempts or {cap} s) so a bad day for {} cannot turn into a storm.", d.tool),
+            },
             change: match retryable {
                 Some(false) => "Find what changed in the requests or the tool (a deploy, a schema, a credential) and fix that; retrying will not.".to_string(),
                 _ => format!("Back off with jitter and honour Retry-After while {} is degraded; page its owner if it lasts.", d.tool),
