@@ -48,10 +48,10 @@ step "rustfmt"
 cargo fmt --all -- --check
 
 step "build and test (release)"
-cargo test --release --locked --no-run
+cargo test --release --locked --workspace --no-run
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-cargo test --release --locked -- --test-threads 2 2>&1 | tee "$log"
+cargo test --release --locked --workspace -- --test-threads 2 2>&1 | tee "$log"
 
 step "the benchmark's DuckDB SQL and the Python port agree with stormwatch sweep"
 "$STORMWATCH_CACHE/venv-bench/bin/python" scripts/bench/check_sql.py \
@@ -61,7 +61,7 @@ step "schemathesis against /api/openapi.json"
 bash scripts/schemathesis.sh "$CARGO_TARGET_DIR/release/stormwatch"
 
 step "clippy -D warnings"
-cargo clippy --release --locked --all-targets -- -D warnings
+cargo clippy --release --locked --workspace --all-targets -- -D warnings
 
 step "done"
 # One closing line for whoever reads the end of this output.

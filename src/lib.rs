@@ -3,7 +3,8 @@
 //! Data flows down this list of modules, one stage each (see ARCHITECTURE.md):
 //!
 //! - [`ingest`]: OTLP protobuf/JSON bodies and files → normalized span rows
-//!   (tool-call detection, sessions, error classes).
+//!   (tool-call detection, sessions, error classes). It is the crate
+//!   `crates/otlp` (with [`model`]), re-exported here.
 //! - [`store`]: write-ahead log, Parquet partitions, compaction, retention,
 //!   daily rollups, readers returning polars `LazyFrame`s.
 //! - [`detect`]: pure functions from frames to findings: error-rate and
@@ -26,6 +27,8 @@
 //! (the TOML file), [`cli`], [`telemetry`] (logs), [`retry`] (backoff),
 //! [`faults`] (fault injection for tests), [`demo`] (the bundled incident).
 
+pub use stormwatch_otlp::{ingest, model};
+
 pub mod alert;
 pub mod cli;
 pub mod config;
@@ -34,9 +37,7 @@ pub mod demo;
 pub mod detect;
 pub mod faults;
 pub mod import;
-pub mod ingest;
 pub mod mcp;
-pub mod model;
 pub mod retry;
 pub mod serve;
 pub mod signal;

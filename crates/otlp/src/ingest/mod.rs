@@ -14,8 +14,8 @@ pub mod file;
 pub mod json;
 pub mod message;
 pub mod normalize;
-#[cfg(test)]
-pub(crate) mod rows;
+#[doc(hidden)]
+pub mod rows;
 pub mod toolcall;
 
 #[cfg(test)]
