@@ -238,8 +238,11 @@ fn id(
     if let Some(bytes) = from_hex(s) {
         return Ok(bytes);
     }
-    let b64_len = len.div_ceil(3) * 4;
-    if s.len() == b64_len {
+    // Base64 only at the lengths `len` bytes take, padded or not, so that
+    // no hex id of a wrong length is read as base64.
+    let padded = len.div_ceil(3) * 4;
+    let unpadded = (len * 4).div_ceil(3);
+    if s.len() == padded || s.len() == unpadded {
         if let Some(bytes) = from_base64(s) {
             return Ok(bytes);
         }
@@ -260,28 +263,19 @@ fn from_hex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Standard or URL-safe base64, padded or not.
+/// Standard or URL-safe base64, padded or not, trailing bits ignored: what
+/// protobuf's JSON mapping accepts for `bytes` (Go's protojson reads both
+/// alphabets, with or without padding).
 fn from_base64(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in s.bytes().filter(|c| *c != b'=') {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
+    use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+    use base64::engine::DecodePaddingMode;
+    use base64::{alphabet, Engine};
+    const LENIENT: GeneralPurposeConfig = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true);
+    const STANDARD: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
+    const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, LENIENT);
+    STANDARD.decode(s).or_else(|_| URL_SAFE.decode(s)).ok()
 }
 
 fn resource_spans(v: &Value, path: &str) -> Result<ResourceSpans> {
@@ -569,22 +563,6 @@ fn encode_any(v: &AnyValue) -> Value {
 }
 
 fn to_base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }

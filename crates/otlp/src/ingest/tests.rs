@@ -423,6 +423,7 @@ fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
 fn invalid_ids_are_rejected_one_by_one() {
     let good = span(vec![1; 16], vec![2; 8], vec![], vec![]);
     let cases = [
+        span(vec![1; 16], vec![5; 8], vec![5; 8], vec![]),
         span(vec![1; 15], vec![2; 8], vec![], vec![]),
         span(vec![0; 16], vec![2; 8], vec![], vec![]),
         span(vec![1; 16], vec![2; 7], vec![], vec![]),
@@ -433,8 +434,12 @@ fn invalid_ids_are_rejected_one_by_one() {
     spans.extend(cases);
     let n = normalize(&request(spans));
     assert_eq!(n.spans(), 1);
-    assert_eq!(n.rejected, 5);
+    assert_eq!(n.rejected, 6);
     let msg = n.reject_message().unwrap();
+    assert!(
+        msg.contains("span 0505050505050505 names itself as its parent"),
+        "{msg}"
+    );
     assert!(msg.contains("trace id must be 16 bytes, got 15"), "{msg}");
     assert!(msg.contains("span id is all zero"), "{msg}");
 }
@@ -491,6 +496,57 @@ fn json_accepts_spec_form_and_lenient_form_alike() {
     let row = &normalize(&a).batch.row(0);
     assert_eq!(row.kind, "client");
     assert_eq!(row.error_class, ErrorClass::RateLimited);
+}
+
+#[test]
+fn json_ids_and_bytes_in_base64_either_alphabet_padded_or_not() {
+    // Ids as older exporters sent them (protobuf's JSON mapping: base64),
+    // and a bytes attribute, which the spec writes in base64.
+    let trace = [
+        0xfbu8, 0xff, 0x3e, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xfe,
+    ];
+    let span = [0xfbu8, 0xef, 0xff, 4, 5, 6, 7, 8];
+    let body = |t: &str, s: &str, b: &str| {
+        format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"{t}","spanId":"{s}","name":"n",
+            "attributes":[{{"key":"blob","value":{{"bytesValue":"{b}"}}}}]}}]}}]}}]}}"#
+        )
+    };
+    for (t, s, b) in [
+        ("+/8+AQIDBAUGBwgJCgsM/g==", "++//BAUGBwg=", "AP8="),
+        ("-_8-AQIDBAUGBwgJCgsM_g", "--__BAUGBwg", "AP8"),
+    ] {
+        let req = json::decode(body(t, s, b).as_bytes()).unwrap();
+        let got = &req.resource_spans[0].scope_spans[0].spans[0];
+        assert_eq!(got.trace_id, trace, "{t}");
+        assert_eq!(got.span_id, span, "{s}");
+        assert_eq!(
+            got.attributes[0].value,
+            Some(AnyValue {
+                value: Some(Value::BytesValue(vec![0, 0xff]))
+            }),
+            "{b}"
+        );
+        // Written back in the spec's form: hex ids, standard padded base64.
+        let again = json::encode(&req);
+        assert!(again.contains("\"AP8=\""), "{again}");
+        let back = json::decode(again.as_bytes()).unwrap();
+        assert_eq!(
+            back.resource_spans[0].scope_spans,
+            req.resource_spans[0].scope_spans
+        );
+    }
+    let e = json::decode(body("not base64 at all!!!!!!!", "++//BAUGBwg=", "AP8=").as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("traceId") && e.contains("32 hex characters"),
+        "{e}"
+    );
+    let e = json::decode(body("+/8+AQIDBAUGBwgJCgsM/g==", "++//BAUGBwg=", "A*8=").as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("base64"), "{e}");
 }
 
 #[test]
