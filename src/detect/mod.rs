@@ -22,6 +22,8 @@ pub mod wilson;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_graph;
+#[cfg(test)]
 mod tests_turns;
 
 /// The most frequent class among (class, count) pairs (counts of one class

@@ -37,58 +37,104 @@ pub fn turn_id(anchor: Anchor, table: &SpanTable) -> String {
     }
 }
 
-/// The turn anchor of every row of `table`.
+/// The turn anchor of every row of `table`, in time linear in the rows
+/// (each row is walked once, its parent found by binary search) whatever
+/// the parent graph: chains of any depth, self-parented spans and parent
+/// cycles stored before ingest refused them (a cycle's rows are anchored
+/// on its lowest span id, whichever row the walk entered by and however
+/// the rows are stored).
 pub fn anchors(table: &SpanTable, index: &SpanIndex<'_>) -> Vec<Anchor> {
     let n = table.len();
-    // The nearest agent at or above each row, memoized along each walk
-    // (`UNSEEN`: not walked yet; `NONE`: no agent above).
-    const UNSEEN: u32 = u32::MAX;
-    const NONE: u32 = u32::MAX - 1;
-    let mut agent_of: Vec<u32> = vec![UNSEEN; n];
-    let mut path = Vec::new();
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        path.clear();
+    let mut walk = Walk::new(n);
+    (0..n)
+        .map(|i| {
+            let (agent, top) = walk.resolve(i, table, index);
+            match agent {
+                Some(a) => Anchor::Row(a as usize),
+                None => match table.agent_call[i] {
+                    c if c != 0 && table.dict.get(c).is_some_and(|s| !s.is_empty()) => {
+                        Anchor::AgentCall(c)
+                    }
+                    // The topmost ancestor that is stored.
+                    _ => Anchor::Row(top as usize),
+                },
+            }
+        })
+        .collect()
+}
+
+/// What the walk up the parents knows of each row: its nearest agent at
+/// or above it, and its topmost stored ancestor.
+struct Walk {
+    /// `UNSEEN`, `ON_PATH` (on the walk being made: its position in
+    /// `path`), or `DONE`.
+    state: Vec<u32>,
+    agent: Vec<u32>,
+    top: Vec<u32>,
+    path: Vec<u32>,
+}
+
+const UNSEEN: u32 = u32::MAX;
+const DONE: u32 = u32::MAX - 1;
+const NO_AGENT: u32 = u32::MAX;
+
+impl Walk {
+    fn new(n: usize) -> Walk {
+        Walk {
+            state: vec![UNSEEN; n],
+            agent: vec![NO_AGENT; n],
+            top: vec![0; n],
+            path: Vec::new(),
+        }
+    }
+
+    /// Row `i`'s nearest agent (at or above it) and topmost ancestor.
+    fn resolve(
+        &mut self,
+        i: usize,
+        table: &SpanTable,
+        index: &SpanIndex<'_>,
+    ) -> (Option<u32>, u32) {
         let mut cur = i;
-        let mut top = i;
-        let found = loop {
-            match agent_of[cur] {
+        let (agent, top) = loop {
+            match self.state[cur] {
+                DONE => break (self.agent[cur], self.top[cur]),
                 UNSEEN => {}
-                NONE => break None,
-                known => break Some(known as usize),
+                at => {
+                    // Back at a row of this walk: a cycle, with no agent on
+                    // it (an agent ends the walk). Its rows take the one with
+                    // the lowest span id as their top, and leave the path.
+                    let cycle = self.path.split_off(at as usize);
+                    let first = *cycle
+                        .iter()
+                        .min_by_key(|&&r| (table.span[r as usize], r))
+                        .expect("a cycle has a row");
+                    for &r in &cycle {
+                        self.finish(r, NO_AGENT, first);
+                    }
+                    break (NO_AGENT, first);
+                }
             }
-            path.push(cur);
+            self.state[cur] = self.path.len() as u32;
+            self.path.push(cur as u32);
             if table.is_agent[cur] {
-                break Some(cur);
+                break (cur as u32, cur as u32);
             }
-            top = cur;
             match index.parent_of(cur) {
-                // A cycle in bad data must not loop forever.
-                Some(p) if path.len() <= n && !path.contains(&p) => cur = p,
-                _ => break None,
+                Some(p) => cur = p,
+                None => break (NO_AGENT, cur as u32),
             }
         };
-        for &p in &path {
-            agent_of[p] = found.map_or(NONE, |a| a as u32);
+        while let Some(r) = self.path.pop() {
+            self.finish(r, agent, top);
         }
-        out.push(match found {
-            Some(a) => Anchor::Row(a),
-            None => match table.agent_call[i] {
-                c if c != 0 && table.dict.get(c).is_some_and(|s| !s.is_empty()) => {
-                    Anchor::AgentCall(c)
-                }
-                _ => {
-                    // The topmost ancestor that is stored.
-                    let mut r = top;
-                    let mut steps = 0;
-                    while let Some(p) = index.parent_of(r).filter(|_| steps <= n) {
-                        steps += 1;
-                        r = p;
-                    }
-                    Anchor::Row(r)
-                }
-            },
-        });
+        ((agent != NO_AGENT).then_some(agent), self.top[i])
     }
-    out
+
+    fn finish(&mut self, row: u32, agent: u32, top: u32) {
+        let r = row as usize;
+        self.state[r] = DONE;
+        self.agent[r] = agent;
+        self.top[r] = top;
+    }
 }

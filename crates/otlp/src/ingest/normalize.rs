@@ -54,7 +54,8 @@ const MAX_REASONS: usize = 5;
 
 /// Normalize every span of a request. Spans with an invalid trace id (not 16
 /// bytes, or all zero), span id (not 8 bytes, or all zero), parent span id
-/// (neither empty nor 8 bytes) or no start time are rejected, the rest kept.
+/// (neither empty nor 8 bytes, or the span's own id) or no start time are
+/// rejected, the rest kept.
 pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
     let mut out = Normalized::default();
     let spans: usize = req
@@ -142,6 +143,14 @@ fn check_ids(span: &Span) -> Result<Ids, String> {
         8 => <[u8; 8]>::try_from(span.parent_span_id.as_slice()).unwrap_or([0; 8]),
         n => return Err(format!("parent span id must be empty or 8 bytes, got {n}")),
     };
+    // A span cannot have started inside itself: such a parent is a bug in
+    // the sender, and a parent graph with a loop has no root for the turn.
+    if parent == span_id {
+        return Err(format!(
+            "span {} names itself as its parent",
+            crate::model::to_hex(&span_id)
+        ));
+    }
     Ok(Ids {
         trace,
         span: span_id,

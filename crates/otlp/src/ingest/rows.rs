@@ -66,6 +66,10 @@ fn check_ids(span: &Span) -> Result<Option<String>, String> {
     match span.parent_span_id.len() {
         0 => Ok(None),
         8 if span.parent_span_id.iter().all(|b| *b == 0) => Ok(None),
+        8 if span.parent_span_id == span.span_id => Err(format!(
+            "span {} names itself as its parent",
+            to_hex(&span.span_id)
+        )),
         8 => Ok(Some(to_hex(&span.parent_span_id))),
         n => Err(format!("parent span id must be empty or 8 bytes, got {n}")),
     }
