@@ -25,11 +25,13 @@
 //!
 //! Shared pieces: [`model`] (the span row and error classes), [`config`]
 //! (the TOML file), [`cli`], [`telemetry`] (logs), [`retry`] (backoff),
-//! [`faults`] (fault injection for tests), [`demo`] (the bundled incident).
+//! [`faults`] (fault injection for tests), [`demo`] (the bundled incident), [`alloc`]
+//! (mimalloc's purge delay: the crate's one `unsafe` call).
 
 pub use stormwatch_otlp::{ingest, model};
 
 pub mod alert;
+pub mod alloc;
 pub mod cli;
 pub mod config;
 pub mod dash;

@@ -18,54 +18,13 @@ use stormwatch::cli::{
 use stormwatch::config::Config;
 use stormwatch::store::Store;
 
-/// mimalloc: the sweep and the store allocate and free millions of small
-/// strings; glibc's malloc kept that memory and spent its time consolidating.
+/// mimalloc for every allocation; its purge delay is set first thing in
+/// `main` (`stormwatch::alloc`).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc keeps freed pages for a while before it returns them to the OS:
-/// 1 s by default in the version used. The delay is an option it reads from
-/// the environment at start; setting it at run time takes an FFI call, and
-/// this crate forbids `unsafe`. Measured (BENCHMARKS.md, "Freed memory"):
-/// at 10 ms, ingest keeps 90 % of its throughput, the overload test's peak
-/// RSS falls from about 500 MiB to about 315 MiB and a cold sweep's from
-/// 1.2 GiB to 1.0 GiB; at 0 the memory falls further but ingest loses a
-/// quarter. So when the operator has not chosen a delay, start again, as
-/// the same process (exec keeps the pid), with it at 10 ms.
-#[cfg(target_os = "linux")]
-const PURGE_DELAY_MS: &str = "10";
-
-#[cfg(target_os = "linux")]
-fn purge_freed_memory_promptly() {
-    use std::os::unix::process::CommandExt;
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-        return;
-    }
-    // Started through the dynamic loader (`ld.so ./stormwatch`), the
-    // running executable is the loader: leave it be.
-    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    if exe
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("ld-"))
-    {
-        return;
-    }
-    let mut args = std::env::args_os();
-    let arg0 = args.next().unwrap_or_default();
-    let err = std::process::Command::new("/proc/self/exe")
-        .arg0(arg0)
-        .args(args)
-        .env("MIMALLOC_PURGE_DELAY", PURGE_DELAY_MS)
-        .exec();
-    // exec returns only when it failed: run as we are.
-    eprintln!("note: could not restart with MIMALLOC_PURGE_DELAY={PURGE_DELAY_MS} ({err}); freed memory is returned later");
-}
-
-#[cfg(not(target_os = "linux"))]
-fn purge_freed_memory_promptly() {}
-
 fn main() -> ExitCode {
-    purge_freed_memory_promptly();
+    stormwatch::alloc::purge_freed_memory_promptly();
     let cli = Cli::parse();
     stormwatch::telemetry::init(cli.log_format);
     match run(cli) {
