@@ -9,9 +9,9 @@ count what it kept.
 Needs Python 3.11 with `duckdb` (the pinned `scripts/bench/requirements.txt`,
 the `venv-bench` venv that `scripts/py/setup_venvs.sh` makes); everything
 else is the standard library (the load is OTLP/JSON over HTTP). 20 trials
-take about 7 minutes on 2 cores; each is bounded (the kill comes at most
-`2 x --trial-seconds` into it, starts and stops time out) and `--max-minutes`
-bounds the run.
+take 7-9 minutes on 2 cores (BENCHMARKS.md); each is bounded (the kill
+comes at most `2 x --trial-seconds` into it, starts and stops time out) and
+`--max-minutes` bounds the run.
 
 One data directory for the whole run, so trials accumulate (every restart
 also replays what the restarts before left). Each trial:
@@ -786,7 +786,6 @@ class Monitor:
         self.data_dir = data_dir
         self.active_since = {}
         self.durations = {"flush": [], "compaction": [], "seal": []}
-        self.seen_phase = {"flush": 0, "compaction": 0, "seal": 0}
         self.wal = None
         self.wal_changed = 0.0
         self.db = None
@@ -802,7 +801,6 @@ class Monitor:
         for p in self.durations:
             if m[p] and p not in self.active_since:
                 self.active_since[p] = now
-                self.seen_phase[p] += 1
             elif not m[p] and p in self.active_since:
                 self.durations[p].append(now - self.active_since.pop(p))
         w = newest_wal_size(self.data_dir)
