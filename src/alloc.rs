@@ -16,7 +16,7 @@
 //! which the Rust crate does not wrap.
 
 /// The default purge delay, in milliseconds.
-pub const PURGE_DELAY_MS: i64 = 10;
+pub const PURGE_DELAY_MS: std::ffi::c_long = 10;
 
 /// mimalloc's option index for the purge delay. `libmimalloc-sys` names
 /// the options around it but not this one; `mimalloc.h` (v3) declares
@@ -39,16 +39,16 @@ pub fn purge_freed_memory_promptly() {
     // changes the value only where the option was not initialized from the
     // environment, so `MIMALLOC_PURGE_DELAY` keeps precedence.
     unsafe {
-        libmimalloc_sys::mi_option_set_default(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS as _);
+        libmimalloc_sys::mi_option_set_default(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
     }
 }
 
 /// The purge delay mimalloc runs with now, in milliseconds.
 #[allow(unsafe_code)]
-pub fn purge_delay_ms() -> i64 {
+pub fn purge_delay_ms() -> std::ffi::c_long {
     // SAFETY: `mi_option_get` takes an integer, checks it against its
     // table, and reads one value (reading the environment the first time).
-    i64::from(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) })
+    unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ pub fn sweep(
 ) -> Result<usize, crate::sweep::SweepError> {
     let reader = store.reader();
     let mut state = crate::signal::StateDb::open(&reader.layout().state_db())?;
-    let opts = sweep_config(cfg).sweep_options(NOW_NS, None);
+    let opts = crate::sweep::SweepOptions::from_config(&sweep_config(cfg), NOW_NS, None);
     Ok(crate::sweep::run(&reader, &mut state, &cfg.detect, &opts)?
         .signals
         .len())

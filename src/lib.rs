@@ -25,7 +25,8 @@
 //!
 //! Shared pieces: [`model`] (the span row and error classes), [`config`]
 //! (the TOML file), [`cli`], [`telemetry`] (logs), [`retry`] (backoff),
-//! [`faults`] (fault injection for tests), [`demo`] (the bundled incident), [`alloc`]
+//! [`time`] (RFC 3339 and the `--now` / `--since`
+//! values), [`faults`] (fault injection for tests), [`demo`] (the bundled incident), [`alloc`]
 //! (mimalloc's purge delay: the crate's one `unsafe` call).
 
 pub use stormwatch_otlp::{ingest, model};
@@ -46,3 +47,7 @@ pub mod signal;
 pub mod store;
 pub mod sweep;
 pub mod telemetry;
+pub mod time;
+
+#[cfg(test)]
+mod tests_module_graph;

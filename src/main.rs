@@ -258,15 +258,15 @@ fn sweep(
 ) -> anyhow::Result<ExitCode> {
     use stormwatch::sweep;
     let now = match &args.now {
-        Some(s) => sweep::parse_now(s)
+        Some(s) => stormwatch::time::parse_now(s)
             .map_err(anyhow::Error::msg)
             .context("--now")?,
         None => now_ns(),
     };
     let alerting = stormwatch::alert::commands::alerting(&config.alert, public_url, false)?;
-    let mut opts = config.sweep_options(now, alerting);
+    let mut opts = stormwatch::sweep::SweepOptions::from_config(config, now, alerting);
     if let Some(since) = &args.since {
-        opts.since_days = sweep::parse_since(since)
+        opts.since_days = stormwatch::time::parse_since(since)
             .map_err(anyhow::Error::msg)
             .context("--since")?;
     }
@@ -311,7 +311,7 @@ fn mcp_stdio(
     let now = args
         .now
         .as_deref()
-        .map(stormwatch::sweep::parse_now)
+        .map(stormwatch::time::parse_now)
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("--now")?;
@@ -337,7 +337,8 @@ fn mcp_stdio(
 }
 
 fn signals(data_dir: &std::path::Path, args: &SignalsArgs) -> anyhow::Result<ExitCode> {
-    use stormwatch::sweep::{parse_now, rfc3339, signal_json};
+    use stormwatch::sweep::signal_json;
+    use stormwatch::time::{parse_now, rfc3339};
     let reader = stormwatch::store::Reader::open(data_dir)?;
     let mut state = stormwatch::signal::StateDb::open(&reader.layout().state_db())?;
     let json = args.format == OutputFormat::Json;

@@ -11,7 +11,7 @@ use super::notify::{Event, Notice};
 use super::sender::{self, Clock, Mode, Sender};
 use super::{outbox, AlertConfig};
 use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
-use crate::sweep::rfc3339;
+use crate::time::rfc3339;
 
 /// Open `state.sqlite` with the outbox tables.
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {

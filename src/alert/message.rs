@@ -4,7 +4,7 @@
 
 use super::notify::{Event, Notice};
 use crate::signal::Evidence;
-use crate::sweep::rfc3339;
+use crate::time::rfc3339;
 
 /// One grouped message: the notices of one sweep for one target.
 #[derive(Debug, Clone)]

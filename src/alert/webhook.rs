@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::message::{evidence, Message};
-use crate::sweep::rfc3339;
+use crate::time::rfc3339;
 
 pub fn render(m: &Message<'_>, sent_ns: i64) -> Value {
     let signals: Vec<Value> = m

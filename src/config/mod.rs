@@ -349,24 +349,6 @@ impl Config {
         Ok(())
     }
 
-    /// A sweep's options as of `now_ns`: the window of `[sweep]`, the limits
-    /// of `[signals]`, stored day results reused.
-    pub fn sweep_options(
-        &self,
-        now_ns: i64,
-        alerting: Option<crate::alert::Alerting>,
-    ) -> crate::sweep::SweepOptions {
-        crate::sweep::SweepOptions {
-            now_ns,
-            since_days: self.sweep.since_days as i32,
-            evidence_limit: self.signals.evidence_limit,
-            resolve_after_days: self.signals.resolve_after_days,
-            resolve_after_hours: self.signals.resolve_after_hours,
-            reuse: true,
-            alerting,
-        }
-    }
-
     /// The store's options, with a retention given on the command line winning.
     pub fn store_options(&self, retention_days: Option<u32>) -> StoreOptions {
         let days = retention_days.unwrap_or(self.store.retention_days);

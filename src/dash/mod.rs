@@ -590,7 +590,7 @@ async fn api_signal(
         let mut v = crate::sweep::signal_json(&s);
         v["history"] = h
             .iter()
-            .map(|(at, from, to, why)| serde_json::json!({"at": crate::sweep::rfc3339(*at), "from": from, "to": to, "reason": why}))
+            .map(|(at, from, to, why)| serde_json::json!({"at": crate::time::rfc3339(*at), "from": from, "to": to, "reason": why}))
             .collect();
         Ok(Json(v))
     })
@@ -629,7 +629,7 @@ async fn signal_action(
     let until = q
         .get("until")
         .map(|v| {
-            crate::sweep::parse_now(v)
+            crate::time::parse_now(v)
                 .map_err(|e| Fail(StatusCode::BAD_REQUEST, format!("until: {e}")))
         })
         .transpose()?;

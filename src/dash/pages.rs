@@ -10,7 +10,7 @@ use super::trace::TraceView;
 use crate::detect::outcomes::ToolDay;
 use crate::model::day_to_string;
 use crate::signal::Signal;
-use crate::sweep::rfc3339;
+use crate::time::rfc3339;
 
 /// The range a page shows: its days, and how it was asked for.
 #[derive(Debug, Clone, Copy)]

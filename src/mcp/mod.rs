@@ -227,7 +227,8 @@ impl Sweeps for DirectSweeps {
             };
             let reader = self.reader.clone();
             let config = self.config.clone();
-            let opts = config.sweep_options(
+            let opts = crate::sweep::SweepOptions::from_config(
+                &config,
                 self.now_ns
                     .unwrap_or_else(|| chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)),
                 self.alerting.clone(),

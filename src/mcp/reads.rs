@@ -11,7 +11,7 @@ use super::page::{page, BUDGET_CHARS};
 use super::{Context, McpError};
 use crate::model::{day_from_str, day_of_ns, day_to_string};
 use crate::signal::{Evidence, Lifecycle, Remedy, Signal};
-use crate::sweep::rfc3339;
+use crate::time::rfc3339;
 
 /// A window of days ending on the newest day with data: (from, to).
 pub fn window(days: Option<u32>, last_day: Option<i32>) -> Result<(i32, i32), McpError> {

@@ -427,15 +427,14 @@ impl Stormwatch {
                 .until
                 .as_deref()
                 .map(|u| {
-                    crate::sweep::parse_now(u)
-                        .map_err(|e| McpError::Argument(format!("until: {e}")))
+                    crate::time::parse_now(u).map_err(|e| McpError::Argument(format!("until: {e}")))
                 })
                 .transpose()?;
             let now = now_ns();
             if let Some(u) = until.filter(|u| *u <= now) {
                 return Err(McpError::Argument(format!(
                     "until: {} is in the past; give a later time, or none to mute until unmuted",
-                    crate::sweep::rfc3339(u)
+                    crate::time::rfc3339(u)
                 )));
             }
             let mut db = c.state()?;

@@ -15,7 +15,7 @@ use super::page::{page_with, BUDGET_CHARS};
 use super::{Context, McpError};
 use crate::model::day_from_str;
 use crate::store::Reader;
-use crate::sweep::rfc3339;
+use crate::time::rfc3339;
 
 /// Characters of a span's attributes shown when they are asked for.
 const ATTRIBUTES_CHARS: usize = 600;

@@ -163,7 +163,7 @@ impl Sweeper {
         };
         let begun = Instant::now();
         *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Some(begun);
-        let started = crate::sweep::rfc3339(now_ns());
+        let started = crate::time::rfc3339(now_ns());
         // What was acknowledged before the sweep is swept: flush it first.
         // A flush that fails leaves the spans in the WAL; sweep what is on disk.
         if let Err(e) = self.store.flush_async().await {
@@ -237,7 +237,8 @@ impl Sweeper {
         let reader = self.store.reader();
         let mut state =
             crate::signal::StateDb::open(&reader.layout().state_db()).map_err(|e| e.to_string())?;
-        let opts = self.config.sweep_options(
+        let opts = crate::sweep::SweepOptions::from_config(
+            &self.config,
             self.fixed_now_ns.unwrap_or_else(now_ns),
             self.alerting.clone(),
         );

@@ -22,7 +22,7 @@ mod window;
 
 pub use day::{day_fingerprint, settle_ns};
 pub use dry::dry_run;
-pub use report::{parse_now, parse_since, rfc3339, signal_json, to_json, to_markdown, to_text};
+pub use report::{signal_json, to_json, to_markdown, to_text};
 
 /// What a sweep looks at.
 #[derive(Debug, Clone)]
@@ -41,6 +41,26 @@ pub struct SweepOptions {
     pub reuse: bool,
     /// Queue notifications of this sweep's changes (when targets are set).
     pub alerting: Option<crate::alert::Alerting>,
+}
+
+impl SweepOptions {
+    /// A sweep's options as of `now_ns` from the configuration: the window
+    /// of `[sweep]`, the limits of `[signals]`, stored day results reused.
+    pub fn from_config(
+        config: &crate::config::Config,
+        now_ns: i64,
+        alerting: Option<crate::alert::Alerting>,
+    ) -> SweepOptions {
+        SweepOptions {
+            now_ns,
+            since_days: config.sweep.since_days as i32,
+            evidence_limit: config.signals.evidence_limit,
+            resolve_after_days: config.signals.resolve_after_days,
+            resolve_after_hours: config.signals.resolve_after_hours,
+            reuse: true,
+            alerting,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
