@@ -2,7 +2,7 @@
 //! panic; what decodes re-encodes and decodes to as many spans.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use stormwatch::ingest::{decode, json, normalize, Format};
+use stormwatch_otlp::ingest::{decode, json, normalize, Format};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(req) = decode::decode(data, Format::Json) {

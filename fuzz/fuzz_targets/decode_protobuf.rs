@@ -1,7 +1,7 @@
 //! Any bytes as an OTLP protobuf body: decode and normalize must return, never panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use stormwatch::ingest::{decode, normalize, Format};
+use stormwatch_otlp::ingest::{decode, normalize, Format};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(req) = decode::decode(data, Format::Protobuf) {

@@ -1,7 +1,7 @@
 //! Any bytes under every content encoding: decompression respects its cap.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use stormwatch::ingest::{decode, Encoding};
+use stormwatch_otlp::ingest::{decode, Encoding};
 
 fuzz_target!(|data: &[u8]| {
     for enc in [Encoding::Gzip, Encoding::Deflate, Encoding::Zstd] {
