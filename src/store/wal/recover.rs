@@ -132,8 +132,9 @@ fn refusal(path: &Path, stop: &Stop, intact: usize, len: usize) -> StoreError {
     let keep = if intact == 0 {
         String::new()
     } else {
+        let records = if intact == 1 { "record" } else { "records" };
         format!(
-            ", or keep the {intact} records before it by cutting the file there \
+            ", or keep the {intact} {records} before it by cutting the file there \
              (`truncate -s {at} {path}`; the records from byte {at} on are lost)"
         )
     };
