@@ -288,8 +288,9 @@ fn unfinished(buf: &[u8], pos: usize, what: String) -> Option<Stop> {
         damage(
             pos,
             format!(
-                "{what}, the last group: all its bytes are there and no sector reads as \
-                 unwritten (zeros), so this is damage, not a torn write"
+                "{what}, in the last group; no sector from there to the end reads as \
+                 unwritten (zeros), as a write a crash interrupted leaves it, so this is \
+                 damage, not a torn write"
             ),
         )
     }
