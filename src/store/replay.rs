@@ -46,7 +46,7 @@ pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
                 offset = torn.at,
                 cut_bytes = torn.bytes,
                 found = %torn.what,
-                "cut a torn write off the end of the WAL (interrupted before it was acknowledged)"
+                "cut a torn record group off the end of the WAL (a write interrupted before it was acknowledged)"
             );
         }
         for record in &segment.records {

@@ -30,7 +30,8 @@ fn write_groups(dir: &Path, groups: &[Vec<Vec<u8>>]) -> (PathBuf, Vec<usize>) {
     let mut wal = Wal::create(dir, 0).unwrap();
     let mut starts = Vec::new();
     for g in groups {
-        starts.push(wal.len() as usize);
+        // The first group follows the segment header it is written with.
+        starts.push((wal.len() as usize).max(SEGMENT_HEADER));
         let refs: Vec<&[u8]> = g.iter().map(Vec::as_slice).collect();
         wal.append_sync(&refs).unwrap();
     }
@@ -68,6 +69,9 @@ fn refused(dir: &Path, path: &Path, newest: bool, bytes: &[u8]) -> String {
 fn groups_read_back_in_order_and_appends_go_on_after_a_reread() {
     let dir = tempfile::tempdir().unwrap();
     let groups = three_groups();
+    assert_eq!(Wal::create(dir.path(), 5).unwrap().len(), 0);
+    let empty = wal::read_segment(dir.path(), 6, false).unwrap();
+    assert!(empty.records.is_empty() && empty.torn.is_none());
     let (path, starts) = write_groups(dir.path(), &groups);
     assert_eq!(starts[0], SEGMENT_HEADER);
     assert_eq!(&std::fs::read(&path).unwrap()[..4], b"SWAL");
@@ -331,10 +335,11 @@ fn a_wal_left_by_the_previous_version_is_replayed_on_open() {
     std::fs::write(wal::segment_path(&layout.wal_dir(), 7), v1_segment(&reqs)).unwrap();
     let store = Store::open(dir.path(), quick()).unwrap();
     assert_eq!((store.recovery().records, store.recovery().spans), (3, 12));
-    // The segment written from now on is version 2.
-    let next = std::fs::read(wal::segment_path(&layout.wal_dir(), 8)).unwrap();
-    assert_eq!(&next[..4], b"SWAL");
+    // The segment written from now on is version 2, empty until its first group.
+    let next = wal::segment_path(&layout.wal_dir(), 8);
+    assert_eq!(std::fs::metadata(&next).unwrap().len(), 0);
     put(&store, "2026-08-10", 50, 2, "t");
+    assert_eq!(&std::fs::read(&next).unwrap()[..4], b"SWAL");
     store.close().unwrap();
     assert_eq!(count(dir.path()), 14);
 }

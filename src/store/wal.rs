@@ -18,7 +18,8 @@
 //! itself checksummed. A segment that does not begin with `SWAL` is a
 //! version 1 segment (`len:u32 crc32(payload):u32 payload`, one record after
 //! another, as stormwatch wrote before) and is read with version 1's rules;
-//! new segments are always version 2. (A stormwatch from before version 2
+//! new segments are always version 2, their header written with their first
+//! group (a segment that took none is empty). (A stormwatch from before version 2
 //! takes a version 2 segment for a torn one, or for damage: downgrade only
 //! after a clean shutdown, which leaves no records in the WAL.)
 //!
@@ -196,30 +197,24 @@ pub fn list(dir: &Path) -> Result<Vec<u64>, StoreError> {
 }
 
 impl Wal {
-    /// Start a new (version 2) segment after the highest one present: its
-    /// header is fsynced, and so is the directory entry.
+    /// Start a new (version 2) segment after the highest one present; its
+    /// directory entry is fsynced. The segment header goes out with the
+    /// first group, so a segment that never took one stays empty (a clean
+    /// stop leaves no bytes in the WAL).
     pub fn create(dir: &Path, after: u64) -> Result<Wal, StoreError> {
         let seq = after + 1;
         let path = segment_path(dir, seq);
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .create_new(true)
             .append(true)
             .open(&path)
             .map_err(|e| StoreError::io(format!("creating {}", path.display()), e))?;
-        if let Err(e) = file
-            .write_all(&segment_header())
-            .and_then(|()| file.sync_all())
-        {
-            // Leave no half-made segment for the next attempt to trip on.
-            let _ = fs::remove_file(&path);
-            return Err(StoreError::io(format!("creating {}", path.display()), e));
-        }
         sync_dir(dir)?;
         Ok(Wal {
             dir: dir.to_path_buf(),
             seq,
             file,
-            len: SEGMENT_HEADER as u64,
+            len: 0,
             dirty_tail: false,
         })
     }
@@ -257,7 +252,13 @@ impl Wal {
                 format!("a group of {} records, over u32::MAX", records.len()),
             ));
         }
-        let buf = encode_group(self.len, records);
+        let buf = if self.len == 0 {
+            let mut buf = segment_header().to_vec();
+            buf.extend_from_slice(&encode_group(SEGMENT_HEADER as u64, records));
+            buf
+        } else {
+            encode_group(self.len, records)
+        };
         let result = crate::faults::check("wal_write")
             .and_then(|()| self.file.write_all(&buf))
             .and_then(|()| crate::faults::check("wal_fsync"))
@@ -286,7 +287,8 @@ impl Wal {
         Ok(())
     }
 
-    /// Bytes in the current segment, its header included.
+    /// Bytes in the current segment, its header included (0 before the
+    /// first group).
     pub fn len(&self) -> u64 {
         self.len
     }
