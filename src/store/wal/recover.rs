@@ -8,10 +8,9 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{
-    segment_header, segment_path, GroupHeader, GROUP_HEADER, GROUP_MAGIC, MAX_RECORD,
+    segment_header, segment_path, GroupHeader, StoreError, GROUP_HEADER, GROUP_MAGIC, MAX_RECORD,
     RECORD_HEADER, SEGMENT_HEADER, SEGMENT_MAGIC, VERSION,
 };
-use crate::store::StoreError;
 
 /// The unit a disk writes whole: a sector never reached reads as zeros.
 const SECTOR: usize = 512;
