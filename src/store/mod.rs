@@ -40,6 +40,8 @@ mod tests;
 mod tests_columnar;
 #[cfg(test)]
 mod tests_parts;
+#[cfg(test)]
+mod tests_wal;
 
 use std::fs::File;
 use std::path::Path;

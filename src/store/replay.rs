@@ -1,5 +1,8 @@
 //! Recovery on open: finish an interrupted commit, then replay the WAL into
-//! the memtable with the writer's dedup. A long WAL is replayed in chunks:
+//! the memtable with the writer's dedup. Only a torn final write of the
+//! newest segment is cut ([`wal`]'s rules); damage anywhere else fails the
+//! open with an error naming the file and byte, so the process does not
+//! start. A long WAL is replayed in chunks:
 //! whenever the memtable reaches a flush limit it is written to parts and
 //! committed, so memory stays within the memtable's bounds. A chunk's
 //! commit deletes only the segments read to their end; the segment being
@@ -36,12 +39,14 @@ pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
         let newest = i + 1 == seqs.len();
         let segment = wal::read_segment(&wal_dir, seq, newest)?;
         report.segments += 1;
-        if let Some(at) = segment.torn_at {
+        if let Some(torn) = &segment.torn {
             report.torn_tails += 1;
             tracing::warn!(
                 segment = seq,
-                offset = at,
-                "cut a torn record off the WAL (a write interrupted before it was acknowledged)"
+                offset = torn.at,
+                cut_bytes = torn.bytes,
+                found = %torn.what,
+                "cut a torn record group off the end of the WAL (a write interrupted before it was acknowledged)"
             );
         }
         for record in &segment.records {

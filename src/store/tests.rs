@@ -312,17 +312,18 @@ fn damage_before_the_tail_refuses_to_open_and_names_the_byte() {
     let r2 = request("2026-07-30", 31, 2, "t").encode_to_vec();
     wal.append_sync(&[&r1, &r2]).unwrap();
     drop(wal);
-    // Flip a byte inside the first (acknowledged) record.
+    // Flip a byte inside the first (acknowledged) record of the group.
     let path = wal::segment_path(&layout.wal_dir(), 1);
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[12] ^= 0xff;
+    bytes[wal::SEGMENT_HEADER + wal::GROUP_HEADER + wal::RECORD_HEADER + 2] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
     let err = Store::open(dir.path(), quick())
         .err()
         .expect("a damaged WAL must not open");
     let msg = err.to_string();
     assert!(
-        msg.contains("is damaged at byte 0") && msg.contains("move the file aside"),
+        msg.contains(&format!("is damaged at byte {}", wal::SEGMENT_HEADER))
+            && msg.contains("move the file aside"),
         "{msg}"
     );
     // Nothing was cut: the file is as it was.

@@ -1,17 +1,165 @@
-//! The write-ahead log: numbered segment files of length- and
-//! CRC-framed records, each record one acknowledged request as OTLP protobuf.
-//! A batch of records is written and fsynced together (group commit); a
-//! segment is deleted only once a committed flush covers it.
+//! The write-ahead log: numbered segment files of checksummed groups of
+//! records, each record one acknowledged request as OTLP protobuf. One
+//! `append_sync` writes one group and fsyncs it (group commit); a segment is
+//! deleted only once a committed flush covers it.
+//!
+//! **Format** (version 2; all integers little-endian):
+//!
+//! ```text
+//! segment := "SWAL" version:u32=2  group*
+//! group   := "SWGR" count:u32 offset:u64 body_len:u64 body_crc:u32 header_crc:u32  body
+//! body    := (len:u32 payload[len]){count}
+//! ```
+//!
+//! `offset` is the group's own byte position in the segment, `body_crc` the
+//! CRC-32 of the body (record lengths and payloads), `header_crc` the CRC-32
+//! of the 28 header bytes before it. A flipped length is therefore told
+//! apart from a write cut short: the header that declares the extent is
+//! itself checksummed. A segment that does not begin with `SWAL` is a
+//! version 1 segment (`len:u32 crc32(payload):u32 payload`, one record after
+//! another, as stormwatch wrote before) and is read with version 1's rules;
+//! new segments are always version 2, their header written with their first
+//! group (a segment that took none is empty). (A stormwatch from before version 2
+//! takes a version 2 segment for a torn one, or for damage: downgrade only
+//! after a clean shutdown, which leaves no records in the WAL.)
+//!
+//! **What recovery cuts** ([`read_segment`]). Groups are written strictly
+//! one after another: the next `append_sync` starts only after the previous
+//! one's fsync returned, a failed write is cut back before anything else is
+//! appended, and a segment is closed only with no failed write on its end.
+//! So a crash can have interrupted at most one write, the final group of the
+//! newest segment, and every group before it, or in an older segment, was
+//! fsynced. The final group is the one no valid group header follows. It is
+//! cut, as a torn write that was never acknowledged, when its bytes are what
+//! an interrupted write leaves:
+//! - **cut short**: fewer bytes left than a group header, or a valid header
+//!   whose declared extent runs past the end of the file (the length reached
+//!   the disk and not all the data); or
+//! - **unwritten sectors**: it fails its checksum (header or body) and a
+//!   sector of the file inside it reads as zeros: a whole 512-byte sector,
+//!   the piece from the group's first byte to the next sector boundary, or
+//!   everything from its first byte to the end of the file. A filesystem
+//!   may persist a file's length before some of its data (XFS completes a
+//!   write's pieces out of order; ext4 `data=writeback`), and a block never
+//!   written reads as zeros.
+//!
+//! Everything else is damage and refuses to start, naming the file, the
+//! byte and what was found, and leaving the file as it was: damage followed
+//! by valid data (a valid group header anywhere after a bad one, or any
+//! byte after a group that fails its checksum), anything wrong in an older
+//! segment, an unknown version. So is a **complete final group that fails
+//! its checksum with no zeroed sector** (a flipped payload byte, say): all
+//! its bytes are there, and ext4 (`data=ordered`) and XFS only persist a
+//! length once the data it covers is written, so it was most likely fsynced
+//! and acknowledged; it is bit rot or a misbehaving disk, not a torn write.
+//! The operator decides: the message says to move the file aside, or to cut
+//! it at the named byte (which drops exactly that group). The one guess left:
+//! a rotted final group that also holds a zeroed sector is cut (a group
+//! header is never zeros, and OTLP protobuf hardly ever holds 512 aligned
+//! zero bytes).
+//!
+//! Version 1 segments keep version 1's rules: in the newest one, a record
+//! cut short, or failing its CRC as the very last bytes, is cut. Without a
+//! header checksum a flipped length there still reads as a tear; such a
+//! segment is only ever read on the first start after an upgrade.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
 
-const HEADER: usize = 8;
+mod recover;
+
+pub use recover::{read_segment, Format, Segment, Torn};
+
 /// A record larger than this is corrupt, not real (the body cap is far lower).
 const MAX_RECORD: usize = 1 << 30;
+/// The first bytes of a version 2 segment.
+const SEGMENT_MAGIC: [u8; 4] = *b"SWAL";
+const VERSION: u32 = 2;
+/// The segment header: magic and version.
+pub(crate) const SEGMENT_HEADER: usize = 8;
+/// The first bytes of a group header.
+const GROUP_MAGIC: [u8; 4] = *b"SWGR";
+/// A group header: magic, count, offset, body length, body CRC, header CRC.
+pub(crate) const GROUP_HEADER: usize = 32;
+/// A record's frame inside a group body: its length.
+pub(crate) const RECORD_HEADER: usize = 4;
+
+/// The header of a version 2 segment.
+fn segment_header() -> [u8; SEGMENT_HEADER] {
+    let mut h = [0u8; SEGMENT_HEADER];
+    h[..4].copy_from_slice(&SEGMENT_MAGIC);
+    h[4..].copy_from_slice(&VERSION.to_le_bytes());
+    h
+}
+
+/// A group's header, as written before its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct GroupHeader {
+    count: u32,
+    /// Where the group starts in its segment.
+    offset: u64,
+    body_len: u64,
+    body_crc: u32,
+}
+
+impl GroupHeader {
+    fn encode(&self) -> [u8; GROUP_HEADER] {
+        let mut h = [0u8; GROUP_HEADER];
+        h[..4].copy_from_slice(&GROUP_MAGIC);
+        h[4..8].copy_from_slice(&self.count.to_le_bytes());
+        h[8..16].copy_from_slice(&self.offset.to_le_bytes());
+        h[16..24].copy_from_slice(&self.body_len.to_le_bytes());
+        h[24..28].copy_from_slice(&self.body_crc.to_le_bytes());
+        let crc = crc32fast::hash(&h[..28]);
+        h[28..].copy_from_slice(&crc.to_le_bytes());
+        h
+    }
+
+    /// The header in `b` (at least [`GROUP_HEADER`] bytes), or `None` when
+    /// its magic or checksum is wrong.
+    fn decode(b: &[u8]) -> Option<GroupHeader> {
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(a)
+        };
+        if b.len() < GROUP_HEADER
+            || b[..4] != GROUP_MAGIC
+            || crc32fast::hash(&b[..28]) != u32_at(28)
+        {
+            return None;
+        }
+        Some(GroupHeader {
+            count: u32_at(4),
+            offset: u64_at(8),
+            body_len: u64_at(16),
+            body_crc: u32_at(24),
+        })
+    }
+}
+
+/// One group as written at byte `offset` of a segment: header and body.
+fn encode_group(offset: u64, records: &[&[u8]]) -> Vec<u8> {
+    let body: usize = records.iter().map(|r| RECORD_HEADER + r.len()).sum();
+    let mut buf = Vec::with_capacity(GROUP_HEADER + body);
+    buf.resize(GROUP_HEADER, 0);
+    for r in records {
+        buf.extend_from_slice(&(r.len() as u32).to_le_bytes());
+        buf.extend_from_slice(r);
+    }
+    let header = GroupHeader {
+        count: records.len() as u32,
+        offset,
+        body_len: body as u64,
+        body_crc: crc32fast::hash(&buf[GROUP_HEADER..]),
+    };
+    buf[..GROUP_HEADER].copy_from_slice(&header.encode());
+    buf
+}
 
 /// The open log: the segment being appended to.
 pub struct Wal {
@@ -21,14 +169,6 @@ pub struct Wal {
     len: u64,
     /// A failed write could not be cut back: nothing is appended until it is.
     dirty_tail: bool,
-}
-
-/// A segment's records as read back on recovery.
-pub struct Segment {
-    pub seq: u64,
-    pub records: Vec<Vec<u8>>,
-    /// Set when the tail was torn (a crash mid-write) and cut off.
-    pub torn_at: Option<u64>,
 }
 
 pub fn segment_path(dir: &Path, seq: u64) -> PathBuf {
@@ -56,83 +196,16 @@ pub fn list(dir: &Path) -> Result<Vec<u64>, StoreError> {
     Ok(seqs)
 }
 
-/// Read one segment. A torn tail — the last record cut short or failing its
-/// CRC, as a crash mid-write leaves it — is cut off the newest segment (it
-/// was never acknowledged). Damage anywhere else is an error: those records
-/// were acknowledged, and stormwatch will not guess past them.
-pub fn read_segment(dir: &Path, seq: u64, newest: bool) -> Result<Segment, StoreError> {
-    let path = segment_path(dir, seq);
-    let mut buf = Vec::new();
-    File::open(&path)
-        .and_then(|mut f| f.read_to_end(&mut buf))
-        .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?;
-    let mut records = Vec::new();
-    let mut pos = 0usize;
-    let mut torn_at = None;
-    while pos < buf.len() {
-        let rest = buf.len() - pos;
-        let damage = if rest < HEADER {
-            Some((true, format!("a {rest}-byte fragment of a record header")))
-        } else {
-            let h = &buf[pos..pos + HEADER];
-            let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-            let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
-            if len > MAX_RECORD || len > rest - HEADER {
-                Some((
-                    true,
-                    format!("a record of {len} bytes with {} left", rest - HEADER),
-                ))
-            } else if crc32fast::hash(&buf[pos + HEADER..pos + HEADER + len]) != crc {
-                Some((
-                    pos + HEADER + len == buf.len(),
-                    format!("a {len}-byte record failing its CRC"),
-                ))
-            } else {
-                records.push(buf[pos + HEADER..pos + HEADER + len].to_vec());
-                pos += HEADER + len;
-                None
-            }
-        };
-        if let Some((at_tail, what)) = damage {
-            if newest && at_tail {
-                torn_at = Some(pos as u64);
-                break;
-            }
-            return Err(StoreError::data(
-                format!("WAL segment {} is damaged at byte {pos}", path.display()),
-                format!(
-                    "{what}, with {rest} bytes from there to the end; these were acknowledged, so stormwatch will not \
-                     guess past them: move the file aside to start (the records after byte {pos} are then lost)"
-                ),
-            ));
-        }
-    }
-    if let Some(at) = torn_at {
-        OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .and_then(|f| {
-                f.set_len(at)?;
-                f.sync_all()
-            })
-            .map_err(|e| {
-                StoreError::io(format!("cutting the torn tail of {}", path.display()), e)
-            })?;
-    }
-    Ok(Segment {
-        seq,
-        records,
-        torn_at,
-    })
-}
-
 impl Wal {
-    /// Start a new segment after the highest one present.
+    /// Start a new (version 2) segment after the highest one present; its
+    /// directory entry is fsynced. The segment header goes out with the
+    /// first group, so a segment that never took one stays empty (a clean
+    /// stop leaves no bytes in the WAL).
     pub fn create(dir: &Path, after: u64) -> Result<Wal, StoreError> {
         let seq = after + 1;
         let path = segment_path(dir, seq);
         let file = OpenOptions::new()
-            .create(true)
+            .create_new(true)
             .append(true)
             .open(&path)
             .map_err(|e| StoreError::io(format!("creating {}", path.display()), e))?;
@@ -150,9 +223,9 @@ impl Wal {
         self.seq
     }
 
-    /// Append records and fsync them: after `Ok`, they survive a crash.
-    /// On failure the segment is cut back to where the batch began, so a
-    /// refused batch never half-exists; until that cut succeeds, every
+    /// Append records as one group and fsync it: after `Ok`, they survive a
+    /// crash. On failure the segment is cut back to where the group began,
+    /// so a refused group never half-exists; until that cut succeeds, every
     /// append is refused.
     pub fn append_sync(&mut self, records: &[&[u8]]) -> Result<(), StoreError> {
         let path = segment_path(&self.dir, self.seq);
@@ -161,13 +234,31 @@ impl Wal {
                 StoreError::io(format!("cutting a failed write off {}", path.display()), e)
             })?;
         }
-        let total: usize = records.iter().map(|r| HEADER + r.len()).sum();
-        let mut buf = Vec::with_capacity(total);
-        for r in records {
-            buf.extend_from_slice(&(r.len() as u32).to_le_bytes());
-            buf.extend_from_slice(&crc32fast::hash(r).to_le_bytes());
-            buf.extend_from_slice(r);
+        if records.is_empty() {
+            return Ok(());
         }
+        if let Some(r) = records.iter().find(|r| r.len() > MAX_RECORD) {
+            return Err(StoreError::data(
+                format!("writing the WAL segment {}", path.display()),
+                format!(
+                    "a record of {} bytes, over the {MAX_RECORD}-byte limit",
+                    r.len()
+                ),
+            ));
+        }
+        if u32::try_from(records.len()).is_err() {
+            return Err(StoreError::data(
+                format!("writing the WAL segment {}", path.display()),
+                format!("a group of {} records, over u32::MAX", records.len()),
+            ));
+        }
+        let buf = if self.len == 0 {
+            let mut buf = segment_header().to_vec();
+            buf.extend_from_slice(&encode_group(SEGMENT_HEADER as u64, records));
+            buf
+        } else {
+            encode_group(self.len, records)
+        };
         let result = crate::faults::check("wal_write")
             .and_then(|()| self.file.write_all(&buf))
             .and_then(|()| crate::faults::check("wal_fsync"))
@@ -196,17 +287,27 @@ impl Wal {
         Ok(())
     }
 
-    /// Bytes in the current segment.
+    /// Bytes in the current segment, its header included (0 before the
+    /// first group).
     pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// Whether the current segment holds no group.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len <= SEGMENT_HEADER as u64
     }
 
-    /// Close this segment and open the next; returns the sealed segment's number.
+    /// Close this segment and open the next; returns the sealed segment's
+    /// number. Refused while a failed write is not cut back: only the
+    /// newest segment may end in an unfinished group.
     pub fn rotate(&mut self) -> Result<u64, StoreError> {
+        if self.dirty_tail {
+            let path = segment_path(&self.dir, self.seq);
+            self.cut_back().map_err(|e| {
+                StoreError::io(format!("cutting a failed write off {}", path.display()), e)
+            })?;
+        }
         let sealed = self.seq;
         *self = Wal::create(&self.dir, sealed)?;
         Ok(sealed)
@@ -226,11 +327,9 @@ pub fn delete_upto(dir: &Path, upto: u64) -> Result<(), StoreError> {
     sync_dir(dir)
 }
 
-/// Make a directory's entries (new, renamed or removed files) durable.
 /// Replace `path` with `body` durably: written to `tmp` and fsynced, renamed
 /// over `path`, the directory fsynced. A crash leaves the old file or the new.
 pub fn replace_file(path: &Path, tmp: &Path, body: &[u8]) -> Result<(), StoreError> {
-    use std::io::Write;
     File::create(tmp)
         .and_then(|mut f| {
             f.write_all(body)?;
@@ -244,6 +343,7 @@ pub fn replace_file(path: &Path, tmp: &Path, body: &[u8]) -> Result<(), StoreErr
     }
 }
 
+/// Make a directory's entries (new, renamed or removed files) durable.
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())

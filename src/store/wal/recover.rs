@@ -1,0 +1,400 @@
+//! Reading a segment back on recovery: its records, and where it stops.
+//! A stop is either a torn final group (cut off the newest segment) or
+//! damage (refused, the file left as it was); the rules are in the parent
+//! module's doc.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::Path;
+
+use super::{
+    segment_header, segment_path, GroupHeader, StoreError, GROUP_HEADER, GROUP_MAGIC, MAX_RECORD,
+    RECORD_HEADER, SEGMENT_HEADER, SEGMENT_MAGIC, VERSION,
+};
+
+/// The unit a disk writes whole: a sector never reached reads as zeros.
+const SECTOR: usize = 512;
+/// A version 1 record's header: length and CRC.
+const V1_HEADER: usize = 8;
+
+/// How a segment is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Version 1: records one after another, no segment header.
+    V1,
+    /// Version 2: a segment header, then checksummed groups.
+    V2,
+}
+
+/// A segment's records as read back on recovery.
+#[derive(Debug)]
+pub struct Segment {
+    pub seq: u64,
+    pub format: Format,
+    pub records: Vec<Vec<u8>>,
+    /// Set when the tail was torn (a crash mid-write) and cut off.
+    pub torn: Option<Torn>,
+}
+
+/// A torn tail that was cut off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Torn {
+    /// The byte the segment was cut back to.
+    pub at: u64,
+    /// How many bytes were cut.
+    pub bytes: u64,
+    /// What was found there.
+    pub what: String,
+}
+
+/// Where reading stopped and what was there: a torn write (cut, in the
+/// newest segment) or damage (refused anywhere).
+struct Stop {
+    at: usize,
+    torn: bool,
+    what: String,
+}
+
+struct Parsed {
+    format: Format,
+    records: Vec<Vec<u8>>,
+    stop: Option<Stop>,
+}
+
+fn torn(at: usize, what: String) -> Option<Stop> {
+    Some(Stop {
+        at,
+        torn: true,
+        what,
+    })
+}
+
+fn damage(at: usize, what: String) -> Option<Stop> {
+    Some(Stop {
+        at,
+        torn: false,
+        what,
+    })
+}
+
+/// Read one segment. A torn final group of the newest segment is cut off
+/// (it was never acknowledged); anything else that does not read is an
+/// error naming the file and byte, and the file is left untouched.
+pub fn read_segment(dir: &Path, seq: u64, newest: bool) -> Result<Segment, StoreError> {
+    let path = segment_path(dir, seq);
+    let mut buf = Vec::new();
+    File::open(&path)
+        .and_then(|mut f| f.read_to_end(&mut buf))
+        .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?;
+    let parsed = parse(&buf);
+    let torn = match parsed.stop {
+        None => None,
+        Some(stop) if !(stop.torn && newest) => {
+            return Err(refusal(&path, &stop, parsed.records.len(), buf.len()))
+        }
+        Some(stop) => {
+            OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|f| {
+                    f.set_len(stop.at as u64)?;
+                    f.sync_all()
+                })
+                .map_err(|e| {
+                    StoreError::io(format!("cutting the torn tail of {}", path.display()), e)
+                })?;
+            Some(Torn {
+                at: stop.at as u64,
+                bytes: (buf.len() - stop.at) as u64,
+                what: stop.what,
+            })
+        }
+    };
+    Ok(Segment {
+        seq,
+        format: parsed.format,
+        records: parsed.records,
+        torn,
+    })
+}
+
+/// The error that stops the open: the file, the byte, what is there, and
+/// what the operator can do.
+fn refusal(path: &Path, stop: &Stop, intact: usize, len: usize) -> StoreError {
+    let older = if stop.torn {
+        " (in an older segment, which was complete before the next one was begun, so this is \
+         no torn write)"
+    } else {
+        ""
+    };
+    let (path, at) = (path.display(), stop.at);
+    let keep = if intact == 0 {
+        String::new()
+    } else {
+        let records = if intact == 1 { "record" } else { "records" };
+        format!(
+            ", or keep the {intact} {records} before it by cutting the file there \
+             (`truncate -s {at} {path}`; the records from byte {at} on are lost)"
+        )
+    };
+    StoreError::data(
+        format!("WAL segment {path} is damaged at byte {at}"),
+        format!(
+            "{}{older}, with {} bytes from there to the end of the file; what is there may have \
+             been acknowledged, so stormwatch will not guess past it. To start, move the file \
+             aside (none of its records are replayed){keep}; keep a copy of the file either way",
+            stop.what,
+            len - at,
+        ),
+    )
+}
+
+/// A segment's records and where they stop, by its format.
+fn parse(buf: &[u8]) -> Parsed {
+    let header = segment_header();
+    let v2 = |stop| Parsed {
+        format: Format::V2,
+        records: Vec::new(),
+        stop,
+    };
+    if !buf.is_empty() && buf.len() < SEGMENT_HEADER && header.starts_with(buf) {
+        return v2(torn(
+            0,
+            format!(
+                "a {}-byte fragment of the segment header (a crash as the segment was created)",
+                buf.len()
+            ),
+        ));
+    }
+    if buf.len() >= SEGMENT_MAGIC.len() && buf[..SEGMENT_MAGIC.len()] == SEGMENT_MAGIC {
+        if buf.len() < SEGMENT_HEADER || buf[..SEGMENT_HEADER] != header {
+            let version = buf
+                .get(4..8)
+                .map(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]]).to_string())
+                .unwrap_or_else(|| "(cut short)".into());
+            return v2(damage(
+                0,
+                format!(
+                    "a segment of format version {version}, where this stormwatch reads \
+                     versions 1 and {VERSION} (was it written by a newer one?)"
+                ),
+            ));
+        }
+        return parse_v2(buf);
+    }
+    // A valid group where version 2 puts its first one: the segment header
+    // is what is damaged (read as version 1, it would pass for a tear).
+    let first = buf.get(SEGMENT_HEADER..SEGMENT_HEADER + GROUP_HEADER);
+    if first
+        .and_then(GroupHeader::decode)
+        .is_some_and(|h| h.offset == SEGMENT_HEADER as u64)
+    {
+        return v2(damage(
+            0,
+            format!(
+                "a damaged segment header ({:?} where {:?} belongs), before a valid group header \
+                 at byte {SEGMENT_HEADER}",
+                String::from_utf8_lossy(&buf[..SEGMENT_HEADER]),
+                String::from_utf8_lossy(&header),
+            ),
+        ));
+    }
+    parse_v1(buf)
+}
+
+/// Version 2: checksummed groups after the segment header.
+fn parse_v2(buf: &[u8]) -> Parsed {
+    let mut records = Vec::new();
+    let mut pos = SEGMENT_HEADER;
+    let stop = loop {
+        if pos == buf.len() {
+            break None;
+        }
+        let rest = buf.len() - pos;
+        if rest < GROUP_HEADER {
+            break torn(pos, format!("a {rest}-byte fragment of a group header"));
+        }
+        let Some(h) = GroupHeader::decode(&buf[pos..pos + GROUP_HEADER]) else {
+            let what = "a group header failing its checksum".to_string();
+            break match next_group(buf, pos + 1) {
+                Some(q) => damage(
+                    pos,
+                    format!("{what}, and a valid group header at byte {q} after it"),
+                ),
+                None => unfinished(buf, pos, what),
+            };
+        };
+        if h.offset != pos as u64 {
+            break damage(
+                pos,
+                format!(
+                    "a valid group header written for byte {} (bytes before it were lost or added)",
+                    h.offset
+                ),
+            );
+        }
+        let left = (rest - GROUP_HEADER) as u64;
+        if h.body_len > left {
+            break torn(
+                pos,
+                format!(
+                    "a group of {} records declaring {} bytes, with {left} bytes left (a write cut short)",
+                    h.count, h.body_len
+                ),
+            );
+        }
+        let end = pos + GROUP_HEADER + h.body_len as usize;
+        let body = &buf[pos + GROUP_HEADER..end];
+        if crc32fast::hash(body) != h.body_crc {
+            let what = format!(
+                "a group of {} records (bytes {pos} to {end}) failing its checksum",
+                h.count
+            );
+            break if end < buf.len() {
+                damage(
+                    pos,
+                    format!(
+                        "{what}, followed by {} more bytes (a later write began after it was fsynced)",
+                        buf.len() - end
+                    ),
+                )
+            } else {
+                unfinished(buf, pos, what)
+            };
+        }
+        match split_records(body, h.count) {
+            Ok(group) => records.extend(group),
+            Err(what) => break damage(pos, what),
+        }
+        pos = end;
+    };
+    Parsed {
+        format: Format::V2,
+        records,
+        stop,
+    }
+}
+
+/// The final group at `pos` fails its checksum: a torn write when a sector
+/// of it reads as zeros (one the write never reached), damage otherwise.
+fn unfinished(buf: &[u8], pos: usize, what: String) -> Option<Stop> {
+    if zeroed(buf, pos) {
+        torn(
+            pos,
+            format!("{what}, the last group, with sectors never written (zeros)"),
+        )
+    } else {
+        damage(
+            pos,
+            format!(
+                "{what}, in the last group; no sector from there to the end reads as \
+                 unwritten (zeros), as a write a crash interrupted leaves it, so this is \
+                 damage, not a torn write"
+            ),
+        )
+    }
+}
+
+/// Whether a sector of the file from `from` on reads as zeros: everything
+/// to the end, the piece from `from` to the next 512-byte boundary, or any
+/// whole sector after it. A group header is never zeros (its magic), nor,
+/// in practice, 512 aligned bytes of OTLP protobuf.
+fn zeroed(buf: &[u8], from: usize) -> bool {
+    if buf[from..].iter().all(|&b| b == 0) {
+        return true;
+    }
+    let boundary = from.div_ceil(SECTOR) * SECTOR;
+    let first = &buf[from..boundary.min(buf.len())];
+    if !first.is_empty() && first.iter().all(|&b| b == 0) {
+        return true;
+    }
+    buf.get(boundary..)
+        .unwrap_or_default()
+        .chunks_exact(SECTOR)
+        .any(|s| s.iter().all(|&b| b == 0))
+}
+
+/// The first valid group header at or after `from`, wherever it says it is.
+fn next_group(buf: &[u8], from: usize) -> Option<usize> {
+    let last = buf.len().checked_sub(GROUP_HEADER)?;
+    (from..=last).find(|&q| {
+        buf[q..q + GROUP_MAGIC.len()] == GROUP_MAGIC
+            && GroupHeader::decode(&buf[q..q + GROUP_HEADER]).is_some()
+    })
+}
+
+/// A checksummed body's records; that they do not fill it exactly as the
+/// header says is damage (the checksum matched, so no tear did this).
+fn split_records(body: &[u8], count: u32) -> Result<Vec<Vec<u8>>, String> {
+    let mut records = Vec::with_capacity(count as usize);
+    let mut pos = 0usize;
+    while pos < body.len() {
+        let rest = body.len() - pos;
+        if rest < RECORD_HEADER {
+            return Err(format!(
+                "a group whose body passes its checksum but ends in a {rest}-byte fragment"
+            ));
+        }
+        let h = &body[pos..pos + RECORD_HEADER];
+        let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        if len > MAX_RECORD || len > rest - RECORD_HEADER {
+            return Err(format!(
+                "a group whose body passes its checksum but holds a record of {len} bytes with {} left",
+                rest - RECORD_HEADER
+            ));
+        }
+        records.push(body[pos + RECORD_HEADER..pos + RECORD_HEADER + len].to_vec());
+        pos += RECORD_HEADER + len;
+    }
+    if records.len() != count as usize {
+        return Err(format!(
+            "a group declaring {count} records whose body passes its checksum and holds {}",
+            records.len()
+        ));
+    }
+    Ok(records)
+}
+
+/// Version 1: `len crc payload` records. A tear is a record cut short, or
+/// one failing its CRC as the very last bytes.
+fn parse_v1(buf: &[u8]) -> Parsed {
+    let mut records = Vec::new();
+    let mut pos = 0usize;
+    let stop = loop {
+        if pos == buf.len() {
+            break None;
+        }
+        let rest = buf.len() - pos;
+        if rest < V1_HEADER {
+            break torn(pos, format!("a {rest}-byte fragment of a record header"));
+        }
+        let h = &buf[pos..pos + V1_HEADER];
+        let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+        if len > MAX_RECORD || len > rest - V1_HEADER {
+            break torn(
+                pos,
+                format!(
+                    "a record of {len} bytes with {} left (version 1: no header checksum)",
+                    rest - V1_HEADER
+                ),
+            );
+        }
+        let payload = &buf[pos + V1_HEADER..pos + V1_HEADER + len];
+        if crc32fast::hash(payload) != crc {
+            let what = format!("a {len}-byte record failing its CRC");
+            break if pos + V1_HEADER + len == buf.len() {
+                torn(pos, what)
+            } else {
+                damage(pos, what)
+            };
+        }
+        records.push(payload.to_vec());
+        pos += V1_HEADER + len;
+    };
+    Parsed {
+        format: Format::V1,
+        records,
+        stop,
+    }
+}
