@@ -83,6 +83,7 @@ pub fn http_router(
 ) -> anyhow::Result<Router> {
     let reader = store.reader();
     let counts = Arc::clone(&metrics.http);
+    let readiness = Arc::clone(&metrics.readiness);
     let reads = Arc::new(crate::dash::cache::Reads::new(reader));
     let mcp_ctx = Arc::new(crate::mcp::Context::new(
         Arc::clone(&reads),
@@ -105,7 +106,7 @@ pub fn http_router(
             .layer(axum::middleware::from_fn_with_state(t, auth::require)),
         None => app,
     };
-    Ok(health::router(store)
+    Ok(health::router(Arc::clone(&readiness))
         .merge(app)
         .layer(axum::middleware::from_fn_with_state(
             counts,
@@ -274,6 +275,7 @@ pub async fn run(
         sweeper: Arc::clone(&sweeper),
         alerts: Arc::clone(&alert_stats),
         http: Arc::default(),
+        readiness: Arc::new(health::Readiness::new(Arc::clone(&store))),
     };
     let http_app = guard(
         http_router(
