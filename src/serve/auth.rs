@@ -167,12 +167,13 @@ pub async fn loopback_only(
     }
 }
 
-/// Paths open without a token.
+/// Paths open without a token (the stylesheet and script are the sign-in
+/// page's and hold nothing of the data).
 fn open_path(path: &str) -> bool {
     matches!(
         path,
         "/healthz" | "/readyz" | "/login" | "/logout" | "/favicon.ico" | "/api/openapi.json"
-    )
+    ) || path.starts_with(crate::dash::assets::PREFIX)
 }
 
 /// The middleware in front of the dashboard, API and metrics.

@@ -111,7 +111,9 @@ pub fn http_router(
         .layer(axum::middleware::from_fn_with_state(
             counts,
             metrics::count_responses,
-        )))
+        ))
+        // CSP, framing, nosniff, referrer: on every answer of this listener.
+        .layer(axum::middleware::map_response(crate::dash::headers::secure)))
 }
 
 /// Which `Host` and `Origin` values `/mcp` accepts (MCP's own guard
