@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod otlp;
 pub mod response;
 pub mod scheduler;
+pub mod session;
 
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
