@@ -90,7 +90,7 @@ fn tampered_forged_malformed_and_revoked_cookies_are_refused() {
         &format!("v2.{T0}.{}zz", &mac[..62]),
         &format!("v1.{T0}.{mac}"),
         // The first version's cookie: a bare HMAC of the token.
-        &mac.to_string(),
+        mac,
     ] {
         assert!(
             s.verify(bad, T0).unwrap_err().contains("malformed"),
