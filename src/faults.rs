@@ -13,7 +13,8 @@
 //! Any action may end in `@N`: the first N-1 calls pass, the N-th is the
 //! first one hit (`wal_fsync=fail_once@3`).
 //!
-//! Points: `wal_write`, `wal_fsync`, `parquet_write`, `sweep`, `webhook`
+//! Points: `wal_write`, `wal_fsync`, `parquet_write`, `sweep`, `readyz_probe`
+//! (`/readyz`'s synced write), `webhook`
 //! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`,
 //! `seal_compact_before_commit` (a seal compaction's outputs written, not
 //! committed) and `seal_compact_after_commit` (committed, manifest and
@@ -109,7 +110,13 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
 
 /// The points the code checks: IO points (fail, enospc, delay), the one
 /// outgoing-request point (status) and the kill points.
-const IO_POINTS: [&str; 4] = ["wal_write", "wal_fsync", "parquet_write", "sweep"];
+const IO_POINTS: [&str; 5] = [
+    "wal_write",
+    "wal_fsync",
+    "parquet_write",
+    "sweep",
+    "readyz_probe",
+];
 const STATUS_POINTS: [&str; 1] = ["webhook"];
 const KILL_POINTS: [&str; 5] = [
     "alert_kill_before_send",

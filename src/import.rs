@@ -1,13 +1,22 @@
 //! `stormwatch import`: files and directories into the store, and
 //! `--follow DIR`, which keeps pulling new files (and new lines of growing
 //! JSON-lines files) and remembers in `state.sqlite` what it took.
+//!
+//! Bounds: a gzip'd file that decompresses to more than
+//! `[import] max_decompressed_bytes` (1 GiB) is refused whole, naming the
+//! file and the cap (a file's records are all read before any is stored,
+//! so nothing of it is imported): `import` stops there, like at any file it
+//! cannot read, and `--follow` skips it until it changes. A directory walk
+//! follows symlinks, except a link to a directory above it on the path being
+//! walked (a loop, whose files are listed already): that link is skipped with
+//! a warning naming it and where it leads.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use crate::ingest::file::{self, FileKind, Record};
+use crate::ingest::file::{self, Expanded, FileKind, Record};
 use crate::retry::{self, IoFailure};
 use crate::store::{PendingAck, Store, StoreError};
 
@@ -54,6 +63,11 @@ pub enum ImportError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "{path}: refused: its gzip content decompresses to more than {cap} bytes (import.max_decompressed_bytes), \
+         a gzip bomb or a file to split; nothing of it was imported"
+    )]
+    TooLarge { path: PathBuf, cap: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("import state {path}: {source}")]
@@ -165,14 +179,50 @@ impl<'a> Loader<'a> {
     }
 }
 
+/// Every request of a whole file, its gzip content capped at `cap` bytes.
+fn read_file(path: &Path, cap: u64) -> Result<Vec<Record>, ImportError> {
+    match file::read(path, cap) {
+        Ok((_, records)) => Ok(records),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(ImportError::TooLarge {
+            path: path.to_path_buf(),
+            cap,
+        }),
+        Err(source) => Err(ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The files below `paths`; a link that loops back up is warned about
+/// (once per link while `warned` remembers it) and skipped.
+fn expand(
+    paths: &[PathBuf],
+    warned: &mut std::collections::HashSet<PathBuf>,
+) -> std::io::Result<Vec<PathBuf>> {
+    let Expanded { files, loops } = file::expand(paths)?;
+    for (link, to) in loops {
+        if warned.insert(link.clone()) {
+            tracing::warn!(
+                "{}: skipped: a symlink loop (it leads back to {}, which is being read already)",
+                link.display(),
+                to.display()
+            );
+        }
+    }
+    Ok(files)
+}
+
 /// Import files and directories; a bad record is reported (file and line)
-/// and skipped, an unreadable file stops the import with its name.
+/// and skipped, an unreadable file (or one whose gzip content decompresses
+/// past `max_decompressed` bytes) stops the import with its name.
 pub fn import_paths(
     store: &Store,
     paths: &[PathBuf],
     progress: bool,
+    max_decompressed: u64,
 ) -> Result<ImportReport, ImportError> {
-    let files = file::expand(paths).map_err(|source| ImportError::Io {
+    let files = expand(paths, &mut Default::default()).map_err(|source| ImportError::Io {
         path: paths.first().cloned().unwrap_or_default(),
         source,
     })?;
@@ -194,10 +244,7 @@ pub fn import_paths(
     let mut loader = Loader::new(store);
     for path in &files {
         bar.set_message(path.display().to_string());
-        let (_, records) = file::read(path).map_err(|source| ImportError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let records = read_file(path, max_decompressed)?;
         for record in records {
             loader.record(path, record)?;
         }
@@ -329,11 +376,14 @@ const FOLLOW_GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 
 /// Follow `dir` until `stop` is set. Every poll: new complete lines of
 /// JSON-lines files are loaded and their offset saved once acknowledged;
-/// other files are loaded once their size and mtime hold still for a poll.
+/// other files are loaded once their size and mtime hold still for a poll
+/// (gzip'd content capped at `max_decompressed` bytes; a file past it is
+/// skipped until it changes).
 pub fn follow(
     store: &Store,
     dir: &Path,
     interval: Duration,
+    max_decompressed: u64,
     stop: &AtomicBool,
 ) -> Result<ImportReport, ImportError> {
     let db = FollowDb::open(&store.layout().state_db())?;
@@ -341,9 +391,10 @@ pub fn follow(
     let mut last_seen: HashMap<PathBuf, (u64, i64)> = HashMap::new();
     let mut failing: HashMap<PathBuf, Failing> = HashMap::new();
     let mut skipped: HashMap<PathBuf, i64> = HashMap::new();
+    let mut loops_warned = std::collections::HashSet::new();
     tracing::info!(dir = %dir.display(), "following; new files and new lines are loaded as they land");
     while !stop.load(Ordering::Relaxed) {
-        let files = match file::expand(&[dir.to_path_buf()]) {
+        let files = match expand(&[dir.to_path_buf()], &mut loops_warned) {
             Ok(f) => f,
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot list the followed directory; trying again");
@@ -357,10 +408,22 @@ pub fn follow(
             if failing.get(&path).is_some_and(|f| Instant::now() < f.next) {
                 continue;
             }
-            match follow_file(store, &db, &path, &mut last_seen, &skipped) {
+            match follow_file(
+                store,
+                &db,
+                &path,
+                &mut last_seen,
+                &skipped,
+                max_decompressed,
+            ) {
                 Ok(report) => {
                     failing.remove(&path);
                     total.add(&report);
+                }
+                Err(e @ ImportError::TooLarge { .. }) => {
+                    let mtime = std::fs::metadata(&path).map(|m| mtime_ns(&m)).unwrap_or(0);
+                    tracing::warn!("{e}; skipped until it changes");
+                    skipped.insert(path.clone(), mtime);
                 }
                 Err(ImportError::Io { source, .. }) => match retry::classify_io(&source) {
                     IoFailure::Gone => {
@@ -422,6 +485,7 @@ fn follow_file(
     path: &Path,
     last_seen: &mut HashMap<PathBuf, (u64, i64)>,
     skipped: &HashMap<PathBuf, i64>,
+    max_decompressed: u64,
 ) -> Result<ImportReport, ImportError> {
     let io = |source| ImportError::Io {
         path: path.to_path_buf(),
@@ -486,7 +550,7 @@ fn follow_file(
     if !stable {
         return Ok(ImportReport::default());
     }
-    let (_, records) = file::read(path).map_err(io)?;
+    let records = read_file(path, max_decompressed)?;
     for r in records {
         loader.record(path, r)?;
     }

@@ -154,7 +154,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let progress = std::io::stderr().is_terminal();
             let mut report = stormwatch::import::ImportReport::default();
             if !args.paths.is_empty() {
-                report = stormwatch::import::import_paths(&store, &args.paths, progress)?;
+                report = stormwatch::import::import_paths(
+                    &store,
+                    &args.paths,
+                    progress,
+                    config.import.max_decompressed_bytes,
+                )?;
             }
             if let Some(dir) = &args.follow {
                 let stop = Arc::new(AtomicBool::new(false));
@@ -170,7 +175,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let interval = Duration::from_millis(config.import.poll_interval_ms.max(10));
                 let followed = std::thread::scope(|s| {
                     let h = s.spawn(|| {
-                        let r = stormwatch::import::follow(&store, dir, interval, &stop);
+                        let r = stormwatch::import::follow(
+                            &store,
+                            dir,
+                            interval,
+                            config.import.max_decompressed_bytes,
+                            &stop,
+                        );
                         stop.store(true, Ordering::Relaxed);
                         r
                     });

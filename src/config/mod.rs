@@ -192,12 +192,16 @@ impl Default for StoreConfig {
 pub struct ImportConfig {
     /// How often `import --follow` looks for new data (milliseconds).
     pub poll_interval_ms: u64,
+    /// Largest a gzip'd file may decompress to (bytes); past it the file is
+    /// refused whole (a gzip bomb).
+    pub max_decompressed_bytes: u64,
 }
 
 impl Default for ImportConfig {
     fn default() -> Self {
         ImportConfig {
             poll_interval_ms: 1000,
+            max_decompressed_bytes: 1 << 30,
         }
     }
 }

@@ -5,9 +5,11 @@
 //! and `state.sqlite`; only the trace view reads spans, and only its own.
 //! Reads run on blocking threads, never on the async ones.
 
+pub mod assets;
 pub mod cache;
 pub mod chart;
 pub mod data;
+pub mod headers;
 pub mod html;
 pub mod openapi;
 pub mod pages;
@@ -114,7 +116,8 @@ pub fn router(
         )
         // Browsers ask for it on documents that are not pages (charts, JSON).
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
-        .with_state(dash))
+        .with_state(dash)
+        .merge(assets::router()))
 }
 
 /// A failure a page shows: status and a message.

@@ -228,15 +228,11 @@ pub fn overview(
             summaries.len() - 200
         );
     }
-    b.push_str(r#"<h2>Recent retry attempts</h2><ul id="feed"><li class="muted">loading…</li></ul>
-<script>
-async function feed(){try{const r=await fetch('/api/feed');if(!r.ok)return;const items=await r.json();
-const ul=document.getElementById('feed');ul.textContent='';
-if(items.length===0){const li=document.createElement('li');li.className='muted';li.textContent='No retries found yet.';ul.appendChild(li);}
-for(const it of items){const li=document.createElement('li');const sw=document.createElement('span');sw.className='sw bar '+it.verdict;sw.style.position='static';sw.style.display='inline-block';li.appendChild(sw);
-const a=document.createElement('a');a.href='/traces/'+encodeURIComponent(it.trace_id)+'?day='+encodeURIComponent(it.day);a.textContent=it.text;li.appendChild(a);ul.appendChild(li);}}catch(e){}}
-feed();setInterval(feed,10000);
-</script>"#);
+    let _ = write!(
+        b,
+        r#"<h2>Recent retry attempts</h2><ul id="feed"><li class="muted">loading…</li></ul><script src="{}" defer></script>"#,
+        super::assets::overview_js_href()
+    );
     page("Overview", &b)
 }
 
@@ -455,7 +451,7 @@ pub fn trace(v: &TraceView, page_no: usize, day: Option<&str>) -> String {
     let _ = write!(
         b,
         r#"<h1>Trace <code>{}</code></h1><p>{} spans in {} turn(s), {:.1} s; {:.1} s of attempts that could not help.</p>
-<p class="legend"><span><i class="sw" style="background:#2ca02c"></i>retry rescued a blip</span><span><i class="sw" style="background:#d62728"></i>retry wasted (deterministic error or dead feed)</span><span><i class="sw" style="background:#ff9f1c"></i>retry after success</span><span><i class="sw" style="background:#f59e0b"></i>first attempt failed</span><span><i class="sw" style="background:#4e79a7"></i>tool call</span></p>"#,
+<p class="legend"><span><i class="sw rescued"></i>retry rescued a blip</span><span><i class="sw wasted"></i>retry wasted (deterministic error or dead feed)</span><span><i class="sw after_success"></i>retry after success</span><span><i class="sw failed"></i>first attempt failed</span><span><i class="sw tool"></i>tool call</span></p>"#,
         esc(&v.trace_id),
         v.spans.len(),
         v.turns,
@@ -474,7 +470,9 @@ pub fn trace(v: &TraceView, page_no: usize, day: Option<&str>) -> String {
         }
         let _ = write!(b, "of {pages} ({PAGE_SPANS} spans a page)</p>");
     }
-    b.push_str(r#"<table id="waterfall"><tr><th>span</th><th>attempt</th><th style="width:55%">time</th></tr>"#);
+    b.push_str(
+        r#"<table id="waterfall"><tr><th>span</th><th>attempt</th><th class="time">time</th></tr>"#,
+    );
     let mut last_turn = "";
     for s in v
         .spans
@@ -512,7 +510,7 @@ pub fn trace(v: &TraceView, page_no: usize, day: Option<&str>) -> String {
         };
         let _ = write!(
             b,
-            r#"<tr class="span" data-verdict="{}"><td><details><summary>{}</summary><pre>{}</pre><p class="muted">{} · span {} · {}</p></details></td><td>{}</td><td><div class="wf"><div class="bar{class}" style="left:{left:.3}%;width:{width:.3}%" title="{:.1} ms {}"></div></div></td></tr>"#,
+            r#"<tr class="span" data-verdict="{}"><td><details><summary>{}</summary><pre>{}</pre><p class="muted">{} · span {} · {}</p></details></td><td>{}</td><td><svg class="wf" aria-hidden="true"><rect class="bar{class}" x="{left:.3}%" y="2" width="{width:.3}%" height="14" rx="2"><title>{:.1} ms {}</title></rect></svg></td></tr>"#,
             esc(&s.verdict),
             esc(&s.name),
             esc(&s.attributes),

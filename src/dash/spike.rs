@@ -115,12 +115,12 @@ fn series(
     );
     let _ = write!(
         s,
-        r#"<p class="legend"><span>{}a day the rule flagged, marked ▼</span><span>{}a day it did not</span><span><i class="sw" style="background:{};height:3px;vertical-align:middle"></i>threshold: {} × the day's baseline, at most 100 %</span><span><i class="sw" style="background:{};height:2px;vertical-align:middle"></i>low end of the day's failed share at {:.0} % confidence: a day is flagged when it is above the threshold, with at least {} calls and {} failed</span></p>"#,
+        r#"<p class="legend"><span>{}a day the rule flagged, marked ▼</span><span>{}a day it did not</span><span>{}threshold: {} × the day's baseline, at most 100 %</span><span>{}low end of the day's failed share at {:.0} % confidence: a day is flagged when it is above the threshold, with at least {} calls and {} failed</span></p>"#,
         swatch(chart::ERR),
         swatch(chart::threshold::CALM),
-        chart::hex(chart::BASE),
+        chart::swatch_of("sw line", chart::BASE),
         p.multiplier,
-        chart::hex(chart::threshold::TICK),
+        chart::swatch_of("sw line thin", chart::threshold::TICK),
         p.confidence * 100.0,
         p.min_calls,
         p.min_errors

@@ -2,8 +2,10 @@
 //! answers in the request's encoding); the dashboard, API and `/metrics` sit
 //! behind [`require`]. API clients send `Authorization: Bearer <token>`;
 //! browsers sign in once at `/login`, which sets an HttpOnly, SameSite=Lax
-//! session cookie holding an HMAC of the token (never the token itself).
-//! `/healthz` and `/readyz` stay open for load balancers and probes.
+//! session cookie that expires after 12 h and is renewed while in use
+//! (`super::session`: signed with a key derived from the token, never the
+//! token itself). `/healthz` and `/readyz` stay open for load balancers and
+//! probes.
 //!
 //! Also the bind rule: a listener on a non-loopback address needs a token,
 //! unless `--insecure` says otherwise.
@@ -17,19 +19,24 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Form, Router};
-use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
+use super::session::{Session, Sessions};
 use crate::alert::sign::same_bytes;
 
-const COOKIE: &str = "stormwatch_session";
+/// Unix seconds now; injectable for tests.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+fn system_clock() -> i64 {
+    chrono::Utc::now().timestamp()
+}
 
 /// A configured token, kept only as digests.
 pub struct Token {
     digest: [u8; 32],
-    session: String,
-    /// Mark the session cookie `Secure` (the dashboard is reached over https).
-    secure_cookie: bool,
+    /// Signs and checks the session cookies (a key derived from the token).
+    sessions: Sessions,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Token {
@@ -46,6 +53,15 @@ impl Token {
     /// an error for one too short to be a secret.
     /// `secure_cookie`: the dashboard is reached over https.
     pub fn new(secret: Option<&str>, secure_cookie: bool) -> Result<Option<Arc<Token>>, String> {
+        Token::with_clock(secret, secure_cookie, Arc::new(system_clock))
+    }
+
+    /// [`Token::new`] with the clock session cookies are judged by.
+    pub fn with_clock(
+        secret: Option<&str>,
+        secure_cookie: bool,
+        clock: Clock,
+    ) -> Result<Option<Arc<Token>>, String> {
         let Some(secret) = secret.map(str::trim).filter(|s| !s.is_empty()) else {
             return Ok(None);
         };
@@ -56,19 +72,10 @@ impl Token {
                 secret.len()
             ));
         }
-        let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-            .expect("HMAC takes keys of any length");
-        mac.update(b"stormwatch-session-v1");
-        let session: String = mac
-            .finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
         Ok(Some(Arc::new(Token {
             digest: Sha256::digest(secret.as_bytes()).into(),
-            session,
-            secure_cookie,
+            sessions: Sessions::new(secret, secure_cookie),
+            clock,
         })))
     }
 
@@ -91,14 +98,15 @@ impl Token {
             .any(|t| self.matches(t))
     }
 
-    fn cookie_ok(&self, headers: &HeaderMap) -> bool {
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|kv| kv.trim().split_once('='))
-            .any(|(k, v)| k == COOKIE && same_bytes(v.as_bytes(), self.session.as_bytes()))
+    /// What the request's session cookies say, now.
+    fn session(&self, headers: &HeaderMap) -> Session {
+        self.sessions.check(
+            headers
+                .get_all(header::COOKIE)
+                .iter()
+                .filter_map(|v| v.to_str().ok()),
+            (self.clock)(),
+        )
     }
 }
 
@@ -167,20 +175,58 @@ pub async fn loopback_only(
     }
 }
 
-/// Paths open without a token.
+/// Paths open without a token (the stylesheet and script are the sign-in
+/// page's and hold nothing of the data).
 fn open_path(path: &str) -> bool {
     matches!(
         path,
         "/healthz" | "/readyz" | "/login" | "/logout" | "/favicon.ico" | "/api/openapi.json"
-    )
+    ) || path.starts_with(crate::dash::assets::PREFIX)
 }
 
-/// The middleware in front of the dashboard, API and metrics.
+/// The middleware in front of the dashboard, API and metrics. A good
+/// session cookie old enough to renew gets a fresh one on the answer; a bad
+/// one counts as none, and is removed.
 pub async fn require(State(token): State<Arc<Token>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
-    if open_path(req.uri().path()) || token.bearer_ok(headers) || token.cookie_ok(headers) {
+    if open_path(req.uri().path()) || token.bearer_ok(headers) {
         return next.run(req).await;
     }
+    let session = token.session(headers);
+    let refused = match session {
+        Session::Valid { issued, renew } => {
+            let mut resp = next.run(req).await;
+            if renew {
+                let now = (token.clock)();
+                tracing::debug!(
+                    age_s = now - issued,
+                    "session cookie renewed (older than half its lifetime)"
+                );
+                if let Ok(v) = HeaderValue::from_str(&token.sessions.set_cookie(now)) {
+                    resp.headers_mut().append(header::SET_COOKIE, v);
+                }
+            }
+            return resp;
+        }
+        Session::Refused(why) => {
+            tracing::debug!(path = %req.uri().path(), "session cookie refused, treated as signed out: {why}");
+            true
+        }
+        Session::Absent => false,
+    };
+    let mut resp = refuse(&req, refused);
+    if refused {
+        if let Ok(v) = HeaderValue::from_str(&token.sessions.clear_cookie()) {
+            resp.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    resp
+}
+
+/// A request without a good token or session: a page goes to `/login`, the
+/// rest get a 401 (`expired`: it came with a session cookie that is not good).
+fn refuse(req: &Request, expired: bool) -> Response {
+    let headers = req.headers();
     let path = req.uri().path();
     let wants_page = req.method() == axum::http::Method::GET
         && !path.starts_with("/api/")
@@ -201,6 +247,8 @@ pub async fn require(State(token): State<Arc<Token>>, req: Request, next: Next) 
     }
     let message = if headers.contains_key(header::AUTHORIZATION) {
         "the token sent does not match: send `Authorization: Bearer <token>` with the value of --api-token / STORMWATCH_API_TOKEN"
+    } else if expired {
+        "the session has expired or is not valid: sign in again at /login, or send `Authorization: Bearer <token>` (the value of --api-token / STORMWATCH_API_TOKEN)"
     } else {
         "this server needs a token: send `Authorization: Bearer <token>` (the value of --api-token / STORMWATCH_API_TOKEN)"
     };
@@ -302,11 +350,7 @@ async fn login(
     }
     // Lax, not Strict: a trace link in a Slack alert must arrive signed in.
     // State changes are guarded by their Origin check, not by the cookie.
-    let cookie = format!(
-        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age=2592000{}",
-        token.session,
-        if token.secure_cookie { "; Secure" } else { "" }
-    );
+    let cookie = token.sessions.set_cookie((token.clock)());
     (
         StatusCode::SEE_OTHER,
         [
@@ -317,14 +361,11 @@ async fn login(
         .into_response()
 }
 
-async fn logout() -> Response {
+async fn logout(State(token): State<Arc<Token>>) -> Response {
     (
         StatusCode::SEE_OTHER,
         [
-            (
-                header::SET_COOKIE,
-                format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"),
-            ),
+            (header::SET_COOKIE, token.sessions.clear_cookie()),
             (header::LOCATION, "/login".to_string()),
         ],
     )
@@ -344,7 +385,7 @@ mod tests {
         assert!(!t.matches("s3cret-token-012X"));
         assert!(!t.matches(""));
         assert!(!format!("{t:?}").contains("s3cret"));
-        assert!(!t.session.contains("s3cret"));
+        assert!(!t.sessions.value(0).contains("s3cret"));
         assert!(Token::new(Some("  "), false).unwrap().is_none());
         assert!(Token::new(None, false).unwrap().is_none());
         assert!(Token::new(Some("short"), false).unwrap_err().contains("16"));

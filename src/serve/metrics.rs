@@ -25,6 +25,7 @@ pub struct Sources {
     pub sweeper: Arc<Sweeper>,
     pub alerts: Arc<AlertStats>,
     pub http: Arc<HttpCounts>,
+    pub readiness: Arc<super::health::Readiness>,
 }
 
 /// Dashboard and API responses by status code.
@@ -150,6 +151,12 @@ pub fn render(s: &Sources) -> String {
             n,
         );
     }
+    o.one(
+        "stormwatch_readyz_probes_total",
+        "counter",
+        "Filesystem probes /readyz ran (its answers are cached for a second).",
+        s.readiness.probes(),
+    );
     o.0.push_str(&s.alerts.prometheus());
     o.0
 }

@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod otlp;
 pub mod response;
 pub mod scheduler;
+pub mod session;
 
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
@@ -83,6 +84,7 @@ pub fn http_router(
 ) -> anyhow::Result<Router> {
     let reader = store.reader();
     let counts = Arc::clone(&metrics.http);
+    let readiness = Arc::clone(&metrics.readiness);
     let reads = Arc::new(crate::dash::cache::Reads::new(reader));
     let mcp_ctx = Arc::new(crate::mcp::Context::new(
         Arc::clone(&reads),
@@ -105,12 +107,14 @@ pub fn http_router(
             .layer(axum::middleware::from_fn_with_state(t, auth::require)),
         None => app,
     };
-    Ok(health::router(store)
+    Ok(health::router(Arc::clone(&readiness))
         .merge(app)
         .layer(axum::middleware::from_fn_with_state(
             counts,
             metrics::count_responses,
-        )))
+        ))
+        // CSP, framing, nosniff, referrer: on every answer of this listener.
+        .layer(axum::middleware::map_response(crate::dash::headers::secure)))
 }
 
 /// Which `Host` and `Origin` values `/mcp` accepts (MCP's own guard
@@ -274,6 +278,7 @@ pub async fn run(
         sweeper: Arc::clone(&sweeper),
         alerts: Arc::clone(&alert_stats),
         http: Arc::default(),
+        readiness: Arc::new(health::Readiness::new(Arc::clone(&store))),
     };
     let http_app = guard(
         http_router(

@@ -4,20 +4,31 @@ chromium), run by tests/it/dashboard.rs against `stormwatch serve`.
 
     dashboard.py demo    --base http://127.0.0.1:PORT --shots DIR
     dashboard.py hostile --base http://127.0.0.1:PORT --shots DIR --tool NAME...
+    dashboard.py login   --base http://127.0.0.1:PORT --shots DIR --token TOKEN
 
 `demo` walks the seeds' story on the demo data: the overview's volume per
 tool, with its legend, shows search_flights' July 29 failures; the tool page
 marks the three days the spike rule flagged; the search_flights retry-storm
 signal leads to an evidence trace with 15 attempts and no backoff; muting
 from the page changes the state. `hostile` opens every page of tools with hostile names and checks
-nothing ran: no dialog, no injected element, the name shown as text. Both
-fail on any console error or page error. Exit status 0 means all held;
-failures are printed one per line.
+nothing ran: no dialog, no injected element, the name shown as text.
+`login` (a server with --api-token) is sent to sign in, signs in, and checks
+the session cookie's attributes. Every mode fails on any console error, page
+error or Content-Security-Policy violation (a `securitypolicyviolation`
+event or a console line naming the policy), after checking that the policy
+is in force (an inline script and an inline style are refused, and the
+violations seen) and that a page of another origin cannot frame the
+dashboard (a page on another port with an iframe of it: the frame is
+blocked, while an iframe of that page's own origin loads). Exit status 0
+means all held; failures are printed one per line.
 """
 
 import argparse
+import http.server
 import os
 import sys
+import threading
+import time
 import urllib.parse
 
 from playwright.sync_api import sync_playwright
@@ -40,9 +51,25 @@ def browser(p):
     )
 
 
+# Reports every CSP violation of a document to the test (init scripts and
+# bindings are the browser's own, outside the page's policy).
+LISTEN = """document.addEventListener('securitypolicyviolation', e =>
+  window.__stormwatchCsp(`${e.violatedDirective} refused ${e.blockedURI || 'inline'} in ${document.URL}`));"""
+
+
+def csp_listener(page, into, prefix=""):
+    page.expose_function("__stormwatchCsp", lambda v: into.append(prefix + v))
+    page.add_init_script(LISTEN)
+
+
+def console_error(m):
+    return m.type == "error" or "Content Security Policy" in m.text
+
+
 def watch(page):
     errors = []
-    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    csp_listener(page, errors, "CSP violation: ")
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if console_error(m) else None)
     page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
     page.on("response", lambda r: errors.append(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None)
     page.on("dialog", lambda d: (errors.append(f"a dialog opened: {d.message}"), d.dismiss()))
@@ -143,20 +170,116 @@ def hostile(page, base, shots, tools):
     for u in urls:
         page.goto(base + u)
         page.wait_for_load_state("networkidle")
-        check(page.evaluate("document.querySelectorAll('img[onerror], script:not([src])').length")
-              <= (1 if u == "/" else 0), f"no injected element on {u}")
+        check(page.evaluate("document.querySelectorAll('img[onerror], script:not([src]), [style]').length")
+              == 0, f"no injected element, inline script or inline style on {u}")
         check(page.evaluate("window.__pwned === undefined"), f"no injected script ran on {u}")
     page.goto(base + "/tools/" + urllib.parse.quote(tools[0], safe=""))
     check(page.locator("h1 code").inner_text() == tools[0], "the tool page names the tool as text")
     page.screenshot(path=os.path.join(shots, "hostile-tool.png"), full_page=True)
 
 
+def login(page, base, shots, token):
+    page.goto(base + "/signals?state=open")
+    check(urllib.parse.urlparse(page.url).path == "/login", f"a page without a session goes to sign in: {page.url}")
+    page.screenshot(path=os.path.join(shots, "login.png"), full_page=True)
+    page.fill("input[name=token]", token)
+    page.click("button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    check(urllib.parse.urlparse(page.url).path == "/signals", f"signed in, back where it was going: {page.url}")
+    check(page.locator("h1").inner_text() == "Signals", "the signals page, signed in")
+    cookies = [c for c in page.context.cookies() if c["name"] == "stormwatch_session"]
+    check(len(cookies) == 1, f"one session cookie: {cookies!r}")
+    if cookies:
+        c = cookies[0]
+        check(token not in c["value"], "the cookie does not hold the token")
+        check(c["httpOnly"] and c["sameSite"] == "Lax", f"HttpOnly, SameSite=Lax: {c!r}")
+        left = c["expires"] - time.time()
+        check(11.9 * 3600 < left <= 12 * 3600 + 5, f"the cookie expires in 12 h: {left:.0f} s")
+    page.goto(base + "/")
+    page.wait_for_load_state("networkidle")
+    check(page.locator("#peak .err").count() == 1, "the overview, signed in")
+    page.context.clear_cookies()
+    page.goto(base + "/")
+    check(urllib.parse.urlparse(page.url).path == "/login", "without the cookie, signed out again")
+
+
+def csp_in_force(b, base):
+    """An inline script and an inline style on a dashboard page are refused,
+    and the listener every walk relies on sees both violations."""
+    page = b.new_page()
+    seen = []
+    csp_listener(page, seen)
+    page.goto(base + "/")
+    page.wait_for_load_state("networkidle")
+    page.evaluate("""() => {
+        const s = document.createElement('script');
+        s.textContent = 'window.__inline = 1';
+        document.body.appendChild(s);
+        document.body.setAttribute('style', 'outline: 3px solid red');
+    }""")
+    page.wait_for_timeout(300)
+    check(page.evaluate("window.__inline === undefined"), "an inline script does not run")
+    check(page.evaluate("getComputedStyle(document.body).outlineStyle") != "solid", "an inline style is not applied")
+    check(any(v.startswith("script-src") for v in seen), f"the refused script is reported: {seen!r}")
+    check(any(v.startswith("style-src") for v in seen), f"the refused style is reported: {seen!r}")
+    page.close()
+
+
+class Framing(http.server.BaseHTTPRequestHandler):
+    """Another origin: a page that frames the dashboard, and a page of its
+    own (no headers) that it frames as the control."""
+    target = ""
+
+    def do_GET(self):
+        if self.path == "/own.html":
+            body = b"<!doctype html><title>own</title><p id=own>framed fine</p>"
+        else:
+            body = (f'<!doctype html><title>framing</title>'
+                    f'<iframe name="dash" src="{self.target}/signals" width=600 height=300></iframe>'
+                    f'<iframe name="own" src="/own.html" width=300 height=100></iframe>').encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/html; charset=utf-8")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def not_framed(b, base, shots):
+    Framing.target = base
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Framing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    page = b.new_page()
+    said = []
+    page.on("console", lambda m: said.append(m.text))
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/")
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(500)
+        own = page.frame(name="own")
+        check(own is not None and own.locator("#own").count() == 1, "the control frame (the page's own origin) loads")
+        dash = page.frame(name="dash")
+        check(dash is not None, "the dashboard's frame exists")
+        if dash is not None:
+            framed = dash.url.startswith(base) and dash.locator("header, h1, form").count() > 0
+            check(not framed, f"another origin cannot frame the dashboard (frame at {dash.url})")
+        check(any("frame-ancestors" in t or "X-Frame-Options" in t for t in said),
+              f"the browser says why the frame was refused: {said!r}")
+        page.screenshot(path=os.path.join(shots, "framed.png"), full_page=True)
+    finally:
+        page.close()
+        server.shutdown()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["demo", "hostile"])
+    ap.add_argument("mode", choices=["demo", "hostile", "login"])
     ap.add_argument("--base", required=True)
     ap.add_argument("--shots", required=True)
     ap.add_argument("--tool", action="append", default=[])
+    ap.add_argument("--token", default="")
     a = ap.parse_args()
     os.makedirs(a.shots, exist_ok=True)
     with sync_playwright() as p:
@@ -164,8 +287,13 @@ def main():
         page = b.new_page(viewport={"width": 1280, "height": 900})
         errors = watch(page)
         try:
+            if a.mode != "login":
+                csp_in_force(b, a.base)
+                not_framed(b, a.base, a.shots)
             if a.mode == "demo":
                 demo(page, a.base, a.shots)
+            elif a.mode == "login":
+                login(page, a.base, a.shots, a.token)
             else:
                 hostile(page, a.base, a.shots, a.tool)
         except Exception as e:  # a missing element is a failure, not a crash

@@ -429,9 +429,17 @@ fn a_full_disk_turns_ingest_to_503_and_recovers_when_space_returns() {
             .status()
     };
     assert_eq!(ready(), 503, "a full disk is not ready");
-    // Space returns; the same server is ready and takes spans again.
+    // Space returns; the same server is ready (once /readyz's cached
+    // answer, at most a second old, runs out) and takes spans again.
     std::fs::remove_file(&filler).unwrap();
-    assert_eq!(ready(), 200);
+    let freed = Instant::now();
+    while ready() != 200 {
+        assert!(
+            freed.elapsed() < Duration::from_secs(3),
+            "not ready again with space"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     for id in 10_000..10_020 {
         assert_eq!(send(id).status(), 200, "batch {id} after space returned");
         acked.insert(id);

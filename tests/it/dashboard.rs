@@ -103,6 +103,22 @@ fn the_demo_incident_in_a_real_browser() {
     server.stop();
 }
 
+/// Signing in, in a real browser: a page without a session goes to
+/// `/login`, the token signs in and comes back, the cookie is HttpOnly,
+/// SameSite=Lax and lasts 12 h; no CSP violation on the way.
+#[test]
+fn signing_in_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "api-0f3e1d5c2b4a6978";
+    let server = Server::start(
+        &dir.path().join("data"),
+        &["--demo", "--api-token", token],
+        &[],
+    );
+    browser("login", &server, &["--token", token]);
+    server.stop();
+}
+
 /// One tool call: (trace, span, parent, tool, start ms, ok).
 type ToolSpan = (String, String, Option<String>, String, i64, bool);
 

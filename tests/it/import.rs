@@ -24,7 +24,7 @@ fn request(seed: u8, n: usize) -> ExportTraceServiceRequest {
     stormwatch::ingest::json::decode(doc.to_string().as_bytes()).unwrap()
 }
 
-fn json_line(seed: u8, n: usize) -> String {
+pub(crate) fn json_line(seed: u8, n: usize) -> String {
     stormwatch::ingest::json::encode(&request(seed, n))
 }
 
@@ -152,7 +152,7 @@ fn unreadable_paths_fail_with_their_name() {
     assert!(stderr.contains("unknown field `retention`"), "{stderr}");
 }
 
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -160,7 +160,7 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn follower(data: &Path, watched: &Path, cfg: &Path) -> std::process::Child {
+pub(crate) fn follower(data: &Path, watched: &Path, cfg: &Path) -> std::process::Child {
     Command::new(BIN)
         .args([
             "import",
@@ -179,7 +179,7 @@ fn follower(data: &Path, watched: &Path, cfg: &Path) -> std::process::Child {
         .unwrap()
 }
 
-fn sigterm(child: std::process::Child) -> (String, String) {
+pub(crate) fn sigterm(child: std::process::Child) -> (String, String) {
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

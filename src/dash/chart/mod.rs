@@ -42,9 +42,18 @@ pub fn hex(c: RGBColor) -> String {
     format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
-/// A legend's swatch of `c` (HTML).
+/// A legend's swatch of `c` (HTML): a small SVG, whose `fill` is an
+/// attribute, not an inline style the CSP would refuse.
 pub fn swatch(c: RGBColor) -> String {
-    format!(r#"<i class="sw" style="background:{}"></i>"#, hex(c))
+    swatch_of("sw", c)
+}
+
+/// A swatch of `c` with its own classes (`sw line`: a thin line).
+pub fn swatch_of(class: &str, c: RGBColor) -> String {
+    format!(
+        r#"<svg class="{class}" viewBox="0 0 10 10" preserveAspectRatio="none" aria-hidden="true"><rect width="10" height="10" fill="{}"/></svg>"#,
+        hex(c)
+    )
 }
 
 /// The first and last day of `days`.

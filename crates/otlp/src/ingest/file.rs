@@ -2,7 +2,10 @@
 //! exporter and Python's `otlp-json-file` exporter: one request per line),
 //! protobuf (a single request or the file exporter's 4-byte length-prefixed
 //! frames), each optionally gzip'd. A bad record is reported with its line
-//! and skipped; the rest of the file still loads.
+//! and skipped; the rest of the file still loads. A gzip'd file is read
+//! under a cap on what it decompresses to (past it, an error of kind
+//! `FileTooLarge`: a gzip bomb), and a directory walk does not follow a link
+//! back to a directory above it (a loop).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -29,20 +32,50 @@ pub struct Record {
     pub result: Result<ExportTraceServiceRequest, String>,
 }
 
-/// Every file below `paths` (directories walked in name order), skipping
-/// hidden files.
-pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+/// What [`expand`] found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Expanded {
+    /// The files, in walk order.
+    pub files: Vec<PathBuf>,
+    /// Links to a directory not followed because it leads back to a
+    /// directory above them (a loop; the files there are listed already):
+    /// each link, and the directory it leads to.
+    pub loops: Vec<(PathBuf, PathBuf)>,
+}
+
+/// Every file below `paths` (directories walked in name order, symlinks
+/// followed except back up the path being walked), skipping hidden files.
+pub fn expand(paths: &[PathBuf]) -> io::Result<Expanded> {
+    let mut out = Expanded::default();
     for p in paths {
-        walk(p, &mut out)?;
+        walk(p, &mut Vec::new(), &mut out)?;
     }
     Ok(out)
 }
 
-fn walk(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+/// What identifies a directory however it is reached.
+#[cfg(unix)]
+fn dir_id(_path: &Path, meta: &std::fs::Metadata) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Ok((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn dir_id(path: &Path, _meta: &std::fs::Metadata) -> io::Result<PathBuf> {
+    std::fs::canonicalize(path)
+}
+
+/// `above`: the directories on the way to `path` (their ids and paths).
+fn walk(path: &Path, above: &mut Vec<(DirId, PathBuf)>, out: &mut Expanded) -> io::Result<()> {
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(named)?;
     if meta.is_dir() {
+        let id = dir_id(path, &meta).map_err(named)?;
+        if let Some((_, first)) = above.iter().find(|(a, _)| *a == id) {
+            out.loops.push((path.to_path_buf(), first.clone()));
+            return Ok(());
+        }
+        above.push((id, path.to_path_buf()));
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
@@ -53,12 +86,44 @@ fn walk(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
             .collect();
         entries.sort();
         for e in entries {
-            walk(&e, out)?;
+            walk(&e, above, out)?;
         }
+        above.pop();
     } else {
-        out.push(path.to_path_buf());
+        out.files.push(path.to_path_buf());
     }
     Ok(())
+}
+
+#[cfg(unix)]
+type DirId = (u64, u64);
+#[cfg(not(unix))]
+type DirId = PathBuf;
+
+/// A reader that fails (`FileTooLarge`) once more than `cap` bytes came out.
+struct Capped<R> {
+    inner: R,
+    cap: u64,
+    left: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // One byte past the cap is enough to know it is passed.
+        let room = self.left.saturating_add(1).min(buf.len() as u64) as usize;
+        let n = self.inner.read(&mut buf[..room])?;
+        if n as u64 > self.left {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "decompresses to more than {} bytes, the cap on a file's decompressed content",
+                    self.cap
+                ),
+            ));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
 }
 
 fn is_gzip(path: &Path) -> io::Result<bool> {
@@ -68,13 +133,16 @@ fn is_gzip(path: &Path) -> io::Result<bool> {
     Ok(n == 2 && magic == [0x1f, 0x8b])
 }
 
-/// A reader of the file's content, gzip undone.
-fn content(path: &Path) -> io::Result<Box<dyn BufRead>> {
+/// A reader of the file's content, gzip undone, at most `max_decompressed`
+/// bytes of it.
+fn content(path: &Path, max_decompressed: u64) -> io::Result<Box<dyn BufRead>> {
     let f = File::open(path)?;
     if is_gzip(path)? {
-        Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(
-            f,
-        ))))
+        Ok(Box::new(BufReader::new(Capped {
+            inner: flate2::read::MultiGzDecoder::new(f),
+            cap: max_decompressed,
+            left: max_decompressed,
+        })))
     } else {
         Ok(Box::new(BufReader::new(f)))
     }
@@ -94,7 +162,7 @@ pub fn sniff(path: &Path) -> io::Result<FileKind> {
     if name.ends_with(".pb") || name.ends_with(".binpb") || name.ends_with(".proto") {
         return Ok(FileKind::Protobuf);
     }
-    let mut r = content(path)?;
+    let mut r = content(path, u64::MAX)?;
     let mut first_line = Vec::new();
     r.by_ref()
         .take(64 << 20)
@@ -112,13 +180,15 @@ pub fn sniff(path: &Path) -> io::Result<FileKind> {
     }
 }
 
-/// Read every request in a file, in order.
-pub fn read(path: &Path) -> io::Result<(FileKind, Vec<Record>)> {
+/// Read every request in a file, in order; a gzip'd file that decompresses
+/// to more than `max_decompressed` bytes is an error (`FileTooLarge`), and
+/// none of its records are returned.
+pub fn read(path: &Path, max_decompressed: u64) -> io::Result<(FileKind, Vec<Record>)> {
     let kind = sniff(path)?;
     let records = match kind {
         FileKind::Json => {
             let mut buf = Vec::new();
-            content(path)?.read_to_end(&mut buf)?;
+            content(path, max_decompressed)?.read_to_end(&mut buf)?;
             vec![Record {
                 line: None,
                 result: json::decode(&buf).map_err(|e| e.to_string()),
@@ -126,12 +196,12 @@ pub fn read(path: &Path) -> io::Result<(FileKind, Vec<Record>)> {
         }
         FileKind::JsonLines => {
             let mut records = Vec::new();
-            read_lines(content(path)?, 0, &mut records)?;
+            read_lines(content(path, max_decompressed)?, 0, &mut records)?;
             records
         }
         FileKind::Protobuf => {
             let mut buf = Vec::new();
-            content(path)?.read_to_end(&mut buf)?;
+            content(path, max_decompressed)?.read_to_end(&mut buf)?;
             read_protobuf(&buf)
         }
     };
