@@ -205,7 +205,10 @@ fn a_held_state_lock_stalls_neither_otlp_nor_the_dashboard() {
     // (a message claimed just before may still go out) until its end…
     for i in 0..TARGETS {
         let in_lock = hits_of(i, lock_from + Duration::from_millis(500), lock_to);
-        assert_eq!(in_lock, 0, "hook-{i} was sent to while the state was locked");
+        assert_eq!(
+            in_lock, 0,
+            "hook-{i} was sent to while the state was locked"
+        );
     }
     // … and go on after it.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -234,12 +237,6 @@ fn a_held_state_lock_stalls_neither_otlp_nor_the_dashboard() {
         during.otlp.len(),
         Latencies::p99(&during.otlp),
     );
-    // Requests kept coming through the 5 s: at least one a second.
-    assert!(
-        during.otlp.len() >= 5,
-        "only {} OTLP exports answered during the 5 s lock",
-        during.otlp.len()
-    );
     assert!(
         otlp_max < bound,
         "an OTLP export took {otlp_max:?} while the state was locked (bound {bound:?}, baseline p99 {p99:?})"
@@ -247,6 +244,12 @@ fn a_held_state_lock_stalls_neither_otlp_nor_the_dashboard() {
     assert!(
         tools_max < bound,
         "/api/tools took {tools_max:?} while the state was locked (bound {bound:?}, baseline p99 {p99:?})"
+    );
+    // Requests kept coming through the 5 s: at least one a second.
+    assert!(
+        during.otlp.len() >= 5,
+        "only {} OTLP exports answered during the 5 s lock",
+        during.otlp.len()
     );
     let log = server.stop();
     assert!(!log.contains("state file error"), "{log}");
@@ -405,12 +408,16 @@ async fn a_2xx_with_a_huge_or_endless_body_is_delivered_without_reading_it_all()
     for len in [Some(50u64 << 20), None] {
         let server = BodyServer::start(Huge { status: 200, len });
         let (row, took) = deliver_once(&server.target(TargetKind::Webhook)).await;
-        assert_eq!(row.status, "delivered", "{len:?}: {row:?}");
-        assert!(took < Duration::from_secs(5), "{len:?}: took {took:?}");
         // What the server got written before the client hung up: the cap
         // plus what the sockets' buffers hold, not the body.
         std::thread::sleep(Duration::from_millis(200));
         let written = server.written.load(Ordering::Relaxed);
+        eprintln!(
+            "200, {len:?} bytes: {} in {took:?}, {written} bytes written",
+            row.status
+        );
+        assert_eq!(row.status, "delivered", "{len:?}: {row:?}");
+        assert!(took < Duration::from_secs(5), "{len:?}: took {took:?}");
         assert!(written < 32 << 20, "{len:?}: {written} bytes were written");
     }
 }
@@ -427,6 +434,12 @@ async fn an_error_with_a_huge_body_is_classified_and_its_body_cut_in_the_reason(
     ] {
         let server = BodyServer::start(Huge { status, len });
         let (row, took) = deliver_once(&server.target(kind)).await;
+        eprintln!(
+            "{status} {kind:?}, {len:?} bytes: {} in {took:?}, written {}: {:?}",
+            row.status,
+            server.written.load(Ordering::Relaxed),
+            row.last_error
+        );
         assert_eq!(row.status, "dead", "{status}: {row:?}");
         assert!(took < Duration::from_secs(5), "{status}: took {took:?}");
         let err = row.last_error.as_deref().unwrap();
