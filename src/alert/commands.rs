@@ -1,4 +1,6 @@
 //! `stormwatch alerts …`: what the commands do, apart from parsing flags.
+//! They run outside any async runtime, SQLite calls and all, except
+//! `flush`, whose sender keeps its SQLite calls on the blocking pool.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -59,7 +61,11 @@ pub fn sender(db: Connection, cfg: &AlertConfig) -> Sender {
 
 /// `alerts flush`: work every target's queue, waiting for retries at most
 /// `wait`; the sender's counters after.
-pub async fn flush(s: &Sender, targets: &[Target], wait: Duration) -> rusqlite::Result<()> {
+pub async fn flush(
+    s: &Sender,
+    targets: &[Target],
+    wait: Duration,
+) -> Result<(), sender::SenderError> {
     let mut tasks = tokio::task::JoinSet::new();
     for t in targets {
         let (s, t) = (s.clone(), t.clone());

@@ -2,7 +2,13 @@
 //! grouped message per target (Slack, Discord, Teams, a signed generic
 //! webhook), queue it in the outbox in the sweep's own transaction, and
 //! deliver it with a retry policy that classifies before it retries.
+//!
+//! The rule for SQLite here as everywhere: never on an async thread. The
+//! sweep's enqueue runs in the sweep's own blocking task; the sender runs
+//! each outbox call on the blocking pool ([`Sender::with_db`]); the
+//! `alerts` commands are synchronous.
 
+pub mod answer;
 pub mod commands;
 pub mod config;
 pub mod discord;
@@ -26,7 +32,7 @@ use rusqlite::Connection;
 
 pub use config::{AlertConfig, Target, TargetKind};
 pub use notify::{Event, Notice};
-pub use sender::{Clock, Mode, Sender};
+pub use sender::{Clock, Mode, Sender, SenderError};
 
 use crate::signal::{Lifecycle, Signal};
 

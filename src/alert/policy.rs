@@ -28,7 +28,34 @@ pub enum Verdict {
     },
 }
 
-/// Classify an HTTP answer of a target of `kind`.
+impl Verdict {
+    /// Add `note` to the reason of a failure (a delivery has none).
+    pub fn note(&mut self, note: &str) {
+        match self {
+            Verdict::Delivered => {}
+            Verdict::Retry { reason, .. }
+            | Verdict::Dead { reason }
+            | Verdict::Disable { reason } => {
+                reason.push(' ');
+                reason.push_str(note);
+            }
+        }
+    }
+}
+
+/// What of a body a reason shows: its first 200 characters, `…` when
+/// there was more.
+fn snippet(body: &str) -> String {
+    let mut chars = body.chars();
+    let mut s: String = chars.by_ref().take(200).collect();
+    if chars.next().is_some() {
+        s.push('…');
+    }
+    s
+}
+
+/// Classify an HTTP answer of a target of `kind`. `body` is what was read
+/// of the answer's body (at most the sender's cap).
 pub fn classify(
     kind: TargetKind,
     status: u16,
@@ -36,7 +63,7 @@ pub fn classify(
     body: &str,
     now: SystemTime,
 ) -> Verdict {
-    let snippet = body.chars().take(200).collect::<String>();
+    let snippet = snippet(body);
     let ok = match kind {
         TargetKind::Slack => super::slack::accepted(status, body),
         TargetKind::Discord => super::discord::accepted(status),

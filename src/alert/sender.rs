@@ -5,6 +5,14 @@
 //! sooner than `Retry-After`, within a budget of attempts and age, or
 //! dead-lettered, or the target disabled. Every give-up is one log line
 //! with what was waited.
+//!
+//! No SQLite call runs on an async thread: every outbox read and write goes
+//! through [`Sender::with_db`], which runs it on tokio's blocking pool
+//! (`spawn_blocking`). A call may wait out the 10 s busy timeout there
+//! (another process holding `state.sqlite`'s write lock, a sweep's
+//! IMMEDIATE transaction) without taking a worker from OTLP ingest or the
+//! dashboard; the connection's `Mutex` is only ever held on that pool.
+//! A target's answer is read to [`BODY_CAP`] bytes at most (`answer`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -12,6 +20,9 @@ use std::time::{Duration, SystemTime};
 use rusqlite::Connection;
 use tokio::time::Instant;
 
+pub use super::answer::{Answer, BODY_CAP};
+
+use super::answer;
 use super::config::{AlertConfig, Target, TargetKind};
 use super::outbox::{self, Row};
 use super::policy::{self, Budget, Verdict};
@@ -59,6 +70,17 @@ pub enum Mode {
     Forever { poll: Duration },
 }
 
+/// Why a sender stopped working a queue.
+#[derive(Debug, thiserror::Error)]
+pub enum SenderError {
+    #[error("state file: {0}")]
+    Db(#[from] rusqlite::Error),
+    /// A SQLite call's blocking task panicked or was cancelled (the runtime
+    /// shutting down).
+    #[error("state file: the database call failed: {0}")]
+    Thread(#[from] tokio::task::JoinError),
+}
+
 /// What a sender needs; cheap to clone into each target's task.
 #[derive(Clone)]
 pub struct Sender {
@@ -79,12 +101,6 @@ pub fn client(cfg: &AlertConfig) -> reqwest::Client {
         .unwrap_or_else(|_| reqwest::Client::new())
 }
 
-/// One attempt's result, before the policy decides.
-pub struct Answer {
-    pub verdict: Verdict,
-    pub status: Option<u16>,
-}
-
 impl Sender {
     fn budget(&self) -> Budget {
         Budget {
@@ -95,12 +111,20 @@ impl Sender {
         }
     }
 
-    fn with_db<T>(
+    /// Run `f` on the connection, on tokio's blocking pool: it may wait on
+    /// `state.sqlite`'s lock for the busy timeout, which must not take an
+    /// async worker (OTLP acknowledgements and the dashboard run there).
+    pub async fn with_db<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T> {
-        let c = self.db.lock().unwrap_or_else(|e| e.into_inner());
-        f(&c)
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, SenderError> {
+        let db = Arc::clone(&self.db);
+        let r = tokio::task::spawn_blocking(move || {
+            let c = db.lock().unwrap_or_else(|e| e.into_inner());
+            f(&c)
+        })
+        .await?;
+        Ok(r?)
     }
 
     /// POST one message body to a target once.
@@ -137,36 +161,15 @@ impl Sender {
             };
         }
         match req.send().await {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let retry_after = resp
-                    .headers()
-                    .get("retry-after")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
-                let body = resp.text().await.unwrap_or_default();
-                Answer {
-                    verdict: policy::classify(
-                        target.kind,
-                        status,
-                        retry_after.as_deref(),
-                        &body,
-                        self.clock.now(),
-                    ),
-                    status: Some(status),
-                }
-            }
-            Err(e) => Answer {
-                verdict: transport(e),
-                status: None,
-            },
+            Ok(resp) => answer::read(target.kind, resp, self.clock.now()).await,
+            Err(e) => answer::transport(e),
         }
     }
 
     /// Work `target`'s queue in `mode`. In `Forever` mode a state-file
     /// error (a lock held too long, a full disk) is logged and retried with
     /// backoff; the sender never stops for it.
-    pub async fn run(&self, target: Target, mode: Mode) -> rusqlite::Result<()> {
+    pub async fn run(&self, target: Target, mode: Mode) -> Result<(), SenderError> {
         let mut failures = 0u32;
         loop {
             match self.work(&target, mode).await {
@@ -186,12 +189,13 @@ impl Sender {
         }
     }
 
-    async fn work(&self, target: &Target, mode: Mode) -> rusqlite::Result<()> {
+    async fn work(&self, target: &Target, mode: Mode) -> Result<(), SenderError> {
         let pace = Duration::from_millis(self.cfg.pace_ms);
         let started = Instant::now();
         let mut last_send: Option<Instant> = None;
         loop {
-            if let Some(reason) = self.with_db(|c| outbox::disabled(c, &target.name))? {
+            let name = target.name.clone();
+            if let Some(reason) = self.with_db(move |c| outbox::disabled(c, &name)).await? {
                 tracing::debug!(target = %target.name, %reason, "alert target disabled");
                 match mode {
                     Mode::Drain { .. } => return Ok(()),
@@ -201,7 +205,11 @@ impl Sender {
                     }
                 }
             }
-            let Some(row) = self.with_db(|c| outbox::next_pending(c, &target.name))? else {
+            let name = target.name.clone();
+            let Some(row) = self
+                .with_db(move |c| outbox::next_pending(c, &name))
+                .await?
+            else {
                 match mode {
                     Mode::Drain { .. } => return Ok(()),
                     Mode::Forever { poll } => {
@@ -236,8 +244,10 @@ impl Sender {
             // state never send it at once; a claim lapses if its holder dies.
             let lease = Duration::from_secs(self.cfg.request_timeout_secs + 5);
             let now_ns = self.clock.now_ns();
+            let (id, until_ns) = (row.id, now_ns + lease.as_nanos() as i64);
             if !self
-                .with_db(|c| outbox::claim(c, row.id, now_ns, now_ns + lease.as_nanos() as i64))?
+                .with_db(move |c| outbox::claim(c, id, now_ns, until_ns))
+                .await?
             {
                 tokio::time::sleep(Duration::from_millis(200).min(lease)).await;
                 if let Mode::Drain { .. } = mode {
@@ -251,20 +261,22 @@ impl Sender {
             last_send = Some(Instant::now());
             let answer = self.attempt(target, &row.webhook_id, &row.body).await;
             crate::faults::kill_point("alert_kill_after_send");
-            self.settle(target, &row, answer)?;
+            self.settle(target, &row, answer).await?;
         }
     }
 
     /// Record one attempt's outcome.
-    fn settle(&self, target: &Target, row: &Row, answer: Answer) -> rusqlite::Result<()> {
+    async fn settle(&self, target: &Target, row: &Row, answer: Answer) -> Result<(), SenderError> {
         let attempts = row.attempts + 1;
+        let id = row.id;
         let now_ns = self.clock.now_ns();
         let age = Duration::from_nanos((now_ns - row.created_ns).max(0) as u64);
         let name = target.name.as_str();
         match answer.verdict {
             Verdict::Delivered => {
                 self.stats.count(name, "delivered");
-                self.with_db(|c| outbox::finish(c, row.id, attempts, "delivered", None, now_ns))?;
+                self.with_db(move |c| outbox::finish(c, id, attempts, "delivered", None, now_ns))
+                    .await?;
                 tracing::info!(target = name, webhook_id = %row.webhook_id, attempts, "alert delivered");
             }
             Verdict::Retry {
@@ -279,65 +291,41 @@ impl Sender {
                         self.stats
                             .count(name, if throttled { "throttled" } else { "retried" });
                         let next = now_ns + wait.as_nanos() as i64;
-                        self.with_db(|c| outbox::retry_later(c, row.id, attempts, next, &reason))?;
+                        let why = reason.clone();
+                        self.with_db(move |c| outbox::retry_later(c, id, attempts, next, &why))
+                            .await?;
                         tracing::info!(target = name, webhook_id = %row.webhook_id, attempts, wait_ms = wait.as_millis() as u64, %reason, "alert will be retried");
                     }
                     None => {
                         self.stats.count(name, "gave_up");
                         let why = format!("gave up: {reason}");
-                        self.with_db(|c| {
-                            outbox::finish(c, row.id, attempts, "dead", Some(&why), now_ns)
-                        })?;
+                        self.with_db(move |c| {
+                            outbox::finish(c, id, attempts, "dead", Some(&why), now_ns)
+                        })
+                        .await?;
                         tracing::warn!("alert target={name} webhook_id={} waited={}s attempts={attempts} gave_up reason={reason:?}", row.webhook_id, age.as_secs());
                     }
                 }
             }
             Verdict::Dead { reason } => {
                 self.stats.count(name, "dead");
-                self.with_db(|c| {
-                    outbox::finish(c, row.id, attempts, "dead", Some(&reason), now_ns)
-                })?;
+                let why = reason.clone();
+                self.with_db(move |c| outbox::finish(c, id, attempts, "dead", Some(&why), now_ns))
+                    .await?;
                 tracing::warn!("alert target={name} webhook_id={} waited={}s attempts={attempts} gave_up reason={reason:?} (not retryable)", row.webhook_id, age.as_secs());
             }
             Verdict::Disable { reason } => {
                 self.stats.count(name, "disabled");
-                self.with_db(|c| {
-                    outbox::retry_later(c, row.id, attempts, row.next_at_ns, &reason)?;
-                    outbox::disable(c, name, &reason, now_ns)
-                })?;
+                let (why, next_at_ns, owned) = (reason.clone(), row.next_at_ns, name.to_string());
+                self.with_db(move |c| {
+                    outbox::retry_later(c, id, attempts, next_at_ns, &why)?;
+                    outbox::disable(c, &owned, &why, now_ns)
+                })
+                .await?;
                 tracing::error!("alert target={name} disabled: {reason}; its messages wait in the outbox until `stormwatch alerts enable {name}`");
             }
         }
         let _ = answer.status;
         Ok(())
     }
-}
-
-/// A request that got no answer: connect, reset and timeout are worth
-/// another try; a request that could not be built is not.
-fn transport(e: reqwest::Error) -> Verdict {
-    // The URL is a secret for Slack, Discord and Teams: never in a reason.
-    let e = e.without_url();
-    if e.is_builder() || e.is_redirect() {
-        Verdict::Dead {
-            reason: format!("request failed: {e}"),
-        }
-    } else {
-        Verdict::Retry {
-            after: None,
-            reason: format!("no answer: {}", error_chain(&e)),
-            throttled: false,
-        }
-    }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }

@@ -3,7 +3,9 @@
 //! read again only when another connection committed), and the tools table of a
 //! range (made again only when the rollup or the signals were read again).
 //! The JSON API and the MCP server share them, so a busy agent does not
-//! open SQLite or add up a thousand tools on every call.
+//! open SQLite or add up a thousand tools on every call. Every method that
+//! touches SQLite is called from blocking threads only (`invalidate` too:
+//! it drops the kept connection).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,21 @@ impl SignalCache {
     /// on it.)
     pub fn invalidate(&self) {
         *self.inner.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+impl Drop for SignalCache {
+    /// Closing the kept connection is a SQLite call (the last connection
+    /// checkpoints the WAL): inside a runtime it goes to the blocking pool.
+    fn drop(&mut self) {
+        let kept = self
+            .inner
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let (Some(k), Ok(rt)) = (kept, tokio::runtime::Handle::try_current()) {
+            rt.spawn_blocking(move || drop(k));
+        }
     }
 }
 

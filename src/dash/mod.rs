@@ -3,7 +3,8 @@
 //! a page per tool, the signals with mute / unmute / resolve, and the trace
 //! view. Pages and charts read the daily rollup (cached until it changes)
 //! and `state.sqlite`; only the trace view reads spans, and only its own.
-//! Reads run on blocking threads, never on the async ones.
+//! Reads run on blocking threads, never on the async ones; so does every
+//! SQLite call (reads, mute / unmute / resolve, dropping the kept connection).
 
 pub mod assets;
 pub mod cache;
@@ -680,11 +681,13 @@ async fn signal_action(
             }
         }
         let s = db.get(&id2).map_err(internal)?;
+        // Here, not on the async thread: dropping the kept connection is a
+        // SQLite call, and its lock may be held by a read waiting on SQLite.
+        d2.reads.signals.invalidate();
         Ok(s.state.as_str().to_string())
     })
     .await?;
     // The overview shows signals: render it afresh.
-    d.reads.signals.invalidate();
     d.overviews
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -2,6 +2,11 @@
 //! own port (4318 by default, where SDKs send without configuration) and the
 //! HTTP server for health, metrics, the dashboard and its API. Holds no
 //! detection logic.
+//!
+//! Nothing that can block runs on the async workers: no polars work and no
+//! SQLite call (`state.sqlite` may be locked by a sweep's IMMEDIATE
+//! transaction or another process for seconds). Every such call is in
+//! `spawn_blocking`, a sweep's blocking task, or a thread of the store's.
 
 pub mod auth;
 pub mod grpc;
@@ -362,13 +367,20 @@ pub async fn run(
         tokio::spawn(Arc::clone(&sweeper).run_schedule(every, stop_rx.clone()))
     });
     let mut senders = tokio::task::JoinSet::new();
+    // The senders' connection, kept here so that it is closed on a blocking
+    // thread once they stopped (closing may checkpoint the WAL).
+    let mut outbox_db = None;
     if let Some(a) = &opts.alerting {
-        let db = crate::alert::commands::open(&store.layout().state_db())
+        let path = store.layout().state_db();
+        let db = tokio::task::spawn_blocking(move || crate::alert::commands::open(&path))
+            .await
+            .context("opening the alert outbox")?
             .context("opening the alert outbox")?;
         let sender = crate::alert::Sender {
             stats: alert_stats,
             ..crate::alert::commands::sender(db, &a.cfg)
         };
+        outbox_db = Some(Arc::clone(&sender.db));
         for t in a.targets.clone() {
             let s = sender.clone();
             senders.spawn(async move {
@@ -391,6 +403,10 @@ pub async fn run(
     wait(stop_rx).await;
     // Undelivered alerts stay in the outbox for the next start.
     senders.abort_all();
+    while senders.join_next().await.is_some() {}
+    if let Some(db) = outbox_db {
+        let _ = tokio::task::spawn_blocking(move || drop(db)).await;
+    }
     tracing::info!("shutting down: finishing in-flight requests and flushing");
     // One deadline for all of it: requests, a running sweep, the final flush.
     let deadline = tokio::time::Instant::now() + opts.shutdown_timeout;
