@@ -17,6 +17,7 @@ mod interop_rust;
 mod load;
 mod mcp_clients;
 mod mcp_http;
+mod metrics;
 mod operate;
 mod otlp_grpc;
 mod otlp_http;
