@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create (or reuse) the Python venvs the tests use:
-#   $STORMWATCH_CACHE/venv-proto    <- scripts/py/requirements-proto.txt (OTLP interop)
+#   $STORMWATCH_CACHE/venv-proto    <- scripts/py/requirements-proto.txt (OTLP interop;
+#                                      prometheus_client's parsers for /metrics)
 #   $STORMWATCH_CACHE/venv-json     <- scripts/py/requirements-json.txt (OTLP interop)
 #   $STORMWATCH_CACHE/venv-grpc     <- scripts/py/requirements-grpc.txt (OTLP/gRPC interop:
 #                                      the gRPC exporter and opentelemetry-instrument)
@@ -82,7 +83,7 @@ ensure_venv() {
 }
 
 ensure_venv venv-proto "$here/requirements-proto.txt" \
-  "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter"
+  "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter, prometheus_client.openmetrics.parser"
 ensure_venv venv-json "$here/requirements-json.txt" \
   "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.json.http.trace_exporter, opentelemetry.exporter.otlp.json.file"
 ensure_venv venv-grpc "$here/requirements-grpc.txt" \

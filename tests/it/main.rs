@@ -19,6 +19,7 @@ mod interop_rust;
 mod load;
 mod mcp_clients;
 mod mcp_http;
+mod metrics;
 mod open_surface;
 mod operate;
 mod otlp_grpc;
