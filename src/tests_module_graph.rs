@@ -160,26 +160,11 @@ fn the_parser_reads_paths_and_groups() {
     assert_eq!(order(&g).unwrap_err(), ["a", "b", "c", "a"]);
 }
 
-/// Edges known to close a cycle, being cut (issue 15): `alert::stats`
-/// escapes its labels with `serve::metrics`' function until `/metrics`
-/// moves to prometheus-client. Each must still exist — delete it here when
-/// it is cut — and no other edge may close a cycle.
-const BEING_CUT: [(&str, &str); 1] = [("alert", "serve")];
-
 #[test]
 fn module_graph_has_no_cycle() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for src in [root.join("src"), root.join("crates/otlp/src")] {
-        let mut g = graph(&src);
-        if src.ends_with("src") && !src.to_string_lossy().contains("crates") {
-            for (from, to) in BEING_CUT {
-                let deps = g.get_mut(from).unwrap();
-                assert!(
-                    deps.remove(to),
-                    "{from} → {to} is cut: remove it from BEING_CUT"
-                );
-            }
-        }
+        let g = graph(&src);
         match order(&g) {
             Ok(order) => {
                 println!(
