@@ -188,11 +188,16 @@ fn a_final_group_with_unwritten_sectors_is_a_tear() {
     // The length reached the disk, not all the data: a whole sector, the
     // piece from the group's start to its sector's end, everything from
     // the group on, or from a sector boundary to the end.
+    // The file's last partial sector: the file grew past its last boundary
+    // and the write never reached it.
+    let tail = clean.len() / 512 * 512;
+    assert!(tail > sector && tail < clean.len(), "a partial last sector");
     let cases = [
         zero(sector..sector + 512),
         zero(last..sector),
         zero(last..clean.len()),
         zero(sector + 512..clean.len()),
+        zero(tail..clean.len()),
     ];
     for (i, bytes) in cases.iter().enumerate() {
         std::fs::write(&path, bytes).unwrap();
@@ -217,6 +222,48 @@ fn a_final_group_with_unwritten_sectors_is_a_tear() {
     let msg = refused(dir.path(), &path, true, &zero(starts[1]..starts[1] + 40));
     assert!(
         msg.contains(&format!("damaged at byte {}", starts[1])),
+        "{msg}"
+    );
+}
+
+/// A lost first sector (zeros, or other bytes) takes the segment header
+/// with it; the groups after it are still version 2's, so the segment is
+/// refused, not read as version 1 (whose zeros would pass for empty
+/// records, and whose first group would pass for a tear and be cut).
+#[test]
+fn a_lost_first_sector_of_a_version_2_segment_is_refused_not_read_as_version_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut groups = three_groups();
+    groups.push(records(2, 50, 4));
+    let (path, starts) = write_groups(dir.path(), &groups);
+    let clean = std::fs::read(&path).unwrap();
+    assert!(starts[3] > 512);
+    for fill in [0u8, 0xaa] {
+        let mut bytes = clean.clone();
+        bytes[..512].fill(fill);
+        let msg = refused(dir.path(), &path, true, &bytes);
+        assert!(
+            msg.contains("damaged at byte 0")
+                && msg.contains(&format!("valid group header at byte {}", starts[3]))
+                && msg.contains("start of the segment was lost"),
+            "{fill}: {msg}"
+        );
+        // With no group header left after the lost sector, still refused.
+        let msg = refused(dir.path(), &path, true, &bytes[..starts[3]]);
+        assert!(msg.contains("damaged at byte 0"), "{fill}: {msg}");
+    }
+    // A newest segment that is all zeros: its first write never reached
+    // the disk (nothing in it was acknowledged); cut to nothing.
+    std::fs::write(&path, vec![0u8; 4096]).unwrap();
+    let seg = wal::read_segment(dir.path(), 1, true).unwrap();
+    assert_eq!((seg.records.len(), seg.torn.map(|t| t.at)), (0, Some(0)));
+    assert_eq!(std::fs::read(&path).unwrap().len(), 0);
+    // In version 1, zeros before more records are damage, not empty records.
+    let mut v1 = vec![0u8; 64];
+    v1.extend(v1_segment(&records(2, 90, 3)));
+    let msg = refused(dir.path(), &path, true, &v1);
+    assert!(
+        msg.contains("damaged at byte 0") && msg.contains("empty record"),
         "{msg}"
     );
 }

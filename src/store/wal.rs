@@ -37,10 +37,13 @@
 //!   the disk and not all the data); or
 //! - **unwritten sectors**: it fails its checksum (header or body) and a
 //!   sector of the file inside it reads as zeros: a whole 512-byte sector,
-//!   the piece from the group's first byte to the next sector boundary, or
-//!   everything from its first byte to the end of the file. A filesystem
-//!   may persist a file's length before some of its data (XFS completes a
-//!   write's pieces out of order; ext4 `data=writeback`), and a block never
+//!   the piece from the group's first byte to the next sector boundary, the
+//!   file's last partial sector, or everything from its first byte to the
+//!   end of the file. A crash mid-write can leave the file's new length on
+//!   disk with some of the data it covers unwritten (the filesystem's
+//!   metadata journal and the data blocks are written separately; with
+//!   ext4 `data=writeback` an unwritten block may even show old bytes
+//!   rather than zeros, which is refused, not cut), and a block never
 //!   written reads as zeros.
 //!
 //! Everything else is damage and refuses to start, naming the file, the
@@ -49,8 +52,8 @@
 //! byte after a group that fails its checksum), anything wrong in an older
 //! segment, an unknown version. So is a **complete final group that fails
 //! its checksum with no zeroed sector** (a flipped payload byte, say): all
-//! its bytes are there, and ext4 (`data=ordered`) and XFS only persist a
-//! length once the data it covers is written, so it was most likely fsynced
+//! its bytes are there, and on ext4 (`data=ordered`, the default) a length
+//! is only persisted once the data it covers is written, so it was most likely fsynced
 //! and acknowledged; it is bit rot or a misbehaving disk, not a torn write.
 //! The operator decides: the message says to move the file aside, or to cut
 //! it at the named byte (which drops exactly that group). The one guess left:
@@ -58,9 +61,15 @@
 //! header is never zeros, and OTLP protobuf hardly ever holds 512 aligned
 //! zero bytes).
 //!
-//! Version 1 segments keep version 1's rules: in the newest one, a record
-//! cut short, or failing its CRC as the very last bytes, is cut. Without a
-//! header checksum a flipped length there still reads as a tear; such a
+//! A segment that does not begin with `SWAL` but holds a valid group
+//! header anywhere is a version 2 segment whose first sector was lost: it
+//! is refused, never read as version 1 (whose zeros would pass for empty
+//! records). Version 1 segments keep version 1's rules: in the newest one,
+//! a record cut short, or failing its CRC as the very last bytes, is cut;
+//! zeros to the end of the file are a write never reached, and cut; an
+//! empty record (version 1 never wrote one) or a length past the 1 GiB
+//! record limit before more bytes is damage. Without a header checksum a
+//! flipped length under the limit there still reads as a tear; such a
 //! segment is only ever read on the first start after an upgrade.
 
 use std::fs::{self, File, OpenOptions};

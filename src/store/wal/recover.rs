@@ -199,6 +199,20 @@ fn parse(buf: &[u8]) -> Parsed {
             ),
         ));
     }
+    // A valid group header anywhere: the file is version 2 whose first
+    // sector was lost (zeroed or overwritten). Read as version 1, its
+    // zeros would pass for empty records and its first group for a tear.
+    if let Some(q) = next_group(buf, 0) {
+        return v2(damage(
+            0,
+            format!(
+                "no segment header ({} bytes that are not {:?}), before a valid group header at \
+                 byte {q}: the start of the segment was lost",
+                SEGMENT_HEADER.min(buf.len()),
+                String::from_utf8_lossy(&header),
+            ),
+        ));
+    }
     parse_v1(buf)
 }
 
@@ -296,22 +310,24 @@ fn unfinished(buf: &[u8], pos: usize, what: String) -> Option<Stop> {
 }
 
 /// Whether a sector of the file from `from` on reads as zeros: everything
-/// to the end, the piece from `from` to the next 512-byte boundary, or any
-/// whole sector after it. A group header is never zeros (its magic), nor,
-/// in practice, 512 aligned bytes of OTLP protobuf.
+/// to the end, the piece from `from` to the next 512-byte boundary, any
+/// whole sector after it, or the file's last partial sector (the file grew
+/// past its last boundary, the write never reached it). A group header is
+/// never zeros (its magic), nor, in practice, 512 aligned bytes of OTLP
+/// protobuf.
 fn zeroed(buf: &[u8], from: usize) -> bool {
-    if buf[from..].iter().all(|&b| b == 0) {
+    let zeros = |s: &[u8]| !s.is_empty() && s.iter().all(|&b| b == 0);
+    if zeros(&buf[from..]) {
         return true;
     }
     let boundary = from.div_ceil(SECTOR) * SECTOR;
-    let first = &buf[from..boundary.min(buf.len())];
-    if !first.is_empty() && first.iter().all(|&b| b == 0) {
+    if zeros(&buf[from..boundary.min(buf.len())]) {
         return true;
     }
     buf.get(boundary..)
         .unwrap_or_default()
-        .chunks_exact(SECTOR)
-        .any(|s| s.iter().all(|&b| b == 0))
+        .chunks(SECTOR)
+        .any(zeros)
 }
 
 /// The first valid group header at or after `from`, wherever it says it is.
@@ -326,7 +342,8 @@ fn next_group(buf: &[u8], from: usize) -> Option<usize> {
 /// A checksummed body's records; that they do not fill it exactly as the
 /// header says is damage (the checksum matched, so no tear did this).
 fn split_records(body: &[u8], count: u32) -> Result<Vec<Vec<u8>>, String> {
-    let mut records = Vec::with_capacity(count as usize);
+    // The count is checksummed, not trusted: no allocation larger than the body.
+    let mut records = Vec::with_capacity((count as usize).min(body.len() / RECORD_HEADER));
     let mut pos = 0usize;
     while pos < body.len() {
         let rest = body.len() - pos;
@@ -371,7 +388,17 @@ fn parse_v1(buf: &[u8]) -> Parsed {
         let h = &buf[pos..pos + V1_HEADER];
         let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
         let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
-        if len > MAX_RECORD || len > rest - V1_HEADER {
+        if len > MAX_RECORD {
+            // No record this long was ever written: not a tear of one.
+            break damage(
+                pos,
+                format!(
+                    "a record header declaring {len} bytes, past the {MAX_RECORD}-byte limit \
+                     (version 1: no header checksum)"
+                ),
+            );
+        }
+        if len > rest - V1_HEADER {
             break torn(
                 pos,
                 format!(
@@ -379,6 +406,20 @@ fn parse_v1(buf: &[u8]) -> Parsed {
                     rest - V1_HEADER
                 ),
             );
+        }
+        if len == 0 {
+            // Version 1 never wrote an empty record: zeros to the end are a
+            // write the disk never reached (the file grew, its data did not).
+            break if buf[pos..].iter().all(|&b| b == 0) {
+                torn(pos, format!("{rest} bytes of zeros (never written)"))
+            } else {
+                damage(
+                    pos,
+                    "an empty record, which version 1 never wrote: zeros where a record \
+                     belongs (a lost sector; of a version 2 segment too, whose header it took)"
+                        .to_string(),
+                )
+            };
         }
         let payload = &buf[pos + V1_HEADER..pos + V1_HEADER + len];
         if crc32fast::hash(payload) != crc {
