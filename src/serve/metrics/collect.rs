@@ -20,8 +20,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
-use crate::serve::otlp::OtlpState;
 use crate::serve::health::Readiness;
+use crate::serve::otlp::OtlpState;
 use crate::serve::scheduler::Sweeper;
 use crate::store::{Store, MAINTENANCE_TASKS};
 
