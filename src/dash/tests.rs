@@ -114,7 +114,7 @@ fn query(pairs: &[(&str, &str)]) -> std::collections::HashMap<String, String> {
 /// blank fields first.
 #[test]
 fn api_query_values_are_taken_as_given() {
-    use super::{form_fields, range};
+    use super::query::{form_fields, range};
     let last = Some(20_660);
     assert_eq!(range(&query(&[]), last).ok().map(|r| r.days), Some(30));
     for bad in [
@@ -140,7 +140,9 @@ async fn a_path_segment_that_is_not_utf8_is_a_400_page() {
     use tower::ServiceExt;
     let app = axum::Router::new().route(
         "/x/{id}",
-        axum::routing::get(|super::Segments(id): super::Segments<String>| async move { id }),
+        axum::routing::get(
+            |super::query::Segments(id): super::query::Segments<String>| async move { id },
+        ),
     );
     let r = app
         .clone()

@@ -8,6 +8,7 @@
 //! matches its `outputSchema`, paged and held to a character budget. Reads
 //! run on blocking threads, never on the async ones.
 
+mod args;
 mod page;
 mod reads;
 mod sql;

@@ -1,0 +1,262 @@
+//! `stormwatch import`: files and directories into the store, and
+//! `--follow DIR`, which keeps pulling new files (and new lines of growing
+//! JSON-lines files) and remembers in `state.sqlite` what it took.
+//!
+//! Bounds: a gzip'd file that decompresses to more than
+//! `[import] max_decompressed_bytes` (1 GiB) is refused whole, naming the
+//! file and the cap (a file's records are all read before any is stored,
+//! so nothing of it is imported): `import` stops there, like at any file it
+//! cannot read, and `--follow` skips it until it changes. A directory walk
+//! follows symlinks, except a link to a directory above it on the path being
+//! walked (a loop, whose files are listed already): that link is skipped with
+//! a warning naming it and where it leads.
+//!
+//! Here: the report, the error, the windowed loader both use and the
+//! one-shot [`import_paths`]; [`follow`] (its per-file progress kept in
+//! `state.sqlite`, its retries) is in `follow.rs`.
+
+mod follow;
+
+pub use follow::follow;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::ingest::file::{self, Expanded, Record};
+use crate::retry;
+use crate::store::{PendingAck, Store, StoreError};
+
+/// What an import did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    pub files: usize,
+    pub records: usize,
+    pub spans_stored: usize,
+    pub duplicates: usize,
+    /// Spans the OTLP rules reject (invalid ids).
+    pub rejected: u64,
+    /// Lines or documents that could not be decoded, skipped.
+    pub bad_records: usize,
+    /// UTC day of the oldest span submitted (days since the epoch).
+    pub oldest_day: Option<i32>,
+}
+
+impl ImportReport {
+    /// Keep the older of `day` and the oldest day seen so far.
+    fn note_day(&mut self, day: Option<i32>) {
+        self.oldest_day = match (self.oldest_day, day) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    pub fn add(&mut self, other: &ImportReport) {
+        self.files += other.files;
+        self.records += other.records;
+        self.spans_stored += other.spans_stored;
+        self.duplicates += other.duplicates;
+        self.rejected += other.rejected;
+        self.bad_records += other.bad_records;
+        self.note_day(other.oldest_day);
+    }
+}
+
+/// Why an import stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path}: refused: its gzip content decompresses to more than {cap} bytes (import.max_decompressed_bytes), \
+         a gzip bomb or a file to split; nothing of it was imported"
+    )]
+    TooLarge { path: PathBuf, cap: u64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("import state {path}: {source}")]
+    State {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+}
+
+/// Requests submitted ahead of their acknowledgement (one fsync serves many).
+const WINDOW: usize = 32;
+const SUBMIT_ATTEMPTS: u32 = 8;
+
+/// Submits requests with a window of pending acknowledgements.
+struct Loader<'a> {
+    store: &'a Store,
+    pending: Vec<PendingAck>,
+    report: ImportReport,
+}
+
+impl<'a> Loader<'a> {
+    fn new(store: &'a Store) -> Loader<'a> {
+        Loader {
+            store,
+            pending: Vec::new(),
+            report: ImportReport::default(),
+        }
+    }
+
+    fn record(&mut self, path: &Path, record: Record) -> Result<(), ImportError> {
+        let where_ = match record.line {
+            Some(line) => format!("{}:{line}", path.display()),
+            None => path.display().to_string(),
+        };
+        let request = match record.result {
+            Ok(r) => r,
+            Err(message) => {
+                self.report.bad_records += 1;
+                tracing::warn!("{where_}: skipped: {message}");
+                return Ok(());
+            }
+        };
+        self.report.records += 1;
+        let prepared = crate::ingest::prepare(&request);
+        self.report.rejected += prepared.normalized.rejected;
+        if let Some(m) = prepared.normalized.reject_message() {
+            tracing::warn!("{where_}: {m}");
+        }
+        if prepared.spans() == 0 {
+            return Ok(());
+        }
+        let oldest = prepared.normalized.batch.days().first().copied();
+        self.report.note_day(oldest);
+        self.submit(prepared)
+    }
+
+    /// Submit, classifying refusals: a full queue waits for our own pending
+    /// acks, a failed write backs off; both are capped.
+    fn submit(&mut self, prepared: crate::ingest::Prepared) -> Result<(), ImportError> {
+        let started = Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.store.submit(prepared.clone()) {
+                Ok(ack) => {
+                    self.pending.push(ack);
+                    if self.pending.len() >= WINDOW {
+                        let oldest = self.pending.remove(0);
+                        self.settle(oldest)?;
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.is_transient() && attempt < SUBMIT_ATTEMPTS => {
+                    if !self.pending.is_empty() {
+                        self.drain()?;
+                    } else {
+                        std::thread::sleep(retry::full_jitter(
+                            Duration::from_millis(50),
+                            Duration::from_secs(5),
+                            attempt,
+                        ));
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(attempts = attempt, waited_ms = started.elapsed().as_millis() as u64, error = %e, "giving up on a batch");
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
+    fn settle(&mut self, ack: PendingAck) -> Result<(), ImportError> {
+        let ack = ack.wait()?;
+        self.report.spans_stored += ack.stored;
+        self.report.duplicates += ack.duplicates;
+        Ok(())
+    }
+
+    fn drain(&mut self) -> Result<(), ImportError> {
+        for ack in std::mem::take(&mut self.pending) {
+            self.settle(ack)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<ImportReport, ImportError> {
+        self.drain()?;
+        Ok(self.report)
+    }
+}
+
+/// Every request of a whole file, its gzip content capped at `cap` bytes.
+fn read_file(path: &Path, cap: u64) -> Result<Vec<Record>, ImportError> {
+    match file::read(path, cap) {
+        Ok((_, records)) => Ok(records),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(ImportError::TooLarge {
+            path: path.to_path_buf(),
+            cap,
+        }),
+        Err(source) => Err(ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The files below `paths`; a link that loops back up is warned about
+/// (once per link while `warned` remembers it) and skipped.
+fn expand(
+    paths: &[PathBuf],
+    warned: &mut std::collections::HashSet<PathBuf>,
+) -> std::io::Result<Vec<PathBuf>> {
+    let Expanded { files, loops } = file::expand(paths)?;
+    for (link, to) in loops {
+        if warned.insert(link.clone()) {
+            tracing::warn!(
+                "{}: skipped: a symlink loop (it leads back to {}, which is being read already)",
+                link.display(),
+                to.display()
+            );
+        }
+    }
+    Ok(files)
+}
+
+/// Import files and directories; a bad record is reported (file and line)
+/// and skipped, an unreadable file (or one whose gzip content decompresses
+/// past `max_decompressed` bytes) stops the import with its name.
+pub fn import_paths(
+    store: &Store,
+    paths: &[PathBuf],
+    progress: bool,
+    max_decompressed: u64,
+) -> Result<ImportReport, ImportError> {
+    let files = expand(paths, &mut Default::default()).map_err(|source| ImportError::Io {
+        path: paths.first().cloned().unwrap_or_default(),
+        source,
+    })?;
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let bar = if progress {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut loader = Loader::new(store);
+    for path in &files {
+        bar.set_message(path.display().to_string());
+        let records = read_file(path, max_decompressed)?;
+        for record in records {
+            loader.record(path, record)?;
+        }
+        loader.report.files += 1;
+        bar.inc(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
+    }
+    bar.finish_and_clear();
+    loader.finish()
+}
