@@ -12,8 +12,9 @@
 //! default, and an operator's `MIMALLOC_PURGE_DELAY` (mimalloc's own
 //! variable, in milliseconds) still wins.
 //!
-//! This is the crate's one `unsafe` block: a call into mimalloc's C API,
-//! which the Rust crate does not wrap.
+//! This is the crate's one `unsafe` block outside tests: a call into
+//! mimalloc's C API, which the Rust crate does not wrap (the test reads the
+//! option back through the same API).
 
 /// The default purge delay, in milliseconds.
 pub const PURGE_DELAY_MS: std::ffi::c_long = 10;
@@ -44,8 +45,9 @@ pub fn purge_freed_memory_promptly() {
 }
 
 /// The purge delay mimalloc runs with now, in milliseconds.
+#[cfg(test)]
 #[allow(unsafe_code)]
-pub fn purge_delay_ms() -> std::ffi::c_long {
+fn purge_delay_ms() -> std::ffi::c_long {
     // SAFETY: `mi_option_get` takes an integer, checks it against its
     // table, and reads one value (reading the environment the first time).
     unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }

@@ -1,6 +1,7 @@
 //! The integration tests, one binary (STYLE.md): the real `stormwatch`
 //! binary, real OpenTelemetry exporters, real sockets and files.
 
+mod alert_bodies;
 mod alert_isolation;
 mod alerts;
 mod common;
