@@ -362,6 +362,21 @@ pub fn background(
     (r, addr, rt)
 }
 
+impl Receiver {
+    /// Wait up to 30 s for the first hit, failing with `server`'s log.
+    pub fn wait_for_a_hit(&self, server: &crate::common::Server) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.hits().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not delivered; log:\n{}",
+                server.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
 const SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
 
 fn config(dir: &Path, slack: Option<SocketAddr>, hook: SocketAddr) -> std::path::PathBuf {

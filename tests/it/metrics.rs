@@ -204,15 +204,7 @@ fn metrics_parse_whole_in_openmetrics_and_text_with_escaped_labels_and_a_cumulat
         .send()
         .unwrap();
     assert_eq!(r.status(), 200, "{}", server.log_text());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while hook.hits().is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "not delivered; log:\n{}",
-            server.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    hook.wait_for_a_hit(&server);
     // The outbox row turns `delivered` just after the hook answered.
     let deadline = Instant::now() + Duration::from_secs(10);
     let (om, om_text) = loop {

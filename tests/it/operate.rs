@@ -476,15 +476,7 @@ fn serve_sweeps_and_delivers_its_alert_through_injected_503s() {
     assert_eq!(r.status(), 200, "{}", server.log_text());
     let summary: serde_json::Value = serde_json::from_str(&r.text().unwrap()).unwrap();
     assert_eq!(summary["alerts_queued"], 1, "{summary}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while hook.hits().is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "not delivered; log:\n{}",
-            server.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    hook.wait_for_a_hit(&server);
     let m = assert_prometheus(
         &client
             .get(format!("http://{}/metrics", server.http))
