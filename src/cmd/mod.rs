@@ -14,6 +14,8 @@ pub mod serve;
 pub mod signals;
 pub mod sweep;
 
+#[cfg(test)]
+mod tests;
 
 use std::io::{IsTerminal, Write};
 
