@@ -34,11 +34,7 @@ pub struct Cli {
     pub public_url: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Pretty,
-    Json,
-}
+pub use crate::telemetry::LogFormat;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

@@ -22,6 +22,8 @@
 //! - [`alert`]: which changes are news, one message per target, the outbox
 //!   and its sender.
 //! - [`import`]: the `import` command: files and followed directories into the store.
+//! - [`cmd`]: the subcommands' bodies on plain parameters, output to a
+//!   writer; the only module that reads [`cli`].
 //!
 //! Shared pieces: [`model`] (the span row and error classes), [`config`]
 //! (the TOML file), [`cli`], [`telemetry`] (logs), [`retry`] (backoff),
@@ -34,6 +36,7 @@ pub use stormwatch_otlp::{ingest, model};
 pub mod alert;
 pub mod alloc;
 pub mod cli;
+pub mod cmd;
 pub mod config;
 pub mod dash;
 pub mod demo;

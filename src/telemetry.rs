@@ -4,7 +4,14 @@
 
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::LogFormat;
+/// How log lines are written: `--log-format` (`cli` re-exports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One compact line per event, coloured at a terminal.
+    Pretty,
+    /// One JSON object per line, the event's fields flattened.
+    Json,
+}
 
 pub fn init(format: LogFormat) {
     // rmcp logs every stateless MCP request at info (with the client's

@@ -1,6 +1,7 @@
-//! `stormwatch alerts …`: what the commands do, apart from parsing flags.
-//! They run outside any async runtime, SQLite calls and all, except
-//! `flush`, whose sender keeps its SQLite calls on the blocking pool.
+//! The pieces the `alerts` commands (`crate::cmd::alerts`), `serve` and the
+//! sweep share: the outbox opened on `state.sqlite`, a sender, a flush of
+//! every target, the sample message of `alerts test`, alerting resolved
+//! from the config. Plain parameters; nothing here prints.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -143,118 +144,4 @@ pub fn alerting(
         targets,
         public_url: public_url.unwrap_or(&cfg.public_url).to_string(),
     }))
-}
-
-/// `stormwatch alerts …`.
-pub fn run(
-    state_db: &Path,
-    cfg: &AlertConfig,
-    public_url: Option<&str>,
-    args: &crate::cli::AlertsArgs,
-) -> anyhow::Result<std::process::ExitCode> {
-    use crate::cli::{AlertsAction, OutputFormat};
-    use anyhow::Context;
-    use std::process::ExitCode;
-    let db = open(state_db).with_context(|| format!("opening {}", state_db.display()))?;
-    let targets = || -> anyhow::Result<Vec<Target>> {
-        cfg.targets(|k| std::env::var(k).ok())
-            .map_err(anyhow::Error::msg)
-    };
-    let runtime = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the async runtime")
-    };
-    match &args.action {
-        AlertsAction::List { limit } => {
-            let rows = outbox::list(&db, *limit)?;
-            if args.format == OutputFormat::Json {
-                println!("{:#}", serde_json::to_value(&rows)?);
-            } else {
-                print!("{}", list_text(&rows));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        AlertsAction::Flush { wait } => {
-            let targets = targets()?;
-            if targets.is_empty() {
-                println!("no alert targets configured ([[alert.targets]] in the config file)");
-                return Ok(ExitCode::SUCCESS);
-            }
-            let s = sender(db, cfg);
-            runtime()?.block_on(flush(&s, &targets, Duration::from_secs(*wait)))?;
-            let counts = s.stats.snapshot();
-            let dead = counts
-                .iter()
-                .any(|(_, o, _)| matches!(*o, "dead" | "gave_up"));
-            for (t, o, n) in counts {
-                println!("{t}: {n} {o}");
-            }
-            let db = s.db.lock().unwrap_or_else(|e| e.into_inner());
-            let pending: i64 = db.query_row(
-                "SELECT count(*) FROM outbox WHERE status = 'pending'",
-                [],
-                |r| r.get(0),
-            )?;
-            if pending > 0 {
-                println!(
-                    "{pending} message(s) still queued (retries not yet due, or a disabled target)"
-                );
-            }
-            Ok(if dead {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
-        AlertsAction::Retry { id } => {
-            let now = Clock::System.now_ns();
-            if outbox::requeue(&db, *id, now)? {
-                println!("message {id} queued again");
-                Ok(ExitCode::SUCCESS)
-            } else {
-                anyhow::bail!("no undelivered outbox message {id} (see `stormwatch alerts list`)")
-            }
-        }
-        AlertsAction::Enable { target } => {
-            if outbox::enable(&db, target, Clock::System.now_ns())? {
-                println!("{target} enabled; its queued messages go out on the next flush");
-            } else {
-                println!("{target} was not disabled");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        AlertsAction::Test { target } => {
-            let all = targets()?;
-            let Some(t) = all.iter().find(|t| t.name == *target) else {
-                let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
-                anyhow::bail!(
-                    "no alert target {target:?}; configured: {}",
-                    names.join(", ")
-                );
-            };
-            let s = sender(db, cfg);
-            let body = super::render(
-                t.kind,
-                &sample(),
-                public_url.unwrap_or(&cfg.public_url),
-                cfg.evidence_per_signal,
-                s.clock.now_ns(),
-            )
-            .to_string();
-            let id = format!("msg_test_{:016x}", s.clock.now_ns());
-            let answer = runtime()?.block_on(s.attempt(t, &id, &body));
-            match answer.verdict {
-                super::policy::Verdict::Delivered => {
-                    println!("{target}: delivered (HTTP {})", answer.status.unwrap_or(0));
-                    Ok(ExitCode::SUCCESS)
-                }
-                other => {
-                    println!("{target}: not delivered: {other:?}");
-                    Ok(ExitCode::FAILURE)
-                }
-            }
-        }
-    }
 }

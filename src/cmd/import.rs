@@ -1,0 +1,112 @@
+//! `stormwatch import`: files and directories into the store, then (with
+//! `--follow`) new files of a directory until interrupted; one summary line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::Status;
+use crate::config::Config;
+use crate::import::ImportReport;
+use crate::store::Store;
+
+/// What to import.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Files or directories to load first.
+    pub paths: Vec<PathBuf>,
+    /// Then keep pulling from this directory until interrupted.
+    pub follow: Option<PathBuf>,
+    /// `--retention-days`; the config file's when `None`.
+    pub retention_days: Option<u32>,
+    /// Show progress on stderr (a person at a terminal).
+    pub progress: bool,
+}
+
+/// Import into the store at `data_dir`; the summary goes to `out`.
+pub fn run(
+    data_dir: &Path,
+    config: &Config,
+    o: &Options,
+    out: &mut dyn Write,
+) -> anyhow::Result<Status> {
+    let store = Store::open(data_dir, config.store_options(o.retention_days))?;
+    let mut report = ImportReport::default();
+    if !o.paths.is_empty() {
+        report = crate::import::import_paths(
+            &store,
+            &o.paths,
+            o.progress,
+            config.import.max_decompressed_bytes,
+        )?;
+    }
+    if let Some(dir) = &o.follow {
+        report.add(&follow(&store, dir, config)?);
+    }
+    store.close().context("flushing the store")?;
+    warn_past_retention(&report, config, o.retention_days);
+    writeln!(
+        out,
+        "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped",
+        report.files, report.records, report.spans_stored, report.duplicates, report.rejected, report.bad_records
+    )?;
+    Ok(Status::Success)
+}
+
+/// `--follow`: pull from `dir` until a shutdown signal.
+fn follow(store: &Store, dir: &Path, config: &Config) -> anyhow::Result<ImportReport> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the signal handler")?;
+    runtime.spawn(async move {
+        crate::serve::shutdown_signal().await;
+        flag.store(true, Ordering::Relaxed);
+    });
+    let interval = Duration::from_millis(config.import.poll_interval_ms.max(10));
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let r = crate::import::follow(
+                store,
+                dir,
+                interval,
+                config.import.max_decompressed_bytes,
+                &stop,
+            );
+            stop.store(true, Ordering::Relaxed);
+            r
+        });
+        // Drive the signal handler while the follower works.
+        runtime.block_on(async {
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        h.join()
+            .map_err(|_| anyhow::anyhow!("the follower thread panicked"))
+    })?
+    .map_err(Into::into)
+}
+
+/// Imported spans older than the retention window are removed by the next
+/// retention pass: say so, rather than let them vanish unexplained.
+fn warn_past_retention(report: &ImportReport, config: &Config, flag: Option<u32>) {
+    let (Some(oldest), Some(keep)) = (report.oldest_day, config.store_options(flag).retention_days)
+    else {
+        return;
+    };
+    let today = chrono::Utc::now().timestamp().div_euclid(86_400) as i32;
+    if oldest < today - keep as i32 {
+        tracing::warn!(
+            "some imported spans start on {}, older than the {keep}-day retention: the next retention pass removes them \
+             (keep them with --retention-days 0 or store.retention_days in the config file)",
+            crate::model::day_to_string(oldest)
+        );
+    }
+}

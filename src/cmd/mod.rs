@@ -1,0 +1,165 @@
+//! The subcommands' bodies, callable without spawning the binary: each
+//! takes plain parameters, writes what it prints to a `&mut dyn Write` and
+//! returns a [`Status`] (or an error) that `main` turns into an exit code.
+//!
+//! [`run`] is the one place that reads the parsed command line (`cli`): it
+//! loads the config, converts the clap structs into each command's
+//! parameters, and calls it. No other module depends on `cli`.
+
+pub mod alerts;
+pub mod config;
+pub mod import;
+pub mod mcp;
+pub mod serve;
+pub mod signals;
+pub mod sweep;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::Context;
+
+use crate::cli::{self, AlertsAction, Cli, Command, ConfigAction, SignalsAction};
+
+/// How a command ended when it did not fail with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Exit 0.
+    Success,
+    /// Exit 1 without an error message: `sweep --fail-on` found open
+    /// signals, a message went dead, a test message was not delivered.
+    Failure,
+}
+
+impl From<Status> for std::process::ExitCode {
+    fn from(s: Status) -> std::process::ExitCode {
+        match s {
+            Status::Success => std::process::ExitCode::SUCCESS,
+            Status::Failure => std::process::ExitCode::FAILURE,
+        }
+    }
+}
+
+/// How `sweep`, `signals` and `alerts` print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Markdown,
+}
+
+impl From<cli::OutputFormat> for Format {
+    fn from(f: cli::OutputFormat) -> Format {
+        match f {
+            cli::OutputFormat::Text => Format::Text,
+            cli::OutputFormat::Json => Format::Json,
+            cli::OutputFormat::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// The clock, in nanoseconds since the epoch.
+pub(crate) fn now_ns() -> i64 {
+    chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX)
+}
+
+/// `STORMWATCH_FAULTS`, when set: install its faults (tests only).
+pub fn install_faults_from_env() -> anyhow::Result<()> {
+    if let Ok(spec) = std::env::var("STORMWATCH_FAULTS") {
+        crate::faults::install(&spec)
+            .map_err(anyhow::Error::msg)
+            .context("STORMWATCH_FAULTS")?;
+    }
+    Ok(())
+}
+
+/// Run the parsed command line, printing to `out`.
+pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
+    install_faults_from_env()?;
+    let public_url = cli.public_url.as_deref();
+    if let Command::Config(args) = &cli.command {
+        // Before the config is loaded: `check` reports a bad one itself.
+        return match args.action {
+            ConfigAction::Default => config::default(out),
+            ConfigAction::Check => config::check(cli.config.as_deref(), public_url, out),
+        };
+    }
+    let config = crate::config::Config::load(cli.config.as_deref())?;
+    let data_dir = cli.data_dir();
+    match &cli.command {
+        Command::Serve(a) => serve::run(
+            &data_dir,
+            &config,
+            serve::Options {
+                public_url: cli.public_url.clone(),
+                demo: a.demo,
+                retention_days: a.retention_days,
+                otlp_addr: a.otlp_addr,
+                otlp_grpc_addr: a.otlp_grpc_addr.0,
+                http_addr: a.http_addr,
+                shutdown_timeout_secs: a.shutdown_timeout,
+                dashboard: a.dashboard.clone(),
+                ingest_token: a.ingest_token.clone(),
+                api_token: a.api_token.clone(),
+                insecure: a.insecure,
+                sweep_interval_secs: a.sweep_interval,
+            },
+        ),
+        Command::Import(a) => import::run(
+            &data_dir,
+            &config,
+            &import::Options {
+                paths: a.paths.clone(),
+                follow: a.follow.clone(),
+                retention_days: a.retention_days,
+                progress: std::io::stderr().is_terminal(),
+            },
+            out,
+        ),
+        Command::Sweep(a) => sweep::run(
+            &data_dir,
+            &config,
+            public_url,
+            &sweep::Options {
+                since: a.since.clone(),
+                now: a.now.clone(),
+                format: a.format.into(),
+                fail_on: a.fail_on.map(|f| match f {
+                    cli::FailOn::New => sweep::FailOn::New,
+                    cli::FailOn::Any => sweep::FailOn::Any,
+                }),
+                rescan: a.rescan,
+            },
+            out,
+        ),
+        Command::Signals(a) => {
+            let format = a.format.into();
+            match &a.action {
+                SignalsAction::List => signals::list(&data_dir, format, out),
+                SignalsAction::Show { id } => signals::show(&data_dir, id, format, out),
+                SignalsAction::Mute {
+                    id,
+                    until,
+                    until_escalates,
+                } => signals::mute(&data_dir, id, until.as_deref(), *until_escalates, out),
+                SignalsAction::Unmute { id } => signals::unmute(&data_dir, id, out),
+                SignalsAction::Resolve { id } => signals::resolve(&data_dir, id, out),
+            }
+        }
+        Command::Alerts(a) => {
+            let db = crate::store::Layout::new(&data_dir).state_db();
+            let cfg = &config.alert;
+            match &a.action {
+                AlertsAction::List { limit } => alerts::list(&db, *limit, a.format.into(), out),
+                AlertsAction::Flush { wait } => alerts::flush(&db, cfg, *wait, out),
+                AlertsAction::Retry { id } => alerts::retry(&db, *id, out),
+                AlertsAction::Test { target } => alerts::test(&db, cfg, public_url, target, out),
+                AlertsAction::Enable { target } => alerts::enable(&db, target, out),
+            }
+        }
+        Command::Mcp(a) => mcp::stdio(&data_dir, &config, public_url, a.stdio, a.now.as_deref()),
+        Command::Config(_) => unreachable!("handled before the config is loaded"),
+    }
+}
