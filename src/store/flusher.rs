@@ -3,7 +3,7 @@
 //! shape: compaction of small parts ([`compact`]; tables handed off during a
 //! merge are flushed between its parts), the rollup of changed days,
 //! retention, and the deletion of retired files no reader holds any more
-//! ([`retire::reclaim`], after every job and every half second). Its own
+//! ([`retire::reclaim`], after every flush and its merges, and every half second). Its own
 //! reads (compaction, seal, rollup) need no pin: nothing else deletes.
 //! A failed flush keeps its WAL segments and is retried with backoff.
 
@@ -143,12 +143,14 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
                         }
                     });
                     // Waiters asked for everything to be readable: rollups
-                    // included (and what no reader holds is gone).
+                    // included.
                     if !done.waiters.is_empty() {
                         refresh_rollups(shared, &mut dirty);
                         last_rollup = Instant::now();
-                        reclaim(shared);
                     }
+                    // What no reader holds goes after every merge: under
+                    // steady ingest this loop may not end for a long time.
+                    reclaim(shared);
                 }
                 for w in done.waiters {
                     let _ = w.send(done.result.clone());
