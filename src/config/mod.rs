@@ -168,6 +168,9 @@ pub struct StoreConfig {
     pub rollup_interval_secs: u64,
     /// Seal-compact a day once it ended this long ago; 0 never does.
     pub seal_after_secs: u64,
+    /// A file a compaction or refresh replaced stays this long at least,
+    /// for reads from other processes (`sweep` from cron, `mcp --stdio`).
+    pub retired_grace_secs: u64,
 }
 
 impl Default for StoreConfig {
@@ -182,6 +185,7 @@ impl Default for StoreConfig {
             compact_parts: d.compact_parts,
             rollup_interval_secs: d.rollup_interval.as_secs(),
             seal_after_secs: d.seal_after.map_or(0, |a| a.as_secs()),
+            retired_grace_secs: d.retired_grace.as_secs(),
         }
     }
 }
@@ -366,6 +370,7 @@ impl Config {
             rollup_interval: Duration::from_secs(self.store.rollup_interval_secs.max(1)),
             seal_after: (self.store.seal_after_secs > 0)
                 .then(|| Duration::from_secs(self.store.seal_after_secs)),
+            retired_grace: Duration::from_secs(self.store.retired_grace_secs),
             ..StoreOptions::default()
         }
     }

@@ -1,17 +1,16 @@
-//! What the pages read: the daily rollup (cached in memory until the file
-//! changes, so a page never scans raw spans), the signals from
+//! What the pages read: the daily rollup (cached in memory until a refresh
+//! makes a new one, so a page never scans raw spans), the signals from
 //! `state.sqlite`, and one trace's spans when its page is opened.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use polars::prelude::*;
 use serde::Serialize;
 
 use crate::detect::{daily_rows, judge, DailyRow, DayVerdict, SpikeParams};
 use crate::model::ErrorClass;
-use crate::store::{ReadStats, Reader, StoreError};
+use crate::store::{ReadStats, Reader, RollupStamp, Rollups, Scan, StoreError};
 
 /// The rollup, per tool, across services.
 #[derive(Debug, Default)]
@@ -62,35 +61,34 @@ impl Rollup {
 /// Per tool: (day, class, raw name, failed calls).
 pub type Names = BTreeMap<String, Vec<(i32, String, String, u64)>>;
 
-/// A cache of the rollup keyed by the file's modification time.
+/// A cache of the rollup keyed by its generation (see [`RollupStamp`]).
 #[derive(Default)]
 pub struct RollupCache {
-    inner: Mutex<Option<(SystemTime, Arc<Rollup>)>>,
+    inner: Mutex<Option<(RollupStamp, Arc<Rollup>)>>,
 }
 
 impl RollupCache {
-    /// The rollup as the file now stands (read again only when it changed).
+    /// The rollup as it now stands (read again only when a refresh made a
+    /// new one).
     pub fn get(&self, reader: &Reader) -> Result<Arc<Rollup>, StoreError> {
-        let stamp = |p: std::path::PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        // Both rollup files are rewritten together; the newer stamp keys the cache.
-        let mtime =
-            stamp(reader.layout().tool_daily()).max(stamp(reader.layout().tool_error_names()));
+        let stamp = reader.rollup_stamp()?;
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if let (Some((at, r)), Some(m)) = (guard.as_ref(), mtime) {
-            if *at == m {
+        if let Some((at, r)) = guard.as_ref() {
+            if *at == stamp {
                 return Ok(Arc::clone(r));
             }
         }
-        let rollup = Arc::new(load(reader)?);
-        if let Some(m) = mtime {
-            *guard = Some((m, Arc::clone(&rollup)));
-        }
+        // Both files of one refresh, kept on disk while they are read.
+        let rollups = reader.rollups()?;
+        let stamp = rollups.stamp.clone();
+        let rollup = Arc::new(load(rollups)?);
+        *guard = Some((stamp, Arc::clone(&rollup)));
         Ok(rollup)
     }
 }
 
-fn load(reader: &Reader) -> Result<Rollup, StoreError> {
-    let Some(lf) = reader.tool_daily()? else {
+fn load(rollups: Rollups) -> Result<Rollup, StoreError> {
+    let Some(lf) = rollups.tool_daily else {
         return Ok(Rollup::default());
     };
     let df = lf
@@ -128,14 +126,14 @@ fn load(reader: &Reader) -> Result<Rollup, StoreError> {
         tools,
         rows,
         last_day,
-        names: load_names(reader)?,
+        names: load_names(rollups.tool_error_names)?,
         frame: df,
     })
 }
 
-fn load_names(reader: &Reader) -> Result<Names, StoreError> {
+fn load_names(scan: Option<Scan>) -> Result<Names, StoreError> {
     let mut out = Names::new();
-    let Some(lf) = reader.tool_error_names()? else {
+    let Some(lf) = scan else {
         return Ok(out);
     };
     let context = |e| StoreError::data("reading the error names rollup", e);

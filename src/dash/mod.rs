@@ -69,23 +69,21 @@ pub struct Dash {
     full_scans: std::sync::Mutex<()>,
 }
 
-/// When the inputs of a page last changed: the rollup files and the state
-/// database (with its WAL).
-type Stamp = Vec<Option<std::time::SystemTime>>;
+/// When the inputs of a page last changed: the rollup (its generation) and
+/// the state database (with its WAL).
+type Stamp = (
+    Option<crate::store::RollupStamp>,
+    Vec<Option<std::time::SystemTime>>,
+);
 
 impl Dash {
     fn stamp(&self) -> Stamp {
-        let l = self.reader.layout();
         let wal = self.state_path.with_extension("sqlite-wal");
-        [
-            l.tool_daily(),
-            l.tool_error_names(),
-            self.state_path.clone(),
-            wal,
-        ]
-        .iter()
-        .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-        .collect()
+        let state = [self.state_path.clone(), wal]
+            .iter()
+            .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+            .collect();
+        (self.reader.rollup_stamp().ok(), state)
     }
 }
 

@@ -85,8 +85,9 @@ pub fn check(sql: &str) -> Result<(), McpError> {
     Ok(())
 }
 
-/// The tables by name, and the window they hold in words.
-type Tables = (Vec<(&'static str, LazyFrame)>, String);
+/// The tables by name, the window they hold in words, and the pin that
+/// keeps the span parts they scan (hold it until the query is collected).
+type Tables = (Vec<(&'static str, LazyFrame)>, String, crate::store::Pin);
 
 /// The tables over the window ending on the newest day with data.
 fn tables(ctx: &Context, days: Option<u32>) -> Result<Tables, McpError> {
@@ -100,7 +101,7 @@ fn tables(ctx: &Context, days: Option<u32>) -> Result<Tables, McpError> {
     let stored = ctx.reader.days()?;
     let to = stored.last().copied().or(rollup.last_day).unwrap_or(0);
     let from = to - days as i32 + 1;
-    let spans = ctx.reader.spans(from..=to)?;
+    let (spans, pin) = ctx.reader.spans(from..=to)?.into_parts();
     let layout = ctx.reader.layout();
     let sealed: Vec<std::path::PathBuf> = layout
         .sealed_days()?
@@ -113,11 +114,12 @@ fn tables(ctx: &Context, days: Option<u32>) -> Result<Tables, McpError> {
         context: "reading the sealed turn summaries".into(),
         source: e,
     };
-    let turns = if sealed.is_empty() {
+    // Opened now: a sweep that writes a summary anew renames its files over
+    // the old ones, which a scan by path could meet half-way.
+    let turns = match crate::store::parquet::scan_opened(&sealed).map_err(data)? {
+        Some(lf) => lf,
         // No sealed day in the window: the summary's columns, no rows.
-        DataFrame::empty_with_schema(&crate::sweep::summary::turns_schema()).lazy()
-    } else {
-        crate::store::parquet::scan(&sealed).map_err(data)?
+        None => DataFrame::empty_with_schema(&crate::sweep::summary::turns_schema()).lazy(),
     };
     let window = format!("{} to {}", day_to_string(from), day_to_string(to));
     Ok((
@@ -127,6 +129,7 @@ fn tables(ctx: &Context, days: Option<u32>) -> Result<Tables, McpError> {
             ("spans", spans),
         ],
         window,
+        pin,
     ))
 }
 
@@ -153,7 +156,7 @@ pub struct TablesAnswer {
 }
 
 pub fn describe(ctx: &Context) -> Result<TablesAnswer, McpError> {
-    let (tables, window) = tables(ctx, None)?;
+    let (tables, window, _pin) = tables(ctx, None)?;
     let mut out = Vec::new();
     for (name, mut lf) in tables {
         let schema = lf.collect_schema().map_err(|e| McpError::Data {
@@ -224,7 +227,7 @@ fn json(v: AnyValue<'_>) -> serde_json::Value {
 /// Run `sql` (already [`check`]ed) on the tables; blocking.
 pub fn run(ctx: &Context, sql: &str, days: Option<u32>) -> Result<QueryAnswer, McpError> {
     check(sql)?;
-    let (tables, window) = tables(ctx, days)?;
+    let (tables, window, _pin) = tables(ctx, days)?;
     let mut sql_ctx = polars::sql::SQLContext::new();
     for (name, lf) in tables {
         sql_ctx.register(name, lf);

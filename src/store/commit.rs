@@ -1,10 +1,11 @@
 //! Making a change to the Parquet files atomic: a flush, a compaction or a
 //! retention pass writes new parts under temporary names, then records an
-//! intent (renames, deletions, WAL segments covered, rollup days to redo),
-//! then applies it, publishing the new part set in each day's manifest
-//! between the renames and the deletions. Recovery re-applies an intent
-//! found on disk; a change with no intent on disk never happened, and its
-//! temporary files are removed.
+//! intent (renames, parts replaced, WAL segments covered, rollup days to
+//! redo), then applies it: the renames, then each day's manifest replaced
+//! by the new part set with the replaced parts retired in it (not deleted:
+//! [`super::retire`] deletes them once no reader can hold them). Recovery
+//! re-applies an intent found on disk; a change with no intent on disk never
+//! happened, and its temporary files are removed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -15,14 +16,14 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::layout::Layout;
-use super::{manifest, rollup, wal, StoreError};
+use super::{manifest, retire, rollup, rollup_set, wal, StoreError};
 
 /// One atomic change of the store's files.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Intent {
     /// (temporary, final) paths, relative to the data directory.
     pub renames: Vec<(String, String)>,
-    /// Files the change replaces.
+    /// Files the change replaces: parts are retired, other files deleted.
     pub deletes: Vec<String>,
     /// WAL segments this change makes redundant (numbered up to this).
     pub wal_upto: Option<u64>,
@@ -32,12 +33,17 @@ pub struct Intent {
 
 static COMMITS: Mutex<()> = Mutex::new(());
 
+/// Hold off commits (while retired files are reclaimed: both replace manifests).
+pub(super) fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    COMMITS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Record the intent durably, then apply it. An earlier intent still on
 /// disk (its apply failed) is finished first, never overwritten.
 pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
     // Commits read and replace the one intent file and the manifests: one
     // at a time, whichever thread makes them.
-    let _one = COMMITS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = exclusive();
     finish_pending(layout)?;
     let path = layout.intent();
     let tmp = path.with_extension("json.tmp");
@@ -52,10 +58,11 @@ pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
 pub enum Step {
     /// New parts renamed into place, not yet named by their day's manifest.
     Renamed,
-    /// The manifests name the new set; the replaced parts are still on disk.
+    /// The manifests name the new set and retire the replaced parts, which
+    /// stay on disk until reclaimed.
     Published,
-    /// The replaced parts are deleted.
-    Deleted,
+    /// The intent is done (and gone from disk).
+    Done,
 }
 
 /// Apply an intent; every step can be repeated, so a crash mid-way is
@@ -76,8 +83,11 @@ fn part_of(layout: &Layout, path: &Path) -> Option<(PathBuf, String)> {
 /// `apply`, calling `on` after each step. The order is what keeps readers
 /// right: (1) every day touched gets a manifest (from its listing, for a day
 /// written before manifests) so new files stay invisible; (2) renames;
-/// (3) each day's manifest is replaced by the new set; (4) deletions;
-/// (5) a day left with no parts loses its manifest and directory.
+/// (3) each day's manifest is replaced by the new set, the parts it drops
+/// retired in it, in one rename, and the retirement is noted
+/// ([`retire::retired`]); (4) files that are not parts are deleted; (5) a
+/// day left with no parts and nothing retired loses its manifest and
+/// directory (one with retired parts, once they are reclaimed).
 pub fn apply_observed(
     layout: &Layout,
     intent: &Intent,
@@ -85,14 +95,18 @@ pub fn apply_observed(
 ) -> Result<(), StoreError> {
     // Per day directory: the parts this change adds and removes.
     let mut days: BTreeMap<PathBuf, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    let mut others = Vec::new();
     for (_, to) in &intent.renames {
         if let Some((dir, name)) = part_of(layout, &layout.absolute(to)) {
             days.entry(dir).or_default().0.insert(name);
         }
     }
     for rel in &intent.deletes {
-        if let Some((dir, name)) = part_of(layout, &layout.absolute(rel)) {
-            days.entry(dir).or_default().1.insert(name);
+        match part_of(layout, &layout.absolute(rel)) {
+            Some((dir, name)) => {
+                days.entry(dir).or_default().1.insert(name);
+            }
+            None => others.push(layout.absolute(rel)),
         }
     }
     for (dir, (added, _)) in &days {
@@ -127,53 +141,70 @@ pub fn apply_observed(
     }
     on(Step::Renamed);
     let mut emptied = Vec::new();
+    let mut retired = Vec::new();
+    let at = retire::now_ms();
     for (dir, (added, removed)) in &days {
         let Some(old) = manifest::read(dir)? else {
             continue;
         };
-        let new: Vec<String> = old
+        let parts: Vec<String> = old
             .parts
             .iter()
             .filter(|n| !removed.contains(*n))
             .chain(added.iter().filter(|n| !removed.contains(*n)))
             .cloned()
             .collect();
-        if new.is_empty() {
+        // A replaced part still on disk is retired once (an apply repeated
+        // after a failure or a crash finds it retired already, and notes it
+        // again: the failed one may not have got that far).
+        let mut gone = old.retired.clone();
+        for name in removed {
+            match gone.iter().find(|r| &r.name == name) {
+                Some(r) => retired.push((dir.join(name), r.at_ms)),
+                None if dir.join(name).exists() => {
+                    gone.push(manifest::Retired {
+                        name: name.clone(),
+                        at_ms: at,
+                    });
+                    retired.push((dir.join(name), at));
+                }
+                None => {}
+            }
+        }
+        let new = manifest::Manifest {
+            version: old.version.max(1),
+            parts,
+            retired: gone,
+        };
+        if new.parts.is_empty() && new.retired.is_empty() {
             emptied.push(dir.clone());
         }
         let mut sorted = new.clone();
-        sorted.sort();
-        sorted.dedup();
-        if sorted != old.parts {
-            manifest::write(dir, sorted)?;
+        sorted.parts.sort();
+        sorted.parts.dedup();
+        if sorted != old {
+            manifest::write_manifest(dir, sorted)?;
         }
     }
+    if !retired.is_empty() {
+        retire::retired(layout, retired);
+    }
     on(Step::Published);
-    for rel in &intent.deletes {
-        let p = layout.absolute(rel);
-        match fs::remove_file(&p) {
+    for p in &others {
+        match fs::remove_file(p) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(StoreError::io(format!("removing {}", p.display()), e)),
         }
-        if let Some(d) = p.parent() {
-            dirs.insert(d.to_path_buf());
-        }
-    }
-    for d in &dirs {
-        if d.exists() {
+        if let Some(d) = p.parent().filter(|d| d.exists()) {
             wal::sync_dir(d)?;
         }
     }
-    on(Step::Deleted);
-    // A day with no parts left (retention) loses its manifest, then its directory.
+    // A day with no parts left (retention) and none retired loses its
+    // manifest, then its directory.
     for d in &emptied {
         manifest::remove(d)?;
-    }
-    for d in dirs.iter().chain(&emptied) {
-        if d.starts_with(layout.spans_dir())
-            && fs::read_dir(d).is_ok_and(|mut e| e.next().is_none())
-        {
+        if fs::read_dir(d).is_ok_and(|mut e| e.next().is_none()) {
             let _ = fs::remove_dir(d);
         }
     }
@@ -189,7 +220,9 @@ pub fn apply_observed(
         Err(e) if e.kind() == ErrorKind::NotFound => {}
         Err(e) => return Err(StoreError::io(format!("removing {}", path.display()), e)),
     }
-    wal::sync_dir(layout.root())
+    wal::sync_dir(layout.root())?;
+    on(Step::Done);
+    Ok(())
 }
 
 /// Apply the intent on disk, if any; true when there was one.
@@ -208,9 +241,10 @@ fn finish_pending(layout: &Layout) -> Result<bool, StoreError> {
 }
 
 /// Finish an interrupted change, remove temporary files of changes that
-/// never committed, and make every day's manifest agree with its files.
+/// never committed, make every day's manifest agree with its files, and
+/// note the retired files a crash left for reclaiming.
 pub fn recover(layout: &Layout) -> Result<bool, StoreError> {
-    let _one = COMMITS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = exclusive();
     let path = layout.intent();
     let finished = finish_pending(layout)?;
     let _ = fs::remove_file(path.with_extension("json.tmp"));
@@ -223,8 +257,9 @@ pub fn recover(layout: &Layout) -> Result<bool, StoreError> {
                 }
             }
         }
-        manifest::repair(&dir)?;
+        let retired = manifest::repair(&dir)?;
+        retire::found(&dir, &retired);
     }
-    let _ = fs::remove_file(layout.tool_daily().with_extension("parquet.tmp"));
+    rollup_set::recover(layout)?;
     Ok(finished)
 }

@@ -2,7 +2,9 @@
 //! them (which lets the WAL segments they cover go), then keeps the files in
 //! shape: compaction of small parts ([`compact`]; tables handed off during a
 //! merge are flushed between its parts), the rollup of changed days,
-//! retention.
+//! retention, and the deletion of retired files no reader holds any more
+//! ([`retire::reclaim`], after every flush and its merges, and every half second). Its own
+//! reads (compaction, seal, rollup) need no pin: nothing else deletes.
 //! A failed flush keeps its WAL segments and is retried with backoff.
 
 use std::collections::{BTreeSet, VecDeque};
@@ -16,7 +18,7 @@ use super::commit::{self, Intent};
 use super::frozen::Frozen;
 use super::seal::SealReport;
 use super::sealer::{self, Sealer};
-use super::{compact, parquet, rollup, Shared, StoreError};
+use super::{compact, parquet, retire, rollup, Shared, StoreError};
 use crate::model::{day_to_string, NANOS_PER_DAY};
 
 /// What the flusher is asked to do.
@@ -115,6 +117,7 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => {
                 refresh_rollups(shared, &mut dirty);
+                reclaim(shared);
                 return;
             }
         };
@@ -139,11 +142,15 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
                             }
                         }
                     });
-                    // Waiters asked for everything to be readable: rollups included.
+                    // Waiters asked for everything to be readable: rollups
+                    // included.
                     if !done.waiters.is_empty() {
                         refresh_rollups(shared, &mut dirty);
                         last_rollup = Instant::now();
                     }
+                    // What no reader holds goes after every merge: under
+                    // steady ingest this loop may not end for a long time.
+                    reclaim(shared);
                 }
                 for w in done.waiters {
                     let _ = w.send(done.result.clone());
@@ -160,6 +167,7 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
             last_rollup = Instant::now();
         }
         sealer.tick(shared, &mut dirty);
+        reclaim(shared);
         if last_retention.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             last_retention = Some(Instant::now());
             guarded(shared, Task::Retention, || {
@@ -197,6 +205,17 @@ fn flush_table(
         days,
         waiters,
         result,
+    }
+}
+
+/// Delete the retired files no reader can hold; a failure is logged and the
+/// files are tried again on the next pass.
+fn reclaim(shared: &Shared) {
+    if retire::pending(&shared.layout) == 0 {
+        return;
+    }
+    if let Err(e) = retire::reclaim(&shared.layout, shared.opts.retired_grace) {
+        tracing::warn!(error = %e, "could not delete replaced files; trying again shortly");
     }
 }
 
@@ -328,11 +347,13 @@ fn apply_retention(shared: &Shared, dirty: &mut BTreeSet<i32>) -> Result<(), Sto
     let today = now_ns.div_euclid(NANOS_PER_DAY) as i32;
     let oldest_kept = today - keep as i32;
     let layout = &shared.layout;
-    let old: Vec<i32> = layout
-        .days()?
-        .into_iter()
-        .filter(|d| *d < oldest_kept)
-        .collect();
+    // A day whose parts are all retired already waits only to be reclaimed.
+    let mut old = Vec::new();
+    for day in layout.days()?.into_iter().filter(|d| *d < oldest_kept) {
+        if !layout.parts(day)?.is_empty() {
+            old.push(day);
+        }
+    }
     let mut intent = Intent {
         rollup_days: old.clone(),
         ..Intent::default()

@@ -52,9 +52,17 @@ impl Layout {
     pub fn rollups_dir(&self) -> PathBuf {
         self.root.join("rollups")
     }
+    /// `rollups/current.json`: which generation of the rollup files is
+    /// current ([`super::rollup_set`]).
+    pub fn rollup_manifest(&self) -> PathBuf {
+        self.rollups_dir().join(super::rollup_set::MANIFEST)
+    }
+    /// The daily rollup's plain name, which an earlier version read: a link
+    /// to the current generation's file. This version reads the manifest.
     pub fn tool_daily(&self) -> PathBuf {
         self.rollups_dir().join("tool_daily.parquet")
     }
+    /// The error names rollup's plain name (see [`Layout::tool_daily`]).
     pub fn tool_error_names(&self) -> PathBuf {
         self.rollups_dir().join("tool_error_names.parquet")
     }

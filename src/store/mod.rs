@@ -5,7 +5,9 @@
 //! seal compaction of finished days (a few large files sorted by trace, see
 //! [`seal`]), retention, the per-tool daily rollup, and readers that hand
 //! out polars `LazyFrame`s (and a trace lookup that decodes only the row
-//! groups that can hold the trace). Knows nothing of detectors.
+//! groups that can hold the trace). Files are never rewritten in place nor
+//! renamed over; a file a change replaces is retired and deleted only once
+//! no reader can hold it ([`retire`]). Knows nothing of detectors.
 //!
 //! Threads: one writer owns the WAL and the memtable; one flusher turns
 //! frozen memtables into Parquet and runs compaction, rollups and retention.
@@ -23,7 +25,9 @@ mod memtable;
 pub mod parquet;
 pub mod read;
 mod replay;
+pub mod retire;
 pub mod rollup;
+mod rollup_set;
 mod rowgroup;
 pub mod seal;
 mod sealer;
@@ -41,6 +45,8 @@ mod tests_columnar;
 #[cfg(test)]
 mod tests_parts;
 #[cfg(test)]
+mod tests_retire;
+#[cfg(test)]
 mod tests_wal;
 
 use std::fs::File;
@@ -52,7 +58,8 @@ use std::time::Duration;
 
 pub use error::StoreError;
 pub use layout::Layout;
-pub use read::{ReadStats, Reader};
+pub use read::{ReadStats, Reader, RollupStamp, Rollups, Scan};
+pub use retire::Pin;
 pub use seal::{ManifestUpdate, SealOptions, SealReport};
 pub use stats::{Stats, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
@@ -87,6 +94,11 @@ pub struct StoreOptions {
     pub seal_after: Option<Duration>,
     /// How seal compaction sizes its sub-ranges and row groups.
     pub seal: SealOptions,
+    /// A replaced file stays on disk at least this long after it was
+    /// replaced, for reads from other processes (`sweep` from cron, `mcp
+    /// --stdio`), which this one cannot see; reads in this process hold
+    /// pins and need no grace.
+    pub retired_grace: Duration,
 }
 
 impl Default for StoreOptions {
@@ -103,6 +115,7 @@ impl Default for StoreOptions {
             rollup_interval: Duration::from_secs(30),
             seal_after: Some(Duration::from_secs(3600)),
             seal: SealOptions::default(),
+            retired_grace: Duration::from_secs(600),
         }
     }
 }
@@ -234,6 +247,14 @@ impl Store {
             flusher_stopped: Mutex::new(None),
         });
         let (state, recovery) = replay::recover(&shared)?;
+        // What a crash (or a stop within the grace) left retired.
+        let reclaimed = retire::reclaim(&shared.layout, shared.opts.retired_grace)?;
+        if reclaimed > 0 {
+            tracing::info!(
+                files = reclaimed,
+                "deleted files replaced before the last stop"
+            );
+        }
         let (tx, rx) = mpsc::channel();
         let (job_tx, job_rx) = mpsc::channel();
         let jobs = job_tx.clone();

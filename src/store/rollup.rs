@@ -1,15 +1,18 @@
-//! The per-tool daily rollup (`rollups/tool_daily.parquet`): computed from a
-//! day's parts with `queries/tool_daily.sql`, refreshed for the days a commit
-//! touched, so later reads never rescan raw spans for daily numbers.
+//! The per-tool daily rollup and the raw error names: computed from a day's
+//! parts with `queries/tool_daily.sql` and `queries/tool_error_names.sql`,
+//! refreshed for the days a commit touched, so later reads never rescan raw
+//! spans for daily numbers. Each refresh writes a new generation of both
+//! files ([`super::rollup_set`]).
 
 use std::collections::HashSet;
 use std::fs;
+use std::path::PathBuf;
 
 use polars::prelude::*;
 use polars::sql::SQLContext;
 
 use super::layout::Layout;
-use super::{parquet, wal, StoreError};
+use super::{parquet, rollup_set, wal, StoreError};
 use crate::model::day_to_string;
 
 /// The queries, as shipped in `queries/`.
@@ -278,23 +281,28 @@ pub fn mark_dirty(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
     write_dirty(layout, &all)
 }
 
-/// Recompute the rollup rows of `days`, rewrite the rollup file, and clear
-/// those days from the dirty list.
+/// Recompute the rollup rows of `days`, publish both rollups as a new
+/// generation, and clear those days from the dirty list. Runs on the
+/// flusher thread, where no file it reads can be reclaimed meanwhile.
 pub fn refresh(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
-    rewrite(
+    let current = rollup_set::read(layout)?.unwrap_or_default();
+    let dir = layout.rollups_dir();
+    let old = |name: &Option<String>| name.as_ref().map(|n| dir.join(n));
+    let mut daily = rewritten(
         layout,
         days,
-        &layout.tool_daily(),
-        TOOL_DAILY_SQL,
+        old(&current.tool_daily),
+        ("tool_daily", TOOL_DAILY_SQL),
         &["day", "tool_name", "service_name"],
     )?;
-    rewrite(
+    let mut names = rewritten(
         layout,
         days,
-        &layout.tool_error_names(),
-        TOOL_ERROR_NAMES_SQL,
+        old(&current.tool_error_names),
+        ("tool_error_names", TOOL_ERROR_NAMES_SQL),
         &["day", "tool_name", "error_class", "error_type"],
     )?;
+    rollup_set::publish(layout, daily.as_mut(), names.as_mut())?;
     let mut all = dirty(layout)?;
     for d in days {
         all.remove(d);
@@ -302,15 +310,16 @@ pub fn refresh(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
     write_dirty(layout, &all)
 }
 
-fn rewrite(
+/// The rollup `old` (a file, if there is one) with the rows of `days`
+/// computed again; `None` when no row is left.
+fn rewritten(
     layout: &Layout,
     days: &[i32],
-    path: &std::path::Path,
-    sql: &str,
+    old: Option<PathBuf>,
+    (what, sql): (&str, &str),
     order: &[&str],
-) -> Result<(), StoreError> {
-    let path = path.to_path_buf();
-    let context = || format!("refreshing {}", path.display());
+) -> Result<Option<DataFrame>, StoreError> {
+    let context = || format!("refreshing the {what} rollup");
     let mut fresh: Option<DataFrame> = None;
     for &day in days {
         if let Some(rows) = tool_rows(layout, day)? {
@@ -329,11 +338,11 @@ fn rewrite(
         }
     }
     let replaced: HashSet<String> = days.iter().map(|d| day_to_string(*d)).collect();
-    let kept = match fs::metadata(&path) {
-        Ok(_) => {
+    let kept = match old {
+        Some(path) => {
             let old = parquet::scan(std::slice::from_ref(&path))
                 .and_then(|lf| lf.collect())
-                .map_err(|e| StoreError::data(context(), e))?;
+                .map_err(|e| StoreError::data(format!("reading {}", path.display()), e))?;
             let day = old
                 .column("day")
                 .and_then(|c| c.str().cloned())
@@ -347,13 +356,10 @@ fn rewrite(
                     .map_err(|e| StoreError::data(context(), e))?,
             )
         }
-        Err(_) => None,
+        None => None,
     };
     let merged = match (kept, fresh) {
-        (None, None) => {
-            let _ = fs::remove_file(&path);
-            return Ok(());
-        }
+        (None, None) => return Ok(None),
         (Some(a), None) | (None, Some(a)) => a,
         (Some(mut a), Some(b)) => {
             a.vstack_mut_owned(b)
@@ -361,11 +367,8 @@ fn rewrite(
             a
         }
     };
-    let mut merged = merged
+    merged
         .sort(order.to_vec(), SortMultipleOptions::default())
-        .map_err(|e| StoreError::data(context(), e))?;
-    let tmp = path.with_extension("parquet.tmp");
-    parquet::write_file(&tmp, &mut merged)?;
-    fs::rename(&tmp, &path).map_err(|e| StoreError::io(context(), e))?;
-    wal::sync_dir(&layout.rollups_dir())
+        .map(Some)
+        .map_err(|e| StoreError::data(context(), e))
 }

@@ -162,8 +162,10 @@ fn a_sealed_day_is_at_most_four_sorted_files_of_full_row_groups_each_span_once()
             last = Some(key);
         }
     }
-    // Nothing left to do, and no scratch file left behind.
+    // Nothing left to do, and no scratch file left behind (the sources,
+    // retired, go once no reader holds them).
     assert_eq!(seal_compact(&layout, day, &opts).unwrap(), None);
+    super::retire::reclaim(&layout, std::time::Duration::ZERO).unwrap();
     let names: Vec<String> = std::fs::read_dir(layout.day_dir(day))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -344,6 +346,7 @@ fn quick() -> StoreOptions {
         flush_interval: Duration::from_secs(3600),
         compact_parts: 2,
         seal_after: None,
+        retired_grace: Duration::ZERO,
         ..StoreOptions::default()
     }
 }

@@ -60,6 +60,8 @@ pub(super) fn put(store: &Store, day: &str, seed: u8, n: usize, tool: &str) -> A
 pub(super) fn quick() -> StoreOptions {
     StoreOptions {
         flush_interval: Duration::from_secs(3600),
+        // No reader in another process here: what no pin holds goes at once.
+        retired_grace: Duration::ZERO,
         ..StoreOptions::default()
     }
 }

@@ -68,11 +68,17 @@ fn a_reader_listing_mid_compaction_sees_each_row_once() {
             vec![
                 // The merged part is in place beside its sources ...
                 (Step::Renamed, on_disk, (30, 30)),
+                // ... which stay, retired, until no reader can hold them.
                 (Step::Published, on_disk, (30, 30)),
-                (Step::Deleted, 1, (30, 30)),
+                (Step::Done, on_disk, (30, 30)),
             ],
             "legacy: {legacy}"
         );
+        assert_eq!(
+            retire::reclaim(&layout, std::time::Duration::ZERO).unwrap(),
+            on_disk - 1
+        );
+        assert_eq!(manifest::list_dir(&layout.day_dir(day)).unwrap().len(), 1);
         assert_eq!(layout.parts(day).unwrap().len(), 1);
         assert!(manifest::read(&layout.day_dir(day)).unwrap().is_some());
         assert_ne!(layout.day_version(day).unwrap(), before);

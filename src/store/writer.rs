@@ -96,8 +96,9 @@ fn load_day_keys(
     });
     let mut keys = memory_keys(day, mem, frozen.as_ref());
     let mut last_err = None;
+    // A part a compaction replaces meanwhile stays until the read is done.
+    let _pin = super::retire::pin(&shared.layout);
     for _ in 0..3 {
-        // A compaction may replace a part between listing and reading: list again.
         match shared.layout.parts(day).and_then(|parts| {
             parquet::read_keys(&parts).map_err(|e| {
                 StoreError::data(

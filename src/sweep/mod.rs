@@ -126,6 +126,9 @@ pub fn run(
     cfg: &DetectConfig,
     opts: &SweepOptions,
 ) -> Result<SweepReport, SweepError> {
+    // Every part and rollup file this sweep lists stays on disk until it
+    // ends, whatever the store compacts or refreshes meanwhile.
+    let _pin = reader.pin();
     let days = reader.days()?;
     if days.is_empty() {
         return Err(SweepError::Empty(

@@ -21,13 +21,15 @@ fn raw_names(
         return Ok(out);
     };
     let df = lf
-        .filter(col("day").gt_eq(lit(day_to_string(since))))
-        .group_by([col("tool_name"), col("error_class"), col("error_type")])
-        .agg([col("calls").cast(DataType::UInt64).sum()])
-        .sort(
-            ["calls", "error_type"],
-            SortMultipleOptions::default().with_order_descending_multi([true, false]),
-        )
+        .map(|lf| {
+            lf.filter(col("day").gt_eq(lit(day_to_string(since))))
+                .group_by([col("tool_name"), col("error_class"), col("error_type")])
+                .agg([col("calls").cast(DataType::UInt64).sum()])
+                .sort(
+                    ["calls", "error_type"],
+                    SortMultipleOptions::default().with_order_descending_multi([true, false]),
+                )
+        })
         .collect()
         .map_err(data("reading the error names rollup"))?;
     let strs = |name: &str| -> Result<StringChunked, SweepError> {

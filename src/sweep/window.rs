@@ -202,8 +202,9 @@ fn traces_reaching(table: &SpanTable, open_at: Option<i64>) -> HashSet<u128, Fas
 }
 
 /// Decode the spans that started on `day` before `now_ns`, one part at a
-/// time. A part replaced by a compaction while it was being read makes the
-/// day be listed and read again (up to three times).
+/// time. The sweep's pin keeps every part it lists; a sweep in another
+/// process than the store's that finds a part gone (it outlived the
+/// store's grace) lists the day again, up to three times, then says why.
 fn decode(reader: &Reader, day: i32, now_ns: i64) -> Result<Decoded, SweepError> {
     let from = i64::from(day) * NANOS_PER_DAY;
     let until = from + NANOS_PER_DAY;
@@ -214,7 +215,19 @@ fn decode(reader: &Reader, day: i32, now_ns: i64) -> Result<Decoded, SweepError>
             Err(e) => last = Some(e),
         }
     }
-    Err(last.unwrap_or_else(|| SweepError::Store(crate::store::StoreError::Closed)))
+    Err(match last {
+        Some(SweepError::Data { context, source }) => {
+            match crate::store::retire::gone_hint(&source.to_string(), None) {
+                Some(hint) => SweepError::Store(crate::store::StoreError::data(
+                    context,
+                    format!("{source} ({hint})"),
+                )),
+                None => SweepError::Data { context, source },
+            }
+        }
+        Some(e) => e,
+        None => SweepError::Store(crate::store::StoreError::Closed),
+    })
 }
 
 fn decode_once(

@@ -154,11 +154,13 @@ fn serve_demo_loads_the_bundled_incident() {
     assert!(log.contains("demo incident loaded"), "{log}");
     let rollup = Reader::open(&data).unwrap().tool_daily().unwrap().unwrap();
     let jul29 = rollup
-        .filter(
-            col("day")
-                .eq(lit("2026-07-29"))
-                .and(col("tool_name").eq(lit("search_flights"))),
-        )
+        .map(|lf| {
+            lf.filter(
+                col("day")
+                    .eq(lit("2026-07-29"))
+                    .and(col("tool_name").eq(lit("search_flights"))),
+            )
+        })
         .collect()
         .unwrap();
     let calls = jul29

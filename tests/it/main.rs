@@ -25,6 +25,7 @@ mod open_surface;
 mod operate;
 mod otlp_grpc;
 mod otlp_http;
+mod readrace;
 mod seal;
 mod sealed;
 mod sweep;
