@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use super::{expand, read_file, ImportError, ImportReport, Loader};
+use super::{expand, read_error, read_file, ImportError, ImportReport, Loader};
 use crate::ingest::file::{self, FileKind};
 use crate::retry::{self, IoFailure};
 use crate::store::Store;
@@ -271,7 +271,8 @@ fn follow_file(
             == 2
             && magic == [0x1f, 0x8b]
     };
-    let kind = file::sniff(path).map_err(io)?;
+    let kind =
+        file::sniff(path, max_decompressed).map_err(|e| read_error(path, max_decompressed, e))?;
     let mut loader = Loader::new(store);
     if kind == FileKind::JsonLines && !gz {
         let rewritten = state.head_len > 0

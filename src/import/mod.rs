@@ -187,32 +187,53 @@ impl<'a> Loader<'a> {
 
 /// Every request of a whole file, its gzip content capped at `cap` bytes.
 fn read_file(path: &Path, cap: u64) -> Result<Vec<Record>, ImportError> {
-    match file::read(path, cap) {
-        Ok((_, records)) => Ok(records),
-        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(ImportError::TooLarge {
+    file::read(path, cap)
+        .map(|(_, records)| records)
+        .map_err(|e| read_error(path, cap, e))
+}
+
+/// A file read's error: past the cap, [`ImportError::TooLarge`].
+fn read_error(path: &Path, cap: u64, e: std::io::Error) -> ImportError {
+    if e.kind() == std::io::ErrorKind::FileTooLarge {
+        ImportError::TooLarge {
             path: path.to_path_buf(),
             cap,
-        }),
-        Err(source) => Err(ImportError::Io {
+        }
+    } else {
+        ImportError::Io {
             path: path.to_path_buf(),
-            source,
-        }),
+            source: e,
+        }
     }
 }
 
-/// The files below `paths`; a link that loops back up is warned about
-/// (once per link while `warned` remembers it) and skipped.
+/// The files below `paths`, each once; a link that loops back up, or a path
+/// to a directory or file reached already by another, is warned about (once
+/// per path while `warned` remembers it) and skipped.
 fn expand(
     paths: &[PathBuf],
     warned: &mut std::collections::HashSet<PathBuf>,
 ) -> std::io::Result<Vec<PathBuf>> {
-    let Expanded { files, loops } = file::expand(paths)?;
+    let Expanded {
+        files,
+        loops,
+        repeats,
+    } = file::expand(paths)?;
     for (link, to) in loops {
         if warned.insert(link.clone()) {
             tracing::warn!(
                 "{}: skipped: a symlink loop (it leads back to {}, which is being read already)",
                 link.display(),
                 to.display()
+            );
+        }
+    }
+    for (path, first) in repeats {
+        if warned.insert(path.clone()) {
+            tracing::warn!(
+                "{}: skipped: it leads to what {} does, which is read once",
+                path.display(),
+                first.display()
             );
         }
     }

@@ -2,9 +2,11 @@
 //! answers in the request's encoding); the dashboard, API and `/metrics` sit
 //! behind [`require`]. API clients send `Authorization: Bearer <token>`;
 //! browsers sign in once at `/login`, which sets an HttpOnly, SameSite=Lax
-//! session cookie that expires after 12 h and is renewed while in use
-//! (`super::session`: signed with a key derived from the token, never the
-//! token itself). `/healthz` and `/readyz` stay open for load balancers and
+//! session cookie that expires after 12 h and is renewed while in use, up
+//! to 7 days from the sign-in (`super::session`: signed with a key derived
+//! from the token, never the token itself). `/logout` clears the browser's
+//! cookie; nothing is kept server-side, so a copied value stays good until
+//! it expires (rotating the token revokes every cookie). `/healthz` and `/readyz` stay open for load balancers and
 //! probes.
 //!
 //! Also the bind rule: a listener on a non-loopback address needs a token,
@@ -21,7 +23,7 @@ use axum::routing::get;
 use axum::{Form, Router};
 use sha2::{Digest, Sha256};
 
-use super::session::{Session, Sessions};
+use super::session::{Session, Sessions, Times};
 use crate::alert::sign::same_bytes;
 
 /// Unix seconds now; injectable for tests.
@@ -194,15 +196,20 @@ pub async fn require(State(token): State<Arc<Token>>, req: Request, next: Next) 
     }
     let session = token.session(headers);
     let refused = match session {
-        Session::Valid { issued, renew } => {
+        Session::Valid { times, renew } => {
             let mut resp = next.run(req).await;
             if renew {
                 let now = (token.clock)();
                 tracing::debug!(
-                    age_s = now - issued,
-                    "session cookie renewed (older than half its lifetime)"
+                    age_s = now - times.issued,
+                    signed_in_s_ago = now - times.signed_in,
+                    "session cookie renewed (older than half its lifetime; the sign-in's time carried over)"
                 );
-                if let Ok(v) = HeaderValue::from_str(&token.sessions.set_cookie(now)) {
+                let renewed = Times {
+                    signed_in: times.signed_in,
+                    issued: now,
+                };
+                if let Ok(v) = HeaderValue::from_str(&token.sessions.set_cookie(renewed)) {
                     resp.headers_mut().append(header::SET_COOKIE, v);
                 }
             }
@@ -350,7 +357,11 @@ async fn login(
     }
     // Lax, not Strict: a trace link in a Slack alert must arrive signed in.
     // State changes are guarded by their Origin check, not by the cookie.
-    let cookie = token.sessions.set_cookie((token.clock)());
+    let now = (token.clock)();
+    let cookie = token.sessions.set_cookie(Times {
+        signed_in: now,
+        issued: now,
+    });
     (
         StatusCode::SEE_OTHER,
         [
@@ -385,7 +396,13 @@ mod tests {
         assert!(!t.matches("s3cret-token-012X"));
         assert!(!t.matches(""));
         assert!(!format!("{t:?}").contains("s3cret"));
-        assert!(!t.sessions.value(0).contains("s3cret"));
+        assert!(!t
+            .sessions
+            .value(Times {
+                signed_in: 0,
+                issued: 0
+            })
+            .contains("s3cret"));
         assert!(Token::new(Some("  "), false).unwrap().is_none());
         assert!(Token::new(None, false).unwrap().is_none());
         assert!(Token::new(Some("short"), false).unwrap_err().contains("16"));

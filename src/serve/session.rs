@@ -1,16 +1,24 @@
 //! The dashboard's session cookie, set by `/login` (`super::auth`).
 //!
-//! The cookie is `v2.<issued>.<mac>`: the second it was issued (Unix time)
-//! and an HMAC-SHA256 over it, keyed with a key derived from the API token.
-//! It never holds the token, and a new token revokes every cookie signed
-//! with the old one. A cookie is good for [`TTL_SECS`] (12 h) from its issue,
+//! The cookie is `v3.<signed_in>.<issued>.<mac>`: the second its sign-in
+//! happened and the second this cookie was issued (Unix time), and an
+//! HMAC-SHA256 over both, keyed with a key derived from the API token. It
+//! never holds the token, and a new token revokes every cookie signed with
+//! the old one. A cookie is good for [`TTL_SECS`] (12 h) from its issue,
 //! which its `Max-Age` tells the browser too; one older than half of that
 //! is replaced on its next request by a fresh one (`Set-Cookie` on the
-//! answer), so a dashboard in use — the overview polls its feed every 10 s —
-//! stays signed in, and one left alone for 12 h is signed out. An expired,
-//! forged, tampered or malformed cookie counts as no cookie (a page is sent to
-//! `/login`, the API answers 401), with a debug line saying which it was.
-//! The MAC is checked in constant time.
+//! answer) carrying the same sign-in time, so a dashboard in use — the
+//! overview polls its feed every 10 s — stays signed in, and one left alone
+//! for 12 h is signed out. However often it is renewed, no cookie is good
+//! past [`MAX_LIFETIME_SECS`] (7 days) from its sign-in: then the browser
+//! signs in again. A `v2.<issued>.<mac>` cookie (before the sign-in time was
+//! carried) is still good, its issue time taken as its sign-in time. An
+//! expired, forged, tampered or malformed cookie counts as no cookie (a page
+//! is sent to `/login`, the API answers 401), with a debug line saying which
+//! it was. The MAC is checked in constant time.
+//!
+//! Signing out clears the browser's cookie; the value itself stays good (to
+//! whoever copied it) until it expires, as nothing is kept server-side.
 
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
@@ -24,10 +32,16 @@ pub const TTL_SECS: i64 = 12 * 3600;
 /// A cookie older than this is renewed on its next request (seconds).
 pub const RENEW_AFTER_SECS: i64 = TTL_SECS / 2;
 
+/// How long a sign-in lasts however often its cookie is renewed (seconds).
+pub const MAX_LIFETIME_SECS: i64 = 7 * 24 * 3600;
+
 /// How far in the future an issue time may lie (another replica's clock).
 const SKEW_SECS: i64 = 60;
 
-const VERSION: &str = "v2";
+const VERSION: &str = "v3";
+
+/// The version before the sign-in time was carried: `v2.<issued>.<mac>`.
+const VERSION_2: &str = "v2";
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
@@ -38,13 +52,23 @@ pub struct Sessions {
     secure: bool,
 }
 
+/// A good cookie's times (Unix seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Times {
+    /// When its sign-in happened: the cookie is good for
+    /// [`MAX_LIFETIME_SECS`] from here at most.
+    pub signed_in: i64,
+    /// When this cookie was issued (at sign-in, or renewed since).
+    pub issued: i64,
+}
+
 /// What a request's cookies say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Session {
     /// No session cookie.
     Absent,
     /// A good cookie; `renew`: old enough to be replaced.
-    Valid { issued: i64, renew: bool },
+    Valid { times: Times, renew: bool },
     /// Only cookies that are not good, and why.
     Refused(String),
 }
@@ -54,6 +78,7 @@ impl Sessions {
     pub fn new(secret: &str, secure: bool) -> Sessions {
         let mut mac =
             HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes keys of any length");
+        // The label predates v3; keeping it keeps v2 cookies good.
         mac.update(b"stormwatch-session-key-v2");
         Sessions {
             key: mac.finalize().into_bytes().into(),
@@ -61,29 +86,37 @@ impl Sessions {
         }
     }
 
-    fn mac(&self, issued: i64) -> HmacSha256 {
+    /// The MAC over a cookie's text before its signature (`v3.<signed_in>.<issued>`
+    /// or `v2.<issued>`).
+    fn mac(&self, signed: &str) -> HmacSha256 {
         let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes keys of any length");
-        mac.update(format!("{VERSION}.{issued}").as_bytes());
+        mac.update(signed.as_bytes());
         mac
     }
 
-    /// The cookie's value for a session issued at `issued`.
-    pub fn value(&self, issued: i64) -> String {
+    /// The cookie's value for a session signed in at `times.signed_in`,
+    /// issued at `times.issued`.
+    pub fn value(&self, times: Times) -> String {
+        let signed = format!("{VERSION}.{}.{}", times.signed_in, times.issued);
         let mac: String = self
-            .mac(issued)
+            .mac(&signed)
             .finalize()
             .into_bytes()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        format!("{VERSION}.{issued}.{mac}")
+        format!("{signed}.{mac}")
     }
 
-    /// The `Set-Cookie` header of a session issued at `issued`.
-    pub fn set_cookie(&self, issued: i64) -> String {
+    /// The `Set-Cookie` header of a session with `times`: its `Max-Age`
+    /// the cookie's life, cut short where the sign-in's ends first.
+    pub fn set_cookie(&self, times: Times) -> String {
+        let max_age = TTL_SECS
+            .min(times.signed_in + MAX_LIFETIME_SECS - times.issued)
+            .max(0);
         format!(
-            "{COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={TTL_SECS}{}",
-            self.value(issued),
+            "{COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
+            self.value(times),
             self.secure_attr()
         )
     }
@@ -104,45 +137,59 @@ impl Sessions {
         }
     }
 
-    /// When a cookie's value was issued, if it is good at `now`.
-    pub fn verify(&self, value: &str, now: i64) -> Result<i64, String> {
+    /// A cookie's times, if its value is good at `now`.
+    pub fn verify(&self, value: &str, now: i64) -> Result<Times, String> {
         let malformed = || {
-            format!("malformed (expected {VERSION}.<issued>.<signature>; an earlier version's cookie needs a new sign-in)")
+            format!("malformed (expected {VERSION}.<signed-in>.<issued>.<signature>; an earlier version's cookie needs a new sign-in)")
         };
-        let rest = value
-            .strip_prefix(VERSION)
-            .and_then(|r| r.strip_prefix('.'))
-            .ok_or_else(malformed)?;
-        let (issued_text, mac_hex) = rest.split_once('.').ok_or_else(malformed)?;
-        if issued_text.is_empty()
-            || issued_text.len() > 19
-            || !issued_text.bytes().all(|b| b.is_ascii_digit())
-        {
-            return Err(malformed());
-        }
-        let issued: i64 = issued_text.parse().map_err(|_| malformed())?;
+        let (signed, mac_hex) = value.rsplit_once('.').ok_or_else(malformed)?;
+        let mut fields = signed.split('.');
+        let times = match (fields.next(), fields.next(), fields.next(), fields.next()) {
+            (Some(VERSION), Some(signed_in), Some(issued), None) => Times {
+                signed_in: secs(signed_in).ok_or_else(malformed)?,
+                issued: secs(issued).ok_or_else(malformed)?,
+            },
+            (Some(VERSION_2), Some(issued), None, None) => {
+                let issued = secs(issued).ok_or_else(malformed)?;
+                Times {
+                    signed_in: issued,
+                    issued,
+                }
+            }
+            _ => return Err(malformed()),
+        };
         let presented = hex32(mac_hex).ok_or_else(malformed)?;
-        self.mac(issued).verify_slice(&presented).map_err(|_| {
+        self.mac(signed).verify_slice(&presented).map_err(|_| {
             "its signature does not match: forged, tampered with, or signed with an earlier token"
                 .to_string()
         })?;
-        if issued > now + SKEW_SECS {
-            return Err(format!("issued {} s in the future", issued - now));
+        if times.signed_in > times.issued {
+            return Err("signed in after it was issued".to_string());
         }
-        let expired = now - (issued + TTL_SECS);
+        if times.issued > now + SKEW_SECS {
+            return Err(format!("issued {} s in the future", times.issued - now));
+        }
+        let expired = now - (times.issued + TTL_SECS);
         if expired >= 0 {
             return Err(format!(
                 "expired {expired} s ago (a session lasts {TTL_SECS} s)"
             ));
         }
-        Ok(issued)
+        let past = now - (times.signed_in + MAX_LIFETIME_SECS);
+        if past >= 0 {
+            return Err(format!(
+                "expired {past} s ago: signed in {} s ago, and a sign-in lasts {MAX_LIFETIME_SECS} s however often its cookie is renewed",
+                now - times.signed_in
+            ));
+        }
+        Ok(times)
     }
 
     /// What the session cookies in `cookie_headers` say at `now`: the
     /// newest good one, else why none was.
     pub fn check<'a>(&self, cookie_headers: impl Iterator<Item = &'a str>, now: i64) -> Session {
         let mut refused = None;
-        let mut newest: Option<i64> = None;
+        let mut newest: Option<Times> = None;
         for (k, v) in cookie_headers
             .flat_map(|v| v.split(';'))
             .filter_map(|kv| kv.trim().split_once('='))
@@ -151,19 +198,28 @@ impl Sessions {
                 continue;
             }
             match self.verify(v, now) {
-                Ok(issued) => newest = Some(newest.map_or(issued, |n| n.max(issued))),
+                Ok(t) if newest.is_none_or(|n| t.issued > n.issued) => newest = Some(t),
+                Ok(_) => {}
                 Err(why) => refused = Some(why),
             }
         }
         match (newest, refused) {
-            (Some(issued), _) => Session::Valid {
-                issued,
-                renew: now - issued >= RENEW_AFTER_SECS,
+            (Some(times), _) => Session::Valid {
+                times,
+                renew: now - times.issued >= RENEW_AFTER_SECS,
             },
             (None, Some(why)) => Session::Refused(why),
             (None, None) => Session::Absent,
         }
     }
+}
+
+/// Unix seconds written as plain digits (no sign, at most 19 of them).
+fn secs(text: &str) -> Option<i64> {
+    if text.is_empty() || text.len() > 19 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
 }
 
 /// 64 hex digits as 32 bytes.

@@ -2,7 +2,9 @@
 //! refused whole, naming the file and the cap (`[import]
 //! max_decompressed_bytes`), once and under `--follow`; a symlink loop is
 //! skipped with a warning, without hanging, while symlinks elsewhere (a
-//! file, a directory) are still followed.
+//! file, a directory) are still followed; a tree of links that branches
+//! (two links to one directory, level after level) is read once per
+//! directory, each file imported once.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -183,4 +185,80 @@ fn a_symlink_loop_is_skipped_without_hanging_and_links_elsewhere_are_followed() 
         .filter(|l| l.contains("symlink loop"))
         .count();
     assert_eq!(warnings, 2, "{stderr}");
+}
+
+/// `in/` and `shared/1 .. shared/12`, each holding one file and two links
+/// (`a`, `b`) to the next: 2^12 paths to the deepest file, 13 files.
+#[cfg(unix)]
+#[test]
+fn a_tree_of_links_that_branches_imports_each_file_once() {
+    use std::os::unix::fs::symlink;
+    const DEPTH: usize = 12;
+    let dir = tempfile::tempdir().unwrap();
+    let level = |i: usize| {
+        if i == 0 {
+            dir.path().join("in")
+        } else {
+            dir.path().join(format!("shared/{i}"))
+        }
+    };
+    for i in 0..=DEPTH {
+        std::fs::create_dir_all(level(i)).unwrap();
+        std::fs::write(level(i).join("f.json"), json_line(10 + i as u8, 1)).unwrap();
+        if i < DEPTH {
+            symlink(level(i + 1), level(i).join("a")).unwrap();
+            symlink(level(i + 1), level(i).join("b")).unwrap();
+        }
+    }
+
+    let data = dir.path().join("data");
+    let started = Instant::now();
+    let (ok, stdout, stderr) = import_with(&data, None, &[&level(0)]);
+    assert!(ok, "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        stdout.contains(&format!("imported {} file(s)", DEPTH + 1))
+            && stdout.contains("0 already stored"),
+        "each file once: {stdout}"
+    );
+    assert_eq!(stored(&data), DEPTH + 1);
+    let skipped: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("skipped: it leads to what"))
+        .collect();
+    assert_eq!(
+        skipped.len(),
+        DEPTH,
+        "one warning per second link:\n{stderr}"
+    );
+    assert!(
+        skipped
+            .iter()
+            .all(|l| l.contains("/b: skipped") && l.contains("/a does")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("symlink loop"), "{stderr}");
+
+    // Followed: the same, each second link warned about once over the polls.
+    let cfg = dir.path().join("stormwatch.toml");
+    std::fs::write(
+        &cfg,
+        "[store]\nflush_interval_secs = 1\n[import]\npoll_interval_ms = 100\n",
+    )
+    .unwrap();
+    let data = dir.path().join("followed");
+    let child = follower(&data, &level(0), &cfg);
+    wait_for("the followed tree", || stored(&data) == DEPTH + 1);
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, stderr) = sigterm(child);
+    let warnings = stderr
+        .lines()
+        .filter(|l| l.contains("skipped: it leads to what"))
+        .count();
+    assert_eq!(warnings, DEPTH, "{stderr}");
+    assert_eq!(stored(&data), DEPTH + 1);
 }

@@ -5,7 +5,8 @@
 //! and skipped; the rest of the file still loads. A gzip'd file is read
 //! under a cap on what it decompresses to (past it, an error of kind
 //! `FileTooLarge`: a gzip bomb), and a directory walk does not follow a link
-//! back to a directory above it (a loop).
+//! back to a directory above it (a loop), nor walk a directory (or list a
+//! file) a second time when another link leads to it.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -35,48 +36,83 @@ pub struct Record {
 /// What [`expand`] found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Expanded {
-    /// The files, in walk order.
+    /// The files, in walk order, each once.
     pub files: Vec<PathBuf>,
     /// Links to a directory not followed because it leads back to a
     /// directory above them (a loop; the files there are listed already):
     /// each link, and the directory it leads to.
     pub loops: Vec<(PathBuf, PathBuf)>,
+    /// Paths not walked (or listed) because the directory or file they
+    /// lead to was reached already by another path (a second link to it,
+    /// a hard link, a path given twice): each path, and the one it was
+    /// first reached by.
+    pub repeats: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Every file below `paths` (directories walked in name order, symlinks
 /// followed except back up the path being walked), skipping hidden files.
+/// A directory or file is walked or listed once however many paths lead
+/// to it, so a tree of links that branches stays as cheap as the
+/// directories it holds.
 pub fn expand(paths: &[PathBuf]) -> io::Result<Expanded> {
-    let mut out = Expanded::default();
+    let mut walk = Walk::default();
     for p in paths {
-        walk(p, &mut Vec::new(), &mut out)?;
+        walk.walk(p)?;
     }
-    Ok(out)
+    Ok(walk.out)
 }
 
-/// What identifies a directory however it is reached.
+/// What identifies a directory or file however it is reached.
 #[cfg(unix)]
-fn dir_id(_path: &Path, meta: &std::fs::Metadata) -> io::Result<(u64, u64)> {
+fn id(_path: &Path, meta: &std::fs::Metadata) -> io::Result<Id> {
     use std::os::unix::fs::MetadataExt;
     Ok((meta.dev(), meta.ino()))
 }
 
 #[cfg(not(unix))]
-fn dir_id(path: &Path, _meta: &std::fs::Metadata) -> io::Result<PathBuf> {
+fn id(path: &Path, _meta: &std::fs::Metadata) -> io::Result<Id> {
     std::fs::canonicalize(path)
 }
 
-/// `above`: the directories on the way to `path` (their ids and paths).
-fn walk(path: &Path, above: &mut Vec<(DirId, PathBuf)>, out: &mut Expanded) -> io::Result<()> {
-    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-    let meta = std::fs::metadata(path).map_err(named)?;
-    if meta.is_dir() {
-        let id = dir_id(path, &meta).map_err(named)?;
-        if let Some((_, first)) = above.iter().find(|(a, _)| *a == id) {
-            out.loops.push((path.to_path_buf(), first.clone()));
+#[cfg(unix)]
+type Id = (u64, u64);
+#[cfg(not(unix))]
+type Id = PathBuf;
+
+#[derive(Default)]
+struct Walk {
+    /// The directories on the way to the one being walked (each by the path
+    /// it was first reached by).
+    above: Vec<PathBuf>,
+    /// Every directory and file reached so far, and the path it was first
+    /// reached by.
+    seen: std::collections::HashMap<Id, PathBuf>,
+    out: Expanded,
+}
+
+impl Walk {
+    fn walk(&mut self, path: &Path) -> io::Result<()> {
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        let meta = std::fs::metadata(path).map_err(named)?;
+        let id = id(path, &meta).map_err(named)?;
+        if let Some(first) = self.seen.get(&id) {
+            // Above the path being walked: a loop; elsewhere: walked already.
+            let found = if self.above.contains(first) {
+                &mut self.out.loops
+            } else {
+                &mut self.out.repeats
+            };
+            found.push((path.to_path_buf(), first.clone()));
             return Ok(());
         }
-        above.push((id, path.to_path_buf()));
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+        self.seen.insert(id, path.to_path_buf());
+        if !meta.is_dir() {
+            self.out.files.push(path.to_path_buf());
+            return Ok(());
+        }
+        self.above.push(path.to_path_buf());
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(named)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 !p.file_name()
@@ -86,19 +122,12 @@ fn walk(path: &Path, above: &mut Vec<(DirId, PathBuf)>, out: &mut Expanded) -> i
             .collect();
         entries.sort();
         for e in entries {
-            walk(&e, above, out)?;
+            self.walk(&e)?;
         }
-        above.pop();
-    } else {
-        out.files.push(path.to_path_buf());
+        self.above.pop();
+        Ok(())
     }
-    Ok(())
 }
-
-#[cfg(unix)]
-type DirId = (u64, u64);
-#[cfg(not(unix))]
-type DirId = PathBuf;
 
 /// A reader that fails (`FileTooLarge`) once more than `cap` bytes came out.
 struct Capped<R> {
@@ -126,30 +155,37 @@ impl<R: Read> Read for Capped<R> {
     }
 }
 
-fn is_gzip(path: &Path) -> io::Result<bool> {
-    let mut magic = [0u8; 2];
-    let mut f = File::open(path)?;
-    let n = f.read(&mut magic)?;
-    Ok(n == 2 && magic == [0x1f, 0x8b])
-}
-
 /// A reader of the file's content, gzip undone, at most `max_decompressed`
-/// bytes of it.
-fn content(path: &Path, max_decompressed: u64) -> io::Result<Box<dyn BufRead>> {
-    let f = File::open(path)?;
-    if is_gzip(path)? {
-        Ok(Box::new(BufReader::new(Capped {
+/// bytes of it. The gzip magic is read from the same open file the content
+/// comes from (a file swapped in between cannot slip past undecoded).
+fn decoded(path: &Path, max_decompressed: u64) -> io::Result<Box<dyn Read>> {
+    let mut f = File::open(path)?;
+    let mut magic = Vec::with_capacity(2);
+    (&mut f).take(2).read_to_end(&mut magic)?;
+    f.seek(SeekFrom::Start(0))?;
+    if magic == [0x1f, 0x8b] {
+        Ok(Box::new(Capped {
             inner: flate2::read::MultiGzDecoder::new(f),
             cap: max_decompressed,
             left: max_decompressed,
-        })))
+        }))
     } else {
-        Ok(Box::new(BufReader::new(f)))
+        Ok(Box::new(f))
     }
 }
 
-/// Guess the layout from the name and the first bytes.
-pub fn sniff(path: &Path) -> io::Result<FileKind> {
+/// [`decoded`], buffered.
+fn content(path: &Path, max_decompressed: u64) -> io::Result<Box<dyn BufRead>> {
+    Ok(Box::new(BufReader::new(decoded(path, max_decompressed)?)))
+}
+
+/// How much of a file [`sniff`] reads, at most, to find its first line.
+const SNIFF_BYTES: u64 = 64 << 20;
+
+/// Guess the layout from the name and the first bytes: at most 64 MiB of
+/// them (and one more), and no more than `max_decompressed` out of a
+/// gzip'd file (past it, an error of kind `FileTooLarge`).
+pub fn sniff(path: &Path, max_decompressed: u64) -> io::Result<FileKind> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -162,10 +198,12 @@ pub fn sniff(path: &Path) -> io::Result<FileKind> {
     if name.ends_with(".pb") || name.ends_with(".binpb") || name.ends_with(".proto") {
         return Ok(FileKind::Protobuf);
     }
-    let mut r = content(path, u64::MAX)?;
+    // Decompressed: the first line, one byte to tell whether more follows,
+    // and no further (the cap still refuses a first line longer than it).
+    let mut r = BufReader::new(decoded(path, max_decompressed)?.take(SNIFF_BYTES + 1));
     let mut first_line = Vec::new();
     r.by_ref()
-        .take(64 << 20)
+        .take(SNIFF_BYTES)
         .read_until(b'\n', &mut first_line)?;
     let trimmed = first_line.trim_ascii_start();
     if !trimmed.starts_with(b"{") {
@@ -184,7 +222,7 @@ pub fn sniff(path: &Path) -> io::Result<FileKind> {
 /// to more than `max_decompressed` bytes is an error (`FileTooLarge`), and
 /// none of its records are returned.
 pub fn read(path: &Path, max_decompressed: u64) -> io::Result<(FileKind, Vec<Record>)> {
-    let kind = sniff(path)?;
+    let kind = sniff(path, max_decompressed)?;
     let records = match kind {
         FileKind::Json => {
             let mut buf = Vec::new();

@@ -22,6 +22,8 @@ pub mod toolcall;
 mod tests;
 #[cfg(test)]
 mod tests_canon;
+#[cfg(test)]
+mod tests_file;
 
 pub use batch::SpanBatch;
 pub use decode::{Encoding, Format};
