@@ -114,12 +114,15 @@ fn tables(ctx: &Context, days: Option<u32>) -> Result<Tables, McpError> {
         context: "reading the sealed turn summaries".into(),
         source: e,
     };
-    // Opened now: a sweep that writes a summary anew renames its files over
-    // the old ones, which a scan by path could meet half-way.
-    let turns = match crate::store::parquet::scan_opened(&sealed).map_err(data)? {
-        Some(lf) => lf,
+    // By path, so the `date=` directories give the table its `date` column
+    // (a scan of opened handles cannot). A sweep that writes a summary anew
+    // renames its files over the old ones; a query planned just before reads
+    // garbage and says so, and asking again answers.
+    let turns = if sealed.is_empty() {
         // No sealed day in the window: the summary's columns, no rows.
-        None => DataFrame::empty_with_schema(&crate::sweep::summary::turns_schema()).lazy(),
+        DataFrame::empty_with_schema(&crate::sweep::summary::turns_schema()).lazy()
+    } else {
+        crate::store::parquet::scan(&sealed).map_err(data)?
     };
     let window = format!("{} to {}", day_to_string(from), day_to_string(to));
     Ok((

@@ -220,29 +220,6 @@ fn scan_with(paths: &[PathBuf], schema: Option<Schema>) -> PolarsResult<LazyFram
     LazyFrame::scan_parquet_files(paths.into(), args)
 }
 
-/// A lazy scan over the files at `paths` as they are now: each is opened
-/// here and read through its handle, so a file renamed over or deleted
-/// later (a sweep rewriting a sealed day's summary) does not reach the
-/// scan. A path gone before it is opened is left out.
-pub fn scan_opened(paths: &[PathBuf]) -> PolarsResult<Option<LazyFrame>> {
-    let mut files = Vec::new();
-    for p in paths {
-        match File::open(p) {
-            Ok(f) => files.push(f),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(PolarsError::from(e)),
-        }
-    }
-    if files.is_empty() {
-        return Ok(None);
-    }
-    let args = ScanArgsParquet {
-        glob: false,
-        ..Default::default()
-    };
-    LazyFrame::scan_parquet_sources(ScanSources::Files(files.into()), args).map(Some)
-}
-
 /// The dedup keys stored in a set of parts.
 pub fn read_keys(paths: &[PathBuf]) -> PolarsResult<Vec<SpanKey>> {
     if paths.is_empty() {
