@@ -97,9 +97,13 @@ impl Sessions {
     /// The cookie's value for a session signed in at `times.signed_in`,
     /// issued at `times.issued`.
     pub fn value(&self, times: Times) -> String {
-        let signed = format!("{VERSION}.{}.{}", times.signed_in, times.issued);
+        self.signed(&format!("{VERSION}.{}.{}", times.signed_in, times.issued))
+    }
+
+    /// `signed` with its MAC appended in hex: `<signed>.<mac>`.
+    fn signed(&self, signed: &str) -> String {
         let mac: String = self
-            .mac(&signed)
+            .mac(signed)
             .finalize()
             .into_bytes()
             .iter()

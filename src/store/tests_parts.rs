@@ -2,6 +2,7 @@
 //! names that survive a WAL reset, and a long WAL replayed in chunks.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -26,6 +27,14 @@ fn keys_seen(dir: &Path) -> (usize, usize) {
 /// Merge every part of `day` into one, as compaction would, and apply the
 /// change with `on` watching each step.
 fn merge_day(layout: &Layout, day: i32, on: &mut dyn FnMut(Step)) {
+    let (_, intent) = merge_intent(layout, day);
+    commit::apply_observed(layout, &intent, on).unwrap();
+}
+
+/// Every live part of `day` merged into one temporary part, as compaction
+/// does: the sources, and the intent that renames the merged part in and
+/// replaces them.
+pub(super) fn merge_intent(layout: &Layout, day: i32) -> (Vec<PathBuf>, Intent) {
     let parts = layout.parts(day).unwrap();
     let mut df = parquet::scan_parts(&parts).unwrap().collect().unwrap();
     let tag = format!("{}-c", parquet::new_part_tag());
@@ -35,7 +44,7 @@ fn merge_day(layout: &Layout, day: i32, on: &mut dyn FnMut(Step)) {
         deletes: parts.iter().map(|p| layout.relative(p)).collect(),
         ..Intent::default()
     };
-    commit::apply_observed(layout, &intent, on).unwrap();
+    (parts, intent)
 }
 
 #[test]

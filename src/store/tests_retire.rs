@@ -16,6 +16,7 @@ use polars::prelude::*;
 use super::commit::{self, Intent};
 use super::seal_tests::{spans, write_part};
 use super::tests::{count, put, quick, request};
+use super::tests_parts::merge_intent;
 use super::*;
 use crate::model::{day_from_str, day_to_string};
 
@@ -65,15 +66,7 @@ fn files(dir: &Path) -> Vec<String> {
 
 /// Merge every live part of `day` into one, as compaction does.
 fn merge(layout: &Layout, day: i32) -> Vec<PathBuf> {
-    let parts = layout.parts(day).unwrap();
-    let mut df = parquet::scan_parts(&parts).unwrap().collect().unwrap();
-    let tag = format!("{}-c", parquet::new_part_tag());
-    let rename = parquet::write_tmp_part(layout, day, &tag, &mut df).unwrap();
-    let intent = Intent {
-        renames: vec![rename],
-        deletes: parts.iter().map(|p| layout.relative(p)).collect(),
-        ..Intent::default()
-    };
+    let (parts, intent) = merge_intent(layout, day);
     commit::commit(layout, &intent).unwrap();
     parts
 }

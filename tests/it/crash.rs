@@ -16,7 +16,8 @@ use crate::common::{rows_by_key, spans, Server};
 
 pub const SPANS_PER_BATCH: usize = 100;
 
-fn s(key: &str, v: &str) -> KeyValue {
+/// A string attribute (also used by `readrace.rs`).
+pub fn s(key: &str, v: &str) -> KeyValue {
     KeyValue {
         key: key.into(),
         value: Some(AnyValue {

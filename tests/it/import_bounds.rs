@@ -169,22 +169,28 @@ fn a_symlink_loop_is_skipped_without_hanging_and_links_elsewhere_are_followed() 
     }
 
     // Followed: the same tree loads, each loop warned about once.
-    let cfg = dir.path().join("stormwatch.toml");
-    std::fs::write(
-        &cfg,
-        "[store]\nflush_interval_secs = 1\n[import]\npoll_interval_ms = 100\n",
-    )
-    .unwrap();
-    let data = dir.path().join("followed");
-    let child = follower(&data, &input, &cfg);
-    wait_for("the followed tree", || stored(&data) == 10);
-    std::thread::sleep(Duration::from_millis(500));
-    let (_, stderr) = sigterm(child);
+    let stderr = follow_tree(dir.path(), &input, 10);
     let warnings = stderr
         .lines()
         .filter(|l| l.contains("symlink loop"))
         .count();
     assert_eq!(warnings, 2, "{stderr}");
+}
+
+/// `import --follow` of `input` into `<dir>/followed`, polling every
+/// 100 ms, until `spans` are stored and a few more polls went by; its stderr.
+fn follow_tree(dir: &Path, input: &Path, spans: usize) -> String {
+    let cfg = dir.join("stormwatch.toml");
+    std::fs::write(
+        &cfg,
+        "[store]\nflush_interval_secs = 1\n[import]\npoll_interval_ms = 100\n",
+    )
+    .unwrap();
+    let data = dir.join("followed");
+    let child = follower(&data, input, &cfg);
+    wait_for("the followed tree", || stored(&data) == spans);
+    std::thread::sleep(Duration::from_millis(500));
+    sigterm(child).1
 }
 
 /// `in/` and `shared/1 .. shared/12`, each holding one file and two links
@@ -244,17 +250,7 @@ fn a_tree_of_links_that_branches_imports_each_file_once() {
     assert!(!stderr.contains("symlink loop"), "{stderr}");
 
     // Followed: the same, each second link warned about once over the polls.
-    let cfg = dir.path().join("stormwatch.toml");
-    std::fs::write(
-        &cfg,
-        "[store]\nflush_interval_secs = 1\n[import]\npoll_interval_ms = 100\n",
-    )
-    .unwrap();
-    let data = dir.path().join("followed");
-    let child = follower(&data, &level(0), &cfg);
-    wait_for("the followed tree", || stored(&data) == DEPTH + 1);
-    std::thread::sleep(Duration::from_millis(500));
-    let (_, stderr) = sigterm(child);
+    let stderr = follow_tree(dir.path(), &level(0), DEPTH + 1);
     let warnings = stderr
         .lines()
         .filter(|l| l.contains("skipped: it leads to what"))

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{
     status::StatusCode, ResourceSpans, ScopeSpans, Span, Status,
 };
@@ -18,18 +17,10 @@ use polars::prelude::*;
 use stormwatch::model::NANOS_PER_DAY;
 use stormwatch::store::{Store, StoreOptions};
 
+use crate::crash::s;
+
 /// How long the load runs.
 const RUN: Duration = Duration::from_secs(15);
-
-fn s(key: &str, v: &str) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue {
-            value: Some(Value::StringValue(v.into())),
-        }),
-        ..Default::default()
-    }
-}
 
 /// Turn `id` on `day`: an agent span and eight calls of one tool under it,
 /// the first five failing (a retry storm), ids unique to the turn.
