@@ -48,7 +48,7 @@ pub fn run(
         report.add(&follow(&store, dir, config)?);
     }
     store.close().context("flushing the store")?;
-    warn_past_retention(&report, config, o.retention_days);
+    warn_past_retention(&store, &report, config, o.retention_days)?;
     writeln!(
         out,
         "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped",
@@ -94,19 +94,42 @@ fn follow(store: &Store, dir: &Path, config: &Config) -> anyhow::Result<ImportRe
     .map_err(Into::into)
 }
 
-/// Imported spans older than the retention window are removed by the next
-/// retention pass: say so, rather than let them vanish unexplained.
-fn warn_past_retention(report: &ImportReport, config: &Config, flag: Option<u32>) {
+/// Imported spans older than the retention window are removed by a
+/// retention pass (when the store opens, then hourly): say so, rather than
+/// let them vanish unexplained, and say whether the pass this import's store
+/// ran has removed them already (it depends on when its first flush came).
+fn warn_past_retention(
+    store: &Store,
+    report: &ImportReport,
+    config: &Config,
+    flag: Option<u32>,
+) -> anyhow::Result<()> {
     let (Some(oldest), Some(keep)) = (report.oldest_day, config.store_options(flag).retention_days)
     else {
-        return;
+        return Ok(());
     };
     let today = chrono::Utc::now().timestamp().div_euclid(86_400) as i32;
-    if oldest < today - keep as i32 {
-        tracing::warn!(
-            "some imported spans start on {}, older than the {keep}-day retention: the next retention pass removes them \
-             (keep them with --retention-days 0 or store.retention_days in the config file)",
-            crate::model::day_to_string(oldest)
-        );
+    let oldest_kept = today - keep as i32;
+    if oldest >= oldest_kept {
+        return Ok(());
     }
+    let layout = store.layout();
+    let mut still_there = false;
+    for day in layout.days()? {
+        if (oldest..oldest_kept).contains(&day) && !layout.parts(day)?.is_empty() {
+            still_there = true;
+            break;
+        }
+    }
+    let fate = if still_there {
+        "the next retention pass removes them (when the store is next opened, or within the hour)"
+    } else {
+        "the retention pass removed them"
+    };
+    tracing::warn!(
+        "some imported spans start on {}, older than the {keep}-day retention: {fate} \
+         (keep them with --retention-days 0 or store.retention_days in the config file)",
+        crate::model::day_to_string(oldest)
+    );
+    Ok(())
 }

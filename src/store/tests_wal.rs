@@ -109,7 +109,27 @@ fn a_flipped_group_length_mid_segment_refuses_naming_file_and_byte() {
     let mut bytes = clean.clone();
     bytes[starts[1] + GROUP_HEADER] ^= 0x01;
     let msg = refused(dir.path(), &path, true, &bytes);
-    assert!(msg.contains("failing its checksum, followed by"), "{msg}");
+    // One count of the bytes (from the byte to the end), the records counted
+    // in words that read right.
+    assert!(
+        msg.contains("a group of 3 records (bytes")
+            && msg.contains("failing its checksum, with more written after it")
+            && !msg.contains("more bytes"),
+        "{msg}"
+    );
+    // A one-record group, and one record to keep before it.
+    let dir = tempfile::tempdir().unwrap();
+    let (path, starts) = write_groups(
+        dir.path(),
+        &[records(1, 100, 1), records(1, 60, 2), records(1, 80, 3)],
+    );
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[starts[1] + GROUP_HEADER] ^= 0x01;
+    let msg = refused(dir.path(), &path, true, &bytes);
+    assert!(
+        msg.contains("a group of 1 record (bytes") && msg.contains("keep the 1 record before it"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -247,3 +247,43 @@ fn follow_pulls_new_files_and_lines_and_remembers_them() {
     );
     let _ = repo();
 }
+
+#[test]
+fn an_import_past_retention_says_whether_the_pass_removed_its_spans() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let f = dir.path().join("old.json");
+    // July 29 2026: past a 30-day retention from any day this test runs.
+    std::fs::write(&f, json_line(1, 3)).unwrap();
+    let out = run(
+        &[
+            "import",
+            "--retention-days",
+            "30",
+            "--data-dir",
+            data.to_str().unwrap(),
+            f.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("some imported spans start on 2026-07-29, older than the 30-day retention")
+            && stderr.contains("--retention-days 0"),
+        "{stderr}"
+    );
+    // Whether the pass of this import's own store came before or after its
+    // flush, the warning tells what the store holds now.
+    let day = stormwatch::model::day_from_str("2026-07-29").unwrap();
+    let kept = !stormwatch::store::Layout::new(&data)
+        .parts(day)
+        .unwrap()
+        .is_empty();
+    let said = if kept {
+        "the next retention pass removes them"
+    } else {
+        "the retention pass removed them"
+    };
+    assert!(stderr.contains(said), "kept: {kept}: {stderr}");
+}

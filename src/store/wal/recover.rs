@@ -131,10 +131,10 @@ fn refusal(path: &Path, stop: &Stop, intact: usize, len: usize) -> StoreError {
     let keep = if intact == 0 {
         String::new()
     } else {
-        let records = if intact == 1 { "record" } else { "records" };
         format!(
-            ", or keep the {intact} {records} before it by cutting the file there \
-             (`truncate -s {at} {path}`; the records from byte {at} on are lost)"
+            ", or keep the {} before it by cutting the file there \
+             (`truncate -s {at} {path}`; the records from byte {at} on are lost)",
+            n_records(intact)
         )
     };
     StoreError::data(
@@ -252,8 +252,9 @@ fn parse_v2(buf: &[u8]) -> Parsed {
             break torn(
                 pos,
                 format!(
-                    "a group of {} records declaring {} bytes, with {left} bytes left (a write cut short)",
-                    h.count, h.body_len
+                    "a group of {} declaring {} bytes, with {left} bytes left (a write cut short)",
+                    n_records(h.count as usize),
+                    h.body_len
                 ),
             );
         }
@@ -261,15 +262,15 @@ fn parse_v2(buf: &[u8]) -> Parsed {
         let body = &buf[pos + GROUP_HEADER..end];
         if crc32fast::hash(body) != h.body_crc {
             let what = format!(
-                "a group of {} records (bytes {pos} to {end}) failing its checksum",
-                h.count
+                "a group of {} (bytes {pos} to {end}) failing its checksum",
+                n_records(h.count as usize)
             );
             break if end < buf.len() {
                 damage(
                     pos,
                     format!(
-                        "{what}, followed by {} more bytes (a later write began after it was fsynced)",
-                        buf.len() - end
+                        "{what}, with more written after it (a later write began once it was \
+                         fsynced, so this is no torn write)"
                     ),
                 )
             } else {
@@ -339,6 +340,15 @@ fn next_group(buf: &[u8], from: usize) -> Option<usize> {
     })
 }
 
+/// "1 record", "3 records".
+fn n_records(n: usize) -> String {
+    if n == 1 {
+        "1 record".to_string()
+    } else {
+        format!("{n} records")
+    }
+}
+
 /// A checksummed body's records; that they do not fill it exactly as the
 /// header says is damage (the checksum matched, so no tear did this).
 fn split_records(body: &[u8], count: u32) -> Result<Vec<Vec<u8>>, String> {
@@ -365,7 +375,8 @@ fn split_records(body: &[u8], count: u32) -> Result<Vec<Vec<u8>>, String> {
     }
     if records.len() != count as usize {
         return Err(format!(
-            "a group declaring {count} records whose body passes its checksum and holds {}",
+            "a group declaring {} whose body passes its checksum and holds {}",
+            n_records(count as usize),
             records.len()
         ));
     }
