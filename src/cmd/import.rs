@@ -95,41 +95,60 @@ fn follow(store: &Store, dir: &Path, config: &Config) -> anyhow::Result<ImportRe
 }
 
 /// Imported spans older than the retention window are removed by a
-/// retention pass (when the store opens, then hourly): say so, rather than
-/// let them vanish unexplained, and say whether the pass this import's store
-/// ran has removed them already (it depends on when its first flush came).
+/// retention pass (when the store opens, then hourly): say which days, and
+/// whether the pass this import's store ran has removed them already (it
+/// depends on when its first flush came), rather than let them vanish
+/// unexplained.
 fn warn_past_retention(
     store: &Store,
     report: &ImportReport,
     config: &Config,
     flag: Option<u32>,
 ) -> anyhow::Result<()> {
-    let (Some(oldest), Some(keep)) = (report.oldest_day, config.store_options(flag).retention_days)
-    else {
+    let Some(keep) = config.store_options(flag).retention_days else {
         return Ok(());
     };
     let today = chrono::Utc::now().timestamp().div_euclid(86_400) as i32;
     let oldest_kept = today - keep as i32;
-    if oldest >= oldest_kept {
+    let past: Vec<i32> = report.days.range(..oldest_kept).copied().collect();
+    let (Some(&first), Some(&last)) = (past.first(), past.last()) else {
         return Ok(());
-    }
+    };
     let layout = store.layout();
     let mut still_there = false;
-    for day in layout.days()? {
-        if (oldest..oldest_kept).contains(&day) && !layout.parts(day)?.is_empty() {
+    for &day in &past {
+        if !layout.parts(day)?.is_empty() {
             still_there = true;
             break;
         }
     }
-    let fate = if still_there {
-        "the next retention pass removes them (when the store is next opened, or within the hour)"
+    let day = crate::model::day_to_string;
+    let which = if past.len() == report.days.len() {
+        format!(
+            "every imported span ({} day(s), {} to {}) is older than the {keep}-day retention",
+            past.len(),
+            day(first),
+            day(last)
+        )
     } else {
-        "the retention pass removed them"
+        format!(
+            "{} of the {} imported days ({} to {}) are older than the {keep}-day retention",
+            past.len(),
+            report.days.len(),
+            day(first),
+            day(last)
+        )
+    };
+    let fate = if still_there {
+        "the next retention pass removes their spans (when the store is next opened, or within \
+         the hour)"
+    } else {
+        "the retention pass removed their spans"
     };
     tracing::warn!(
-        "some imported spans start on {}, older than the {keep}-day retention: {fate} \
-         (keep them with --retention-days 0 or store.retention_days in the config file)",
-        crate::model::day_to_string(oldest)
+        "{which} (it keeps {} on): {fate}; keep them with --retention-days 0 or \
+         store.retention_days in the config file",
+        day(oldest_kept)
     );
     Ok(())
 }

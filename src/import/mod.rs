@@ -37,19 +37,11 @@ pub struct ImportReport {
     pub rejected: u64,
     /// Lines or documents that could not be decoded, skipped.
     pub bad_records: usize,
-    /// UTC day of the oldest span submitted (days since the epoch).
-    pub oldest_day: Option<i32>,
+    /// UTC days of the spans submitted (days since the epoch).
+    pub days: std::collections::BTreeSet<i32>,
 }
 
 impl ImportReport {
-    /// Keep the older of `day` and the oldest day seen so far.
-    fn note_day(&mut self, day: Option<i32>) {
-        self.oldest_day = match (self.oldest_day, day) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
-
     pub fn add(&mut self, other: &ImportReport) {
         self.files += other.files;
         self.records += other.records;
@@ -57,7 +49,7 @@ impl ImportReport {
         self.duplicates += other.duplicates;
         self.rejected += other.rejected;
         self.bad_records += other.bad_records;
-        self.note_day(other.oldest_day);
+        self.days.extend(other.days.iter().copied());
     }
 }
 
@@ -125,8 +117,9 @@ impl<'a> Loader<'a> {
         if prepared.spans() == 0 {
             return Ok(());
         }
-        let oldest = prepared.normalized.batch.days().first().copied();
-        self.report.note_day(oldest);
+        self.report
+            .days
+            .extend(prepared.normalized.batch.days().iter().copied());
         self.submit(prepared)
     }
 

@@ -59,7 +59,8 @@ fn refused(dir: &Path, path: &Path, newest: bool, bytes: &[u8]) -> String {
     );
     let msg = err.to_string();
     assert!(
-        msg.contains(&path.display().to_string()) && msg.contains("move the file aside"),
+        msg.contains(&path.display().to_string())
+            && msg.contains(&format!("move the file out of {}", dir.display())),
         "{msg}"
     );
     msg
@@ -112,9 +113,11 @@ fn a_flipped_group_length_mid_segment_refuses_naming_file_and_byte() {
     // One count of the bytes (from the byte to the end), the records counted
     // in words that read right.
     assert!(
-        msg.contains("a group of 3 records (bytes")
-            && msg.contains("failing its checksum, with more written after it")
-            && !msg.contains("more bytes"),
+        msg.contains(&format!(
+            "the group of 3 records at bytes {} to {} fails its checksum, and more was written after it",
+            starts[1],
+            starts[2] - 1
+        )) && msg.contains(&format!("The {} bytes from there", clean.len() - starts[1])),
         "{msg}"
     );
     // A one-record group, and one record to keep before it.
@@ -127,7 +130,8 @@ fn a_flipped_group_length_mid_segment_refuses_naming_file_and_byte() {
     bytes[starts[1] + GROUP_HEADER] ^= 0x01;
     let msg = refused(dir.path(), &path, true, &bytes);
     assert!(
-        msg.contains("a group of 1 record (bytes") && msg.contains("keep the 1 record before it"),
+        msg.contains("the group of 1 record at bytes")
+            && msg.contains("keep the 1 record before it"),
         "{msg}"
     );
 }

@@ -269,8 +269,9 @@ fn an_import_past_retention_says_whether_the_pass_removed_its_spans() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("some imported spans start on 2026-07-29, older than the 30-day retention")
-            && stderr.contains("--retention-days 0"),
+        stderr.contains(
+            "every imported span (1 day(s), 2026-07-29 to 2026-07-29) is older than the 30-day retention"
+        ) && stderr.contains("--retention-days 0"),
         "{stderr}"
     );
     // Whether the pass of this import's own store came before or after its
@@ -281,9 +282,39 @@ fn an_import_past_retention_says_whether_the_pass_removed_its_spans() {
         .unwrap()
         .is_empty();
     let said = if kept {
-        "the next retention pass removes them"
+        "the next retention pass removes their spans"
     } else {
-        "the retention pass removed them"
+        "the retention pass removed their spans"
     };
     assert!(stderr.contains(said), "kept: {kept}: {stderr}");
+    // Beside spans of today, only the old day is named.
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+        .to_string();
+    let today = json_line(2, 2)
+        .replace("1785354394532000000", &now_ns)
+        .replace("1785354395532000000", &now_ns);
+    std::fs::write(dir.path().join("today.json"), today).unwrap();
+    let out = run(
+        &[
+            "import",
+            "--retention-days",
+            "30",
+            "--data-dir",
+            dir.path().join("data2").to_str().unwrap(),
+            f.to_str().unwrap(),
+            dir.path().join("today.json").to_str().unwrap(),
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "1 of the 2 imported days (2026-07-29 to 2026-07-29) are older than the 30-day retention"
+        ),
+        "{stderr}"
+    );
 }

@@ -119,30 +119,34 @@ pub fn read_segment(dir: &Path, seq: u64, newest: bool) -> Result<Segment, Store
 }
 
 /// The error that stops the open: the file, the byte, what is there, and
-/// what the operator can do.
+/// what the operator can do. One sentence each: what is wrong, why it is
+/// not cut, the two ways to start.
 fn refusal(path: &Path, stop: &Stop, intact: usize, len: usize) -> StoreError {
     let older = if stop.torn {
-        " (in an older segment, which was complete before the next one was begun, so this is \
-         no torn write)"
+        " This is an older segment, complete before the next one was begun, so no crash \
+         interrupted it."
     } else {
         ""
     };
+    let dir = path
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
     let (path, at) = (path.display(), stop.at);
     let keep = if intact == 0 {
         String::new()
     } else {
         format!(
-            ", or keep the {} before it by cutting the file there \
-             (`truncate -s {at} {path}`; the records from byte {at} on are lost)",
+            " either keep the {} before it (`truncate -s {at} {path}`; what follows is lost) or",
             n_records(intact)
         )
     };
     StoreError::data(
         format!("WAL segment {path} is damaged at byte {at}"),
         format!(
-            "{}{older}, with {} bytes from there to the end of the file; what is there may have \
-             been acknowledged, so stormwatch will not guess past it. To start, move the file \
-             aside (none of its records are replayed){keep}; keep a copy of the file either way",
+            "{}.{older} The {} bytes from there to the end may hold acknowledged spans, so \
+             stormwatch will not guess past them. To start,{keep} move the file out of \
+             {dir} (none of its records are replayed). Keep a copy of the file either way.",
             stop.what,
             len - at,
         ),
@@ -229,11 +233,11 @@ fn parse_v2(buf: &[u8]) -> Parsed {
             break torn(pos, format!("a {rest}-byte fragment of a group header"));
         }
         let Some(h) = GroupHeader::decode(&buf[pos..pos + GROUP_HEADER]) else {
-            let what = "a group header failing its checksum".to_string();
+            let what = "the group header there fails its checksum".to_string();
             break match next_group(buf, pos + 1) {
                 Some(q) => damage(
                     pos,
-                    format!("{what}, and a valid group header at byte {q} after it"),
+                    format!("{what}, with a valid group header at byte {q} after it"),
                 ),
                 None => unfinished(buf, pos, what),
             };
@@ -252,7 +256,7 @@ fn parse_v2(buf: &[u8]) -> Parsed {
             break torn(
                 pos,
                 format!(
-                    "a group of {} declaring {} bytes, with {left} bytes left (a write cut short)",
+                    "the group of {} there declares {} bytes, and {left} are left (a write cut short)",
                     n_records(h.count as usize),
                     h.body_len
                 ),
@@ -262,15 +266,16 @@ fn parse_v2(buf: &[u8]) -> Parsed {
         let body = &buf[pos + GROUP_HEADER..end];
         if crc32fast::hash(body) != h.body_crc {
             let what = format!(
-                "a group of {} (bytes {pos} to {end}) failing its checksum",
-                n_records(h.count as usize)
+                "the group of {} at bytes {pos} to {} fails its checksum",
+                n_records(h.count as usize),
+                end - 1
             );
             break if end < buf.len() {
                 damage(
                     pos,
                     format!(
-                        "{what}, with more written after it (a later write began once it was \
-                         fsynced, so this is no torn write)"
+                        "{what}, and more was written after it (a later group is written only \
+                         once this one was on disk, so no crash cut it short)"
                     ),
                 )
             } else {
@@ -296,14 +301,14 @@ fn unfinished(buf: &[u8], pos: usize, what: String) -> Option<Stop> {
     if zeroed(buf, pos) {
         torn(
             pos,
-            format!("{what}, the last group, with sectors never written (zeros)"),
+            format!("{what}: the last group, with sectors never written (zeros)"),
         )
     } else {
         damage(
             pos,
             format!(
-                "{what}, in the last group; no sector from there to the end reads as \
-                 unwritten (zeros), as a write a crash interrupted leaves it, so this is \
+                "{what}; it is the last group, but none of its sectors reads as never \
+                 written (zeros), as a write a crash interrupted leaves them, so this is \
                  damage, not a torn write"
             ),
         )
