@@ -35,6 +35,11 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn import(data: &Path, paths: &[&Path]) -> (bool, String, String) {
+    import_env(data, paths, &[])
+}
+
+/// `import` with these environment variables (over `run`'s own).
+fn import_env(data: &Path, paths: &[&Path], env: &[(&str, &str)]) -> (bool, String, String) {
     let mut args = vec![
         "import".to_string(),
         "--data-dir".into(),
@@ -42,7 +47,7 @@ fn import(data: &Path, paths: &[&Path]) -> (bool, String, String) {
     ];
     args.extend(paths.iter().map(|p| p.display().to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run(&args, &[]);
+    let out = run(&args, env);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into(),
@@ -255,19 +260,9 @@ fn an_import_past_retention_says_whether_the_pass_removed_its_spans() {
     let f = dir.path().join("old.json");
     // July 29 2026: past a 30-day retention from any day this test runs.
     std::fs::write(&f, json_line(1, 3)).unwrap();
-    let out = run(
-        &[
-            "import",
-            "--retention-days",
-            "30",
-            "--data-dir",
-            data.to_str().unwrap(),
-            f.to_str().unwrap(),
-        ],
-        &[],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let thirty = [("STORMWATCH_RETENTION_DAYS", "30")];
+    let (ok, _, stderr) = import_env(&data, &[&f], &thirty);
+    assert!(ok, "{stderr}");
     assert!(
         stderr.contains(
             "every imported span (1 day(s), 2026-07-29 to 2026-07-29) is older than the 30-day retention"
@@ -296,21 +291,10 @@ fn an_import_past_retention_says_whether_the_pass_removed_its_spans() {
     let today = json_line(2, 2)
         .replace("1785354394532000000", &now_ns)
         .replace("1785354395532000000", &now_ns);
-    std::fs::write(dir.path().join("today.json"), today).unwrap();
-    let out = run(
-        &[
-            "import",
-            "--retention-days",
-            "30",
-            "--data-dir",
-            dir.path().join("data2").to_str().unwrap(),
-            f.to_str().unwrap(),
-            dir.path().join("today.json").to_str().unwrap(),
-        ],
-        &[],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let recent = dir.path().join("today.json");
+    std::fs::write(&recent, today).unwrap();
+    let (ok, _, stderr) = import_env(&dir.path().join("data2"), &[&f, &recent], &thirty);
+    assert!(ok, "{stderr}");
     assert!(
         stderr.contains(
             "1 of the 2 imported days (2026-07-29 to 2026-07-29) are older than the 30-day retention"
