@@ -325,7 +325,7 @@ fn damage_before_the_tail_refuses_to_open_and_names_the_byte() {
     let msg = err.to_string();
     assert!(
         msg.contains(&format!("is damaged at byte {}", wal::SEGMENT_HEADER))
-            && msg.contains("move the file aside"),
+            && msg.contains("move the file out of"),
         "{msg}"
     );
     // Nothing was cut: the file is as it was.

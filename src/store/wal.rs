@@ -55,7 +55,7 @@
 //! its bytes are there, and on ext4 (`data=ordered`, the default) a length
 //! is only persisted once the data it covers is written, so it was most likely fsynced
 //! and acknowledged; it is bit rot or a misbehaving disk, not a torn write.
-//! The operator decides: the message says to move the file aside, or to cut
+//! The operator decides: the message says to move the file out of the WAL directory, or to cut
 //! it at the named byte (which drops exactly that group). The one guess left:
 //! a rotted final group that also holds a zeroed sector is cut (a group
 //! header is never zeros, and OTLP protobuf hardly ever holds 512 aligned
