@@ -19,7 +19,11 @@
 //! `seal_compact_before_commit` (a seal compaction's outputs written, not
 //! committed) and `seal_compact_after_commit` (committed, manifest and
 //! scratch files not yet seen to), `seal_summary` (a sweep sealing a day:
-//! some of its summary files written, no manifest yet); panic points `compact`, `rollup`,
+//! some of its summary files written, no manifest yet), `ship` (an ingest
+//! node's upload of a flushed part to the shared store),
+//! `ship_before_wal_delete` (shipped, the WAL not yet trimmed),
+//! `sweep_before_commit` (a sweep inside its state transaction, before it
+//! commits); panic points `compact`, `rollup`,
 //! `retention` (each maintenance task of the store's flusher) and `flusher`
 //! (the flusher's loop itself, outside any guard: the thread dies).
 //! Unset, every check is one relaxed atomic load.
@@ -110,20 +114,23 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
 
 /// The points the code checks: IO points (fail, enospc, delay), the one
 /// outgoing-request point (status) and the kill points.
-const IO_POINTS: [&str; 5] = [
+const IO_POINTS: [&str; 6] = [
     "wal_write",
     "wal_fsync",
     "parquet_write",
     "sweep",
     "readyz_probe",
+    "ship",
 ];
 const STATUS_POINTS: [&str; 1] = ["webhook"];
-const KILL_POINTS: [&str; 5] = [
+const KILL_POINTS: [&str; 7] = [
     "alert_kill_before_send",
     "alert_kill_after_send",
     "seal_compact_before_commit",
     "seal_compact_after_commit",
     "seal_summary",
+    "ship_before_wal_delete",
+    "sweep_before_commit",
 ];
 const PANIC_POINTS: [&str; 4] = ["compact", "rollup", "retention", "flusher"];
 

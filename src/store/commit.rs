@@ -29,6 +29,13 @@ pub struct Intent {
     pub wal_upto: Option<u64>,
     /// Days whose rollup rows must be recomputed (recorded as dirty).
     pub rollup_days: Vec<i32>,
+    /// Parts shipped to the shared store before the WAL segments go:
+    /// (final local path, name on the shared store).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uploads: Vec<(String, String)>,
+    /// The shared store's address the uploads go to (`s3://…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ship_to: Option<String>,
 }
 
 static COMMITS: Mutex<()> = Mutex::new(());
@@ -61,8 +68,42 @@ pub enum Step {
     /// The manifests name the new set and retire the replaced parts, which
     /// stay on disk until reclaimed.
     Published,
+    /// The parts to ship are on the shared store (the WAL segments they
+    /// cover not yet deleted); only for an intent that ships.
+    Shipped,
     /// The intent is done (and gone from disk).
     Done,
+}
+
+/// Upload the intent's parts to the shared store, each unless it is there
+/// already with its size (an apply repeated after a crash); names are the
+/// node's own and never reused, so what is there is this part.
+fn ship(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
+    let to = intent.ship_to.as_deref().unwrap_or("?");
+    let Some(remote) = layout.ship().filter(|r| r.url() == to) else {
+        return Err(StoreError::data(
+            format!("finishing the commit in {}", layout.intent().display()),
+            format!(
+                "it ships parts to {to}, but this process has {}; start it again with \
+                 --store {to} (the WAL keeps the spans until they are shipped)",
+                layout
+                    .ship()
+                    .map_or("no --store".to_string(), |r| format!("--store {}", r.url()))
+            ),
+        ));
+    };
+    for (local, name) in &intent.uploads {
+        let path = layout.absolute(local);
+        let size = fs::metadata(&path)
+            .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?
+            .len();
+        crate::faults::check("ship").map_err(|e| StoreError::io(format!("shipping {name}"), e))?;
+        let there = super::remote::Remote::block(remote.size(name))?;
+        if there != Some(size) {
+            super::remote::Remote::block(remote.upload(name, &path))?;
+        }
+    }
+    Ok(())
 }
 
 /// Apply an intent; every step can be repeated, so a crash mid-way is
@@ -207,6 +248,11 @@ pub fn apply_observed(
         if fs::read_dir(d).is_ok_and(|mut e| e.next().is_none()) {
             let _ = fs::remove_dir(d);
         }
+    }
+    if !intent.uploads.is_empty() {
+        ship(layout, intent)?;
+        on(Step::Shipped);
+        crate::faults::kill_point("ship_before_wal_delete");
     }
     if let Some(upto) = intent.wal_upto {
         wal::delete_upto(&layout.wal_dir(), upto)?;

@@ -6,6 +6,9 @@
 //! ([`retire::reclaim`], after every flush and its merges, and every half second). Its own
 //! reads (compaction, seal, rollup) need no pin: nothing else deletes.
 //! A failed flush keeps its WAL segments and is retried with backoff.
+//! On a copy of the shared store (the detect role) it also pulls the shared
+//! store's parts in, and, while this node holds the lease, publishes its
+//! seals there and keeps the shared store trimmed ([`remote::mirror`]).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fs;
@@ -16,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::commit::{self, Intent};
 use super::frozen::Frozen;
+use super::remote::{self, mirror::Pulled};
 use super::seal::SealReport;
 use super::sealer::{self, Sealer};
 use super::{compact, parquet, retire, rollup, Shared, StoreError};
@@ -32,6 +36,10 @@ pub enum Job {
     Seal {
         day: i32,
         reply: std::sync::mpsc::Sender<Result<Option<SealReport>, StoreError>>,
+    },
+    /// Bring a copy of the shared store up to date now, and answer.
+    Pull {
+        reply: std::sync::mpsc::Sender<Result<Pulled, StoreError>>,
     },
 }
 
@@ -110,6 +118,8 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
     let mut last_rollup = Instant::now();
     let mut last_retention: Option<Instant> = None;
     let mut sealer = Sealer::new(&shared.opts);
+    let mut last_pull: Option<Instant> = None;
+    let mut last_upkeep = Instant::now();
     loop {
         crate::faults::panic_point("flusher");
         let job = match jobs.recv_timeout(Duration::from_millis(500)) {
@@ -123,6 +133,9 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
         };
         if let Some(Job::Seal { day, reply }) = job {
             let _ = reply.send(sealer::seal_guarded(shared, day, &mut dirty));
+        } else if let Some(Job::Pull { reply }) = job {
+            last_pull = Some(Instant::now());
+            let _ = reply.send(pull(shared, &mut dirty, &mut sealer));
         } else if let Some(Job::Flush { frozen, waiters }) = job {
             // Tables handed off while the days are merged are flushed between
             // the parts merged; their own merges and answers come after.
@@ -166,6 +179,29 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
             refresh_rollups(shared, &mut dirty);
             last_rollup = Instant::now();
         }
+        if let Some(m) = &shared.opts.mirror {
+            if last_pull.is_none_or(|t| t.elapsed() >= m.pull_every) {
+                last_pull = Some(Instant::now());
+                if let Err(e) = pull(shared, &mut dirty, &mut sealer) {
+                    tracing::warn!(error = %e, remote = %m.remote.url(), "could not pull from the shared store; trying again at the next pass");
+                }
+            }
+            let every = (shared.opts.retired_grace / 2)
+                .clamp(Duration::from_secs(1), Duration::from_secs(300));
+            if last_upkeep.elapsed() >= every {
+                last_upkeep = Instant::now();
+                match remote::mirror::upkeep(m, shared.opts.retired_grace) {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(
+                        objects = n,
+                        "deleted replaced or expired objects from the shared store"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the shared store's upkeep failed; trying again later")
+                    }
+                }
+            }
+        }
         sealer.tick(shared, &mut dirty);
         reclaim(shared);
         if last_retention.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
@@ -177,6 +213,31 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
             });
         }
     }
+}
+
+/// Pull a copy of the shared store up to date; the days it changed are the
+/// rollup's to redo, and the sealer's to leave for a quiet spell.
+fn pull(
+    shared: &Shared,
+    dirty: &mut BTreeSet<i32>,
+    sealer: &mut Sealer,
+) -> Result<Pulled, StoreError> {
+    let Some(m) = &shared.opts.mirror else {
+        return Ok(Pulled::default());
+    };
+    let (report, changed) = remote::mirror::pull(&m.remote, &shared.layout)?;
+    dirty.extend(changed.iter().copied());
+    sealer.wrote(&changed);
+    if report.changed > 0 {
+        tracing::debug!(
+            days = report.changed,
+            fetched = report.fetched,
+            bytes = report.bytes,
+            dropped = report.dropped,
+            "pulled from the shared store"
+        );
+    }
+    Ok(report)
 }
 
 /// A flushed table: its days, who waits and how it went.
@@ -313,15 +374,27 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
         rollup_days: frozen.days(),
         ..Intent::default()
     };
+    // An ingest node's parts carry its id, and go to the shared store
+    // before the WAL segments do.
+    let node = layout.ship().and(shared.opts.node_id.as_deref());
+    intent.ship_to = layout.ship().map(|r| r.url().to_string());
     let written = (|| {
         let mut frames = frozen
             .frames()
             .map_err(|e| StoreError::data("building a part", e))?;
         for (day, df) in frames.iter_mut() {
-            let tag = parquet::new_part_tag();
-            intent
-                .renames
-                .push(parquet::write_tmp_part(layout, day, &tag, df)?);
+            let tag = match node {
+                Some(n) => format!("{n}-{}", parquet::new_part_tag()),
+                None => parquet::new_part_tag(),
+            };
+            let (tmp, fin) = parquet::write_tmp_part(layout, day, &tag, df)?;
+            if node.is_some() {
+                intent.uploads.push((
+                    fin.clone(),
+                    format!("{}/part-{tag}.parquet", super::remote::day_dir(day)),
+                ));
+            }
+            intent.renames.push((tmp, fin));
         }
         Ok(())
     })();

@@ -16,15 +16,33 @@ pub fn is_seal_output(path: &Path) -> bool {
         .is_some_and(|n| n.ends_with(SEAL_SUFFIX))
 }
 
-/// The data directory's layout (DESIGN.md, "Storage layout").
+/// The data directory's layout (DESIGN.md, "Storage layout"), and the
+/// shared store its flushes ship to, if any (an ingest node's).
 #[derive(Debug, Clone)]
 pub struct Layout {
     root: PathBuf,
+    ship: Option<super::remote::Remote>,
 }
 
 impl Layout {
     pub fn new(root: impl Into<PathBuf>) -> Layout {
-        Layout { root: root.into() }
+        Layout {
+            root: root.into(),
+            ship: None,
+        }
+    }
+
+    /// A data directory whose flushes are shipped to `remote`.
+    pub fn shipping(root: impl Into<PathBuf>, remote: super::remote::Remote) -> Layout {
+        Layout {
+            root: root.into(),
+            ship: Some(remote),
+        }
+    }
+
+    /// The shared store flushes ship to.
+    pub fn ship(&self) -> Option<&super::remote::Remote> {
+        self.ship.as_ref()
     }
 
     pub fn root(&self) -> &Path {

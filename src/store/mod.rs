@@ -24,6 +24,7 @@ mod manifest;
 mod memtable;
 pub mod parquet;
 pub mod read;
+pub mod remote;
 mod replay;
 pub mod retire;
 pub mod rollup;
@@ -99,6 +100,12 @@ pub struct StoreOptions {
     /// --stdio`), which this one cannot see; reads in this process hold
     /// pins and need no grace.
     pub retired_grace: Duration,
+    /// This node's id, in the names of the parts it ships to a shared
+    /// store (`--node-id`; only used when the layout ships).
+    pub node_id: Option<String>,
+    /// The data directory is a copy of this shared store (the detect
+    /// role): pulled, sealed and kept by the lease holder.
+    pub mirror: Option<remote::mirror::Mirror>,
 }
 
 impl Default for StoreOptions {
@@ -116,6 +123,8 @@ impl Default for StoreOptions {
             seal_after: Some(Duration::from_secs(3600)),
             seal: SealOptions::default(),
             retired_grace: Duration::from_secs(600),
+            node_id: None,
+            mirror: None,
         }
     }
 }
@@ -220,7 +229,14 @@ impl Store {
     /// Open (creating if needed) the store in `dir`: take the lock, finish
     /// an interrupted commit, replay the WAL, start the writer and flusher.
     pub fn open(dir: &Path, opts: StoreOptions) -> Result<Store, StoreError> {
-        let layout = Layout::new(dir);
+        Store::open_layout(Layout::new(dir), opts)
+    }
+
+    /// `open` on a layout that may ship its flushes to a shared store
+    /// ([`Layout::shipping`]).
+    pub fn open_layout(layout: Layout, opts: StoreOptions) -> Result<Store, StoreError> {
+        let dir = layout.root().to_path_buf();
+        let dir = dir.as_path();
         layout.create()?;
         let lock_path = layout.lock();
         let lock = File::options()
@@ -367,8 +383,13 @@ impl Store {
         self.flush_within(FLUSH_WAIT)
     }
 
-    /// `flush`, giving up waiting after `limit`.
+    /// `flush`, giving up waiting after `limit`. A copy of the shared store
+    /// (the detect role) pulls what the shared store has first, so that
+    /// "everything is readable" holds there too.
     pub fn flush_within(&self, limit: Duration) -> Result<(), StoreError> {
+        if self.shared.opts.mirror.is_some() {
+            self.pull()?;
+        }
         let (tx, mut rx) = tokio::sync::oneshot::channel();
         self.send(Cmd::Flush(tx))?;
         let deadline = std::time::Instant::now() + limit;
@@ -392,6 +413,12 @@ impl Store {
 
     /// `flush` for async callers: the wait runs on a blocking thread.
     pub async fn flush_async(self: &Arc<Self>) -> Result<(), StoreError> {
+        if self.shared.opts.mirror.is_some() {
+            let store = Arc::clone(self);
+            tokio::task::spawn_blocking(move || store.pull())
+                .await
+                .map_err(|e| StoreError::io("pulling from the shared store", e))??;
+        }
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.send(Cmd::Flush(tx))?;
         rx.await.unwrap_or(Err(StoreError::Closed))
@@ -401,15 +428,34 @@ impl Store {
     /// wait for it: `None` when every part of the day already is a seal
     /// output. The automatic trigger is [`StoreOptions::seal_after`].
     pub fn seal_compact(&self, day: i32) -> Result<Option<SealReport>, StoreError> {
+        self.on_flusher(|reply| flusher::Job::Seal { day, reply })
+    }
+
+    /// Bring a copy of the shared store up to date now, on the flusher
+    /// thread, and wait (nothing to do for a store that is no copy).
+    pub fn pull(&self) -> Result<remote::mirror::Pulled, StoreError> {
+        self.on_flusher(|reply| flusher::Job::Pull { reply })
+    }
+
+    /// Hand the flusher thread a job and wait for its answer.
+    fn on_flusher<T>(
+        &self,
+        job: impl FnOnce(mpsc::Sender<Result<T, StoreError>>) -> flusher::Job,
+    ) -> Result<T, StoreError> {
         let (reply, rx) = mpsc::channel();
         self.jobs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .ok_or(StoreError::Closed)?
-            .send(flusher::Job::Seal { day, reply })
+            .send(job(reply))
             .map_err(|_| StoreError::Closed)?;
         rx.recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// What this store is a copy of, if it is one (the detect role's).
+    pub fn mirror(&self) -> Option<&remote::mirror::Mirror> {
+        self.shared.opts.mirror.as_ref()
     }
 
     /// Tell the writer to stop (it hands its last table to the flusher) and

@@ -123,6 +123,22 @@ pub fn seal_compact(
     day: i32,
     opts: &SealOptions,
 ) -> Result<Option<SealReport>, StoreError> {
+    seal_compact_publishing(layout, day, opts, &mut |_, _| Ok(()))
+}
+
+/// What a seal hands its publisher before it commits: the outputs as
+/// (temporary, final) paths and the sources, relative to the data directory.
+pub type Publish<'a> = dyn FnMut(&[(String, String)], &[String]) -> Result<(), StoreError> + 'a;
+
+/// `seal_compact`, handing the written outputs to `publish` before the
+/// commit (the detect role ships them to the shared store there); an error
+/// from it leaves the day as it was.
+pub fn seal_compact_publishing(
+    layout: &Layout,
+    day: i32,
+    opts: &SealOptions,
+    publish: &mut Publish<'_>,
+) -> Result<Option<SealReport>, StoreError> {
     let parts = layout.parts(day)?;
     if parts.iter().all(|p| is_seal_output(p)) {
         return Ok(None);
@@ -219,6 +235,7 @@ pub fn seal_compact(
         },
         ..Intent::default()
     };
+    publish(&renames, &sources)?;
     crate::faults::kill_point("seal_compact_before_commit");
     // Once the intent may be on disk, recovery needs the outputs' temporary files.
     let outs: BTreeSet<PathBuf> = renames.iter().map(|(t, _)| layout.absolute(t)).collect();

@@ -107,15 +107,17 @@ pub fn seal_guarded(
         return Err(StoreError::Closed);
     }
     let started = Instant::now();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        seal::seal_compact(&shared.layout, day, &shared.opts.seal)
-    }))
-    .unwrap_or_else(|_| {
-        Err(StoreError::data(
-            format!("seal-compacting {}", day_to_string(day)),
-            "the seal compaction panicked",
-        ))
-    });
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &shared.opts.mirror {
+            Some(m) => super::remote::mirror::seal(&shared.layout, m, day, &shared.opts.seal),
+            None => seal::seal_compact(&shared.layout, day, &shared.opts.seal),
+        }))
+        .unwrap_or_else(|_| {
+            Err(StoreError::data(
+                format!("seal-compacting {}", day_to_string(day)),
+                "the seal compaction panicked",
+            ))
+        });
     match &result {
         Ok(Some(r)) => {
             shared

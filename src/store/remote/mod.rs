@@ -1,0 +1,421 @@
+//! The shared store on object storage (`--store s3://bucket/prefix`): where
+//! ingest nodes ship the parts they flush, and where the detect role finds
+//! every node's parts, seals days, and keeps its lease and its state.
+//!
+//! Layout under the prefix (every name written once, except the three small
+//! documents written with a conditional put):
+//!
+//! ```text
+//! spans/date=YYYY-MM-DD/part-<node>-<ns>-<rand>.parquet   a node's flush, never overwritten
+//! spans/date=YYYY-MM-DD/part-<stamp>-<n>-s.parquet        a seal's output (the detect role)
+//! spans/date=YYYY-MM-DD/_sealed.json                      which parts a seal replaced (If-Match)
+//! lease.json                                              who detects, generation (If-None-Match / If-Match)
+//! state/state.sqlite                                      the detect role's state (If-Match)
+//! ```
+//!
+//! A day's live parts are its listing, less the parts its `_sealed.json`
+//! names as replaced ([`sealed`]). Nodes only add parts; only the lease
+//! holder replaces or deletes anything.
+//!
+//! The client is `object_store`'s S3 client, configured from the usual AWS
+//! variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
+//! `AWS_ENDPOINT_URL` for an S3-compatible server, `AWS_ALLOW_HTTP=true` for
+//! a plain-HTTP one). Its own retries (5xx, 429, timeouts; exponential
+//! backoff with jitter) are capped here at 4 attempts and 30 s a request;
+//! callers retry whole operations with their own backoff above that. Its
+//! IO runs on one runtime of its own, so the store's threads call it
+//! blocking and async code awaits it without tying up a worker.
+
+pub mod lease;
+pub mod mirror;
+pub mod sealed;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::path::Path as Key;
+use object_store::{
+    ClientConfigKey, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
+    UpdateVersion,
+};
+
+use super::StoreError;
+
+/// The runtime every object store request runs on.
+fn io_runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("stormwatch-s3")
+            .enable_all()
+            .build()
+            .expect("starting the object store's runtime")
+    })
+}
+
+/// An object's version, for a conditional put over it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    pub e_tag: Option<String>,
+    pub version: Option<String>,
+}
+
+impl From<Version> for UpdateVersion {
+    fn from(v: Version) -> UpdateVersion {
+        UpdateVersion {
+            e_tag: v.e_tag,
+            version: v.version,
+        }
+    }
+}
+
+/// How a conditional put ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Put {
+    /// Written; its new version.
+    Done(Version),
+    /// The object was there already (create), or changed since it was read
+    /// (update): someone else wrote it.
+    Lost,
+}
+
+/// A listed object: its key under the prefix, size and version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    pub name: String,
+    pub size: u64,
+}
+
+/// The shared store.
+#[derive(Clone)]
+pub struct Remote {
+    url: String,
+    store: Arc<dyn ObjectStore>,
+    prefix: String,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").field("url", &self.url).finish()
+    }
+}
+
+impl Remote {
+    /// `s3://bucket[/prefix]`, with credentials, region and endpoint from
+    /// the environment.
+    pub fn open(url: &str) -> Result<Remote, StoreError> {
+        let bad = |why: &str| {
+            StoreError::data(
+                format!("--store {url}"),
+                format!("{why}; expected a local path or s3://bucket/prefix"),
+            )
+        };
+        let rest = url
+            .strip_prefix("s3://")
+            .ok_or_else(|| bad("not an s3:// address"))?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(bad("no bucket"));
+        }
+        let prefix = prefix.trim_matches('/').to_string();
+        if prefix.split('/').any(|s| s == "." || s == "..") {
+            return Err(bad("a prefix with . or .. in it"));
+        }
+        let store = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_retry(RetryConfig {
+                max_retries: 3,
+                retry_timeout: Duration::from_secs(30),
+                ..RetryConfig::default()
+            })
+            // Over what the environment set (AWS_ALLOW_HTTP among it), not
+            // instead of it.
+            .with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+                "30 seconds",
+            )
+            .with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+                "5 seconds",
+            )
+            .build()
+            .map_err(|e| StoreError::data(format!("--store {url}"), e))?;
+        Ok(Remote {
+            url: url.to_string(),
+            store: Arc::new(store),
+            prefix,
+        })
+    }
+
+    /// A shared store in memory (`memory://<name>`), for tests: the same
+    /// conditional puts, listings and deletes as S3's.
+    pub fn in_memory(name: &str) -> Remote {
+        Remote {
+            url: format!("memory://{name}"),
+            store: Arc::new(object_store::memory::InMemory::new()),
+            prefix: String::new(),
+        }
+    }
+
+    /// The address as given (`s3://…`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn key(&self, name: &str) -> Key {
+        if self.prefix.is_empty() {
+            Key::from(name)
+        } else {
+            Key::from(format!("{}/{name}", self.prefix))
+        }
+    }
+
+    fn name_of(&self, key: &Key) -> String {
+        let k = key.as_ref();
+        match self.prefix.is_empty() {
+            true => k.to_string(),
+            false => k
+                .strip_prefix(&self.prefix)
+                .map(|r| r.trim_start_matches('/'))
+                .unwrap_or(k)
+                .to_string(),
+        }
+    }
+
+    fn err(&self, doing: String, e: object_store::Error) -> StoreError {
+        StoreError::io(format!("{doing} ({})", self.url), e)
+    }
+
+    /// Run an object store request from a thread that is not async.
+    pub fn block<T>(fut: impl std::future::Future<Output = T>) -> T {
+        io_runtime().block_on(fut)
+    }
+
+    /// Run it from async code, on the store's own runtime.
+    pub async fn run<T: Send + 'static>(
+        fut: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> T {
+        io_runtime()
+            .spawn(fut)
+            .await
+            .expect("an object store request panicked")
+    }
+
+    /// The object's bytes and version; `None` when there is none.
+    pub async fn get(&self, name: &str) -> Result<Option<(Bytes, Version)>, StoreError> {
+        match self.store.get(&self.key(name)).await {
+            Ok(r) => {
+                let version = Version {
+                    e_tag: r.meta.e_tag.clone(),
+                    version: r.meta.version.clone(),
+                };
+                let bytes = r
+                    .bytes()
+                    .await
+                    .map_err(|e| self.err(format!("reading {name}"), e))?;
+                Ok(Some((bytes, version)))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err(format!("reading {name}"), e)),
+        }
+    }
+
+    /// The object's size, `None` when there is none.
+    pub async fn size(&self, name: &str) -> Result<Option<u64>, StoreError> {
+        match self.store.head(&self.key(name)).await {
+            Ok(m) => Ok(Some(m.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err(format!("looking up {name}"), e)),
+        }
+    }
+
+    /// The object's version, `None` when there is none.
+    pub async fn version(&self, name: &str) -> Result<Option<Version>, StoreError> {
+        match self.store.head(&self.key(name)).await {
+            Ok(m) => Ok(Some(Version {
+                e_tag: m.e_tag,
+                version: m.version,
+            })),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err(format!("looking up {name}"), e)),
+        }
+    }
+
+    /// Write an object whatever is there (a name only this writer uses).
+    pub async fn put(&self, name: &str, bytes: Bytes) -> Result<(), StoreError> {
+        self.store
+            .put(&self.key(name), PutPayload::from(bytes))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(format!("writing {name}"), e))
+    }
+
+    /// Write an object only if there is none (`If-None-Match: *`), or only
+    /// if it is still at `over` (`If-Match`).
+    pub async fn put_if(
+        &self,
+        name: &str,
+        bytes: Bytes,
+        over: Option<Version>,
+    ) -> Result<Put, StoreError> {
+        let mode = match over {
+            None => PutMode::Create,
+            Some(v) => PutMode::Update(v.into()),
+        };
+        let opts = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        match self
+            .store
+            .put_opts(&self.key(name), PutPayload::from(bytes), opts)
+            .await
+        {
+            Ok(r) => Ok(Put::Done(Version {
+                e_tag: r.e_tag,
+                version: r.version,
+            })),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. }
+                // If-Match over an object deleted meanwhile.
+                | object_store::Error::NotFound { .. },
+            ) => Ok(Put::Lost),
+            Err(e) => Err(self.err(format!("writing {name} conditionally"), e)),
+        }
+    }
+
+    /// Upload a local file to `name`, in parts when large.
+    pub async fn upload(&self, name: &str, path: &std::path::Path) -> Result<u64, StoreError> {
+        let file = tokio::fs::File::open(path)
+            .await
+            .map_err(|e| StoreError::io(format!("opening {}", path.display()), e))?;
+        let len = file
+            .metadata()
+            .await
+            .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?
+            .len();
+        let mut writer =
+            object_store::buffered::BufWriter::new(Arc::clone(&self.store), self.key(name));
+        let mut reader = tokio::io::BufReader::with_capacity(1 << 20, file);
+        tokio::io::copy(&mut reader, &mut writer)
+            .await
+            .map_err(|e| StoreError::io(format!("uploading {} to {name}", path.display()), e))?;
+        tokio::io::AsyncWriteExt::shutdown(&mut writer)
+            .await
+            .map_err(|e| StoreError::io(format!("uploading {} to {name}", path.display()), e))?;
+        Ok(len)
+    }
+
+    /// Download `name` to a local file (written, then fsynced).
+    pub async fn download(&self, name: &str, path: &std::path::Path) -> Result<u64, StoreError> {
+        let r = self
+            .store
+            .get(&self.key(name))
+            .await
+            .map_err(|e| self.err(format!("downloading {name}"), e))?;
+        let mut stream = r.into_stream();
+        let mut file = tokio::fs::File::create(path)
+            .await
+            .map_err(|e| StoreError::io(format!("creating {}", path.display()), e))?;
+        let mut n = 0u64;
+        while let Some(chunk) = stream
+            .try_next()
+            .await
+            .map_err(|e| self.err(format!("downloading {name}"), e))?
+        {
+            n += chunk.len() as u64;
+            tokio::io::AsyncWriteExt::write_all(&mut file, &chunk)
+                .await
+                .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
+        }
+        file.sync_all()
+            .await
+            .map_err(|e| StoreError::io(format!("syncing {}", path.display()), e))?;
+        Ok(n)
+    }
+
+    /// Delete an object (none there is no error).
+    pub async fn delete(&self, name: &str) -> Result<(), StoreError> {
+        match self.store.delete(&self.key(name)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.err(format!("deleting {name}"), e)),
+        }
+    }
+
+    /// The objects whose names start with `dir/`, every level down.
+    pub async fn list(&self, dir: &str) -> Result<Vec<Object>, StoreError> {
+        let prefix = self.key(dir);
+        let metas: Vec<_> = self
+            .store
+            .list(Some(&prefix))
+            .try_collect()
+            .await
+            .map_err(|e| self.err(format!("listing {dir}/"), e))?;
+        Ok(metas
+            .into_iter()
+            .map(|m| Object {
+                name: self.name_of(&m.location),
+                size: m.size,
+            })
+            .collect())
+    }
+
+    /// The "directories" right under `dir/`.
+    pub async fn list_dirs(&self, dir: &str) -> Result<Vec<String>, StoreError> {
+        let prefix = self.key(dir);
+        let r = self
+            .store
+            .list_with_delimiter(Some(&prefix))
+            .await
+            .map_err(|e| self.err(format!("listing {dir}/"), e))?;
+        Ok(r.common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect())
+    }
+}
+
+/// Where a day's spans live on the shared store.
+pub fn day_dir(day: i32) -> String {
+    format!("spans/date={}", crate::model::day_to_string(day))
+}
+
+/// The days the shared store holds spans for, in order.
+pub async fn days(remote: &Remote) -> Result<Vec<i32>, StoreError> {
+    let mut days: Vec<i32> = remote
+        .list_dirs("spans")
+        .await?
+        .iter()
+        .filter_map(|d| d.strip_prefix("date="))
+        .filter_map(crate::model::day_from_str)
+        .collect();
+    days.sort_unstable();
+    Ok(days)
+}
+
+/// A node id as it goes into part names: letters, digits, `-` and `_`.
+pub fn check_node_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > 63 {
+        return Err(format!(
+            "a node id is 1 to 63 characters; got {} ({id:?})",
+            id.len()
+        ));
+    }
+    match id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        Some(c) => Err(format!(
+            "a node id holds letters, digits, - and _ only (it goes into part names); {id:?} has {c:?}"
+        )),
+        None => Ok(()),
+    }
+}
