@@ -57,6 +57,7 @@ pub fn sender(db: Connection, cfg: &AlertConfig) -> Sender {
         client: sender::client(cfg),
         clock: Clock::System,
         stats: Arc::default(),
+        gate: None,
     }
 }
 

@@ -144,11 +144,11 @@ pub fn prune(c: &Connection, before_ns: i64) -> rusqlite::Result<usize> {
     )
 }
 
-/// The oldest pending row of `target`.
-pub fn next_pending(c: &Connection, target: &str) -> rusqlite::Result<Option<Row>> {
+/// The oldest pending row of `target`, among rows up to `upto`.
+pub fn next_pending(c: &Connection, target: &str, upto: i64) -> rusqlite::Result<Option<Row>> {
     c.query_row(
-        &format!("SELECT {COLUMNS} FROM outbox WHERE target = ?1 AND status = 'pending' ORDER BY id LIMIT 1"),
-        params![target],
+        &format!("SELECT {COLUMNS} FROM outbox WHERE target = ?1 AND status = 'pending' AND id <= ?2 ORDER BY id LIMIT 1"),
+        params![target, upto],
         row,
     )
     .optional()

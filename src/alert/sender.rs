@@ -81,6 +81,14 @@ pub enum SenderError {
     Thread(#[from] tokio::task::JoinError),
 }
 
+/// What may be sent now, for a sender that is not alone: the detect role
+/// over a shared store sends only while it holds the lease, and only rows
+/// its shipped state holds.
+pub trait Gate: Send + Sync {
+    /// The highest outbox row that may go out now; `None`: none may.
+    fn may_send(&self) -> Option<i64>;
+}
+
 /// What a sender needs; cheap to clone into each target's task.
 #[derive(Clone)]
 pub struct Sender {
@@ -89,6 +97,8 @@ pub struct Sender {
     pub client: reqwest::Client,
     pub clock: Clock,
     pub stats: Arc<Stats>,
+    /// `None`: every pending row may go.
+    pub gate: Option<Arc<dyn Gate>>,
 }
 
 /// The HTTP client the sender uses: no redirects, a per-request timeout.
@@ -205,9 +215,25 @@ impl Sender {
                     }
                 }
             }
+            let upto = match &self.gate {
+                None => i64::MAX,
+                Some(g) => match g.may_send() {
+                    Some(upto) => upto,
+                    None => {
+                        // Not this node's to send (a standby), or not yet.
+                        match mode {
+                            Mode::Drain { .. } => return Ok(()),
+                            Mode::Forever { poll } => {
+                                tokio::time::sleep(poll.min(Duration::from_secs(1))).await;
+                                continue;
+                            }
+                        }
+                    }
+                },
+            };
             let name = target.name.clone();
             let Some(row) = self
-                .with_db(move |c| outbox::next_pending(c, &name))
+                .with_db(move |c| outbox::next_pending(c, &name, upto))
                 .await?
             else {
                 match mode {
@@ -239,6 +265,15 @@ impl Sender {
                 if poll < wait {
                     continue;
                 }
+            }
+            // The gate again, after the wait: a lease lost while the row
+            // waited sends nothing.
+            if self
+                .gate
+                .as_ref()
+                .is_some_and(|g| g.may_send().is_none_or(|u| row.id > u))
+            {
+                continue;
             }
             // Claim the row, so a `serve` and an `alerts flush` on the same
             // state never send it at once; a claim lapses if its holder dies.

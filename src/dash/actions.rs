@@ -50,6 +50,9 @@ pub(super) async fn signal_action(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    d.reads
+        .may_change_by_hand()
+        .map_err(|why| Fail(StatusCode::SERVICE_UNAVAILABLE, why))?;
     let id2 = id.clone();
     let d2 = Arc::clone(&d);
     let state = blocking(move || {

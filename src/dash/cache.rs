@@ -196,7 +196,14 @@ pub struct Reads {
     pub rollup: super::data::RollupCache,
     pub signals: SignalCache,
     pub tools: ToolsCache,
+    /// Whether a signal's state may be changed by hand here (mute, unmute,
+    /// resolve, from the dashboard or MCP): a detect standby's state is the
+    /// holder's, read in again and again, so it refuses, naming why.
+    pub by_hand: Option<ByHand>,
 }
+
+/// The check a change by hand makes first.
+pub type ByHand = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 impl Reads {
     pub fn new(reader: crate::store::Reader) -> Reads {
@@ -206,7 +213,13 @@ impl Reads {
             rollup: Default::default(),
             signals: SignalCache::new(state),
             tools: Default::default(),
+            by_hand: None,
         }
+    }
+
+    /// `Err` with the reason when the state may not be changed by hand here.
+    pub fn may_change_by_hand(&self) -> Result<(), String> {
+        self.by_hand.as_ref().map_or(Ok(()), |check| check())
     }
 
     pub fn rollup(&self) -> Result<Arc<Rollup>, crate::store::StoreError> {

@@ -190,6 +190,13 @@ impl Context {
     fn state(&self) -> Result<StateDb, McpError> {
         Ok(StateDb::open(&self.state_path)?)
     }
+
+    /// The state, to change it by hand (mute, resolve): refused on a
+    /// detect standby, whose state is the holder's.
+    fn state_to_change(&self) -> Result<StateDb, McpError> {
+        self.reads.may_change_by_hand().map_err(McpError::Refused)?;
+        self.state()
+    }
 }
 
 /// Sweeps run in this process over a data dir (`mcp --stdio`), as

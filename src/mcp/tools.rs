@@ -286,7 +286,7 @@ impl Stormwatch {
                     crate::time::rfc3339(u)
                 )));
             }
-            let mut db = c.state()?;
+            let mut db = c.state_to_change()?;
             let s = reads::known_signal_in(&db, &a.id)?;
             // Muting again as it stands changes nothing (and writes no history).
             if !(s.state == crate::signal::Lifecycle::Muted && s.muted_until_ns == until) {
@@ -313,7 +313,7 @@ impl Stormwatch {
         Parameters(a): Parameters<SignalArgs>,
     ) -> Result<Json<StateAnswer>, String> {
         blocking(&self.ctx, move |c| {
-            let mut db = c.state()?;
+            let mut db = c.state_to_change()?;
             let s = reads::known_signal_in(&db, &a.id)?;
             if s.state != crate::signal::Lifecycle::Resolved {
                 db.resolve(&a.id, now_ns())?;

@@ -11,9 +11,11 @@
 pub mod auth;
 pub mod grpc;
 pub mod health;
+pub mod leader;
 pub mod metrics;
 pub mod otlp;
 pub mod response;
+pub mod routes;
 pub mod scheduler;
 pub mod session;
 
@@ -26,6 +28,8 @@ use anyhow::Context;
 use axum::Router;
 
 use crate::store::Store;
+use routes::ingest_router;
+pub use routes::{http_router, McpGuard};
 
 /// Where and how to serve.
 #[derive(Debug, Clone)]
@@ -54,6 +58,8 @@ pub struct ServeOptions {
     /// The dashboard's address as people reach it (`https://…` makes the
     /// session cookie `Secure`; its host passes the loopback guard).
     pub public_url: String,
+    /// Over a shared store: how often the detect state is shipped or read.
+    pub state_sync: Duration,
 }
 
 /// The host (with port, as a `Host` header carries it) of a URL.
@@ -74,165 +80,35 @@ fn guard(app: Router, addr: SocketAddr, token: bool, public_host: &Option<String
     ))
 }
 
-/// The HTTP server's routes: health, the dashboard and its API, `/metrics`
-/// and `POST /api/sweep`; all but health behind the API token when set.
-/// `spike` is the sweeps' `[detect.error_spike]`, whose verdicts the tool
-/// page draws.
-pub fn http_router(
-    store: Arc<Store>,
-    panels: &std::path::Path,
-    spike: crate::detect::SpikeParams,
-    sweeper: Arc<scheduler::Sweeper>,
-    metrics: metrics::Sources,
-    token: Option<Arc<auth::Token>>,
-    mcp: McpGuard,
-) -> anyhow::Result<Router> {
-    let reader = store.reader();
-    let counts = Arc::clone(&metrics.http);
-    let readiness = Arc::clone(&metrics.readiness);
-    let reads = Arc::new(crate::dash::cache::Reads::new(reader));
-    let mcp_ctx = Arc::new(crate::mcp::Context::new(
-        Arc::clone(&reads),
-        spike.clone(),
-        Arc::new(McpSweeps(Arc::clone(&sweeper))),
-    ));
-    let app = crate::dash::router(reads, panels, spike)?
-        .merge(metrics::router(metrics))
-        .route(
-            "/api/sweep",
-            axum::routing::post(sweep_now).with_state(sweeper),
-        )
-        .nest_service(
-            "/mcp",
-            crate::mcp::http_service(mcp_ctx, mcp.hosts, mcp.origins),
-        );
-    let app = match token {
-        Some(t) => app
-            .merge(auth::login_router(Arc::clone(&t)))
-            .layer(axum::middleware::from_fn_with_state(t, auth::require)),
-        None => app,
-    };
-    Ok(health::router(Arc::clone(&readiness))
-        .merge(app)
-        .layer(axum::middleware::from_fn_with_state(
-            counts,
-            metrics::count_responses,
-        ))
-        // CSP, framing, nosniff, referrer: on every answer of this listener.
-        .layer(axum::middleware::map_response(crate::dash::headers::secure)))
-}
-
-/// Which `Host` and `Origin` values `/mcp` accepts (MCP's own guard
-/// against DNS rebinding, beside the token and the loopback guard).
-pub struct McpGuard {
-    /// `None`: any host (a non-loopback listener, which needs the token).
-    pub hosts: Option<Vec<String>>,
-    /// Browser origins allowed; any other `Origin` is refused.
-    pub origins: Vec<String>,
-}
-
-impl McpGuard {
-    /// For the HTTP listener at `addr`, reached as `public_url`.
-    pub fn new(addr: SocketAddr, public_url: &str) -> McpGuard {
-        let public = url_host(public_url);
-        let port = addr.port();
-        let mut origins = vec![
-            format!("http://127.0.0.1:{port}"),
-            format!("http://localhost:{port}"),
-            format!("http://[::1]:{port}"),
-        ];
-        if let (Some((scheme, _)), Some(host)) = (public_url.split_once("://"), &public) {
-            origins.push(format!("{scheme}://{host}"));
-        }
-        let hosts = addr.ip().is_loopback().then(|| {
-            let mut h = vec![
-                "localhost".to_string(),
-                "127.0.0.1".to_string(),
-                "::1".to_string(),
-            ];
-            h.extend(public.clone());
-            h
-        });
-        McpGuard { hosts, origins }
-    }
-}
-
-/// The server's scheduler runs the MCP server's sweeps, so they take
-/// turns with the scheduled ones.
-struct McpSweeps(Arc<scheduler::Sweeper>);
-
-impl crate::mcp::Sweeps for McpSweeps {
-    fn sweep(
-        &self,
-        dry_run: bool,
-    ) -> crate::mcp::BoxFuture<'_, Result<Option<crate::sweep::SweepReport>, String>> {
-        Box::pin(async move {
-            self.0
-                .sweep_report(scheduler::Trigger::Mcp, dry_run)
-                .await
-                .map(|(_, report)| report)
-                .map_err(|e| e.to_string())
-        })
-    }
-}
-
-/// `POST /api/sweep`: sweep now and answer its summary; 409 while one runs.
-async fn sweep_now(
-    axum::extract::State(sweeper): axum::extract::State<Arc<scheduler::Sweeper>>,
-    headers: axum::http::HeaderMap,
-) -> axum::response::Response {
-    use axum::http::StatusCode;
-    use axum::response::IntoResponse;
-    let error = |status: StatusCode, message: String| {
-        (status, axum::Json(serde_json::json!({"error": message}))).into_response()
-    };
-    if crate::dash::cross_site(&headers) {
-        return error(
-            StatusCode::FORBIDDEN,
-            "sweeps are started from this dashboard or an API client, not from another site".into(),
-        );
-    }
-    // In a task of its own, so a client that hangs up does not cut the
-    // sweep's bookkeeping short.
-    let run = tokio::spawn(async move { sweeper.sweep_now(scheduler::Trigger::Api).await });
-    let Ok(result) = run.await else {
-        return error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the sweep task failed".into(),
-        );
-    };
-    match result {
-        Ok(summary) => axum::Json(summary).into_response(),
-        Err(e @ scheduler::ScheduleError::Busy { .. }) => {
-            let mut resp = error(StatusCode::CONFLICT, e.to_string());
-            resp.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from_static("10"),
-            );
-            resp
-        }
-        Err(e @ scheduler::ScheduleError::Failed(_)) => {
-            error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
-        }
-    }
-}
-
 /// Serve until `shutdown` resolves, then stop accepting, let in-flight
 /// requests finish, and close the store (final flush), all within the timeout.
 pub async fn run(
-    store: Arc<Store>,
+    stores: Stores,
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    auth::check_bind(
-        opts.otlp_addr,
-        opts.ingest_token.as_deref(),
-        "OTLP ingest",
-        "--ingest-token (STORMWATCH_INGEST_TOKEN)",
-        opts.insecure,
-    )
-    .map_err(anyhow::Error::msg)?;
-    if let Some(addr) = opts.otlp_grpc_addr {
+    let Stores {
+        ingest,
+        detect,
+        leader,
+    } = stores;
+    // The store behind health and metrics: the one acknowledgements depend
+    // on, if this node takes spans.
+    let store = match (&ingest, &detect) {
+        (Some(s), _) | (None, Some(s)) => Arc::clone(s),
+        (None, None) => anyhow::bail!("a node needs a role: ingest, detect or both"),
+    };
+    if ingest.is_some() {
+        auth::check_bind(
+            opts.otlp_addr,
+            opts.ingest_token.as_deref(),
+            "OTLP ingest",
+            "--ingest-token (STORMWATCH_INGEST_TOKEN)",
+            opts.insecure,
+        )
+        .map_err(anyhow::Error::msg)?;
+    }
+    if let Some(addr) = opts.otlp_grpc_addr.filter(|_| ingest.is_some()) {
         auth::check_bind(
             addr,
             opts.ingest_token.as_deref(),
@@ -271,12 +147,17 @@ pub async fn run(
         grpc::TraceService::new(Arc::clone(&otlp_state), loopback_only)
     });
     let alert_stats = Arc::new(crate::alert::stats::Stats::default());
-    let sweeper = Arc::new(scheduler::Sweeper::new(
-        Arc::clone(&store),
+    let detect_store = detect.clone().unwrap_or_else(|| Arc::clone(&store));
+    let mut sweeper = scheduler::Sweeper::new(
+        Arc::clone(&detect_store),
         opts.config.clone(),
         opts.alerting.clone(),
         opts.sweep_now_ns,
-    ));
+    );
+    if let Some(l) = &leader {
+        sweeper = sweeper.with_leader(Arc::clone(l));
+    }
+    let sweeper = Arc::new(sweeper);
     let sources = metrics::Sources {
         store: Arc::clone(&store),
         otlp: otlp_state,
@@ -285,29 +166,39 @@ pub async fn run(
         http: Arc::default(),
         readiness: Arc::new(health::Readiness::new(Arc::clone(&store))),
     };
-    let http_app = guard(
+    let http_app = if detect.is_some() {
         http_router(
-            Arc::clone(&store),
+            Arc::clone(&detect_store),
             &opts.panels,
             opts.config.detect.error_spike.clone(),
             Arc::clone(&sweeper),
             sources,
             opts.api_token.clone(),
             McpGuard::new(opts.http_addr, &opts.public_url),
-        )?,
+        )?
+    } else {
+        ingest_router(sources, opts.api_token.clone())
+    };
+    let http_app = guard(
+        http_app,
         opts.http_addr,
         opts.api_token.is_some(),
         &public_host,
     );
-    let otlp_listener = tokio::net::TcpListener::bind(opts.otlp_addr)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen for OTLP/HTTP on {} (--otlp-addr)",
-                opts.otlp_addr
-            )
-        })?;
-    let grpc_listener = match opts.otlp_grpc_addr {
+    let otlp_listener = match &ingest {
+        Some(_) => Some(
+            tokio::net::TcpListener::bind(opts.otlp_addr)
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot listen for OTLP/HTTP on {} (--otlp-addr)",
+                        opts.otlp_addr
+                    )
+                })?,
+        ),
+        None => None,
+    };
+    let grpc_listener = match opts.otlp_grpc_addr.filter(|_| ingest.is_some()) {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| {
             format!("cannot listen for OTLP/gRPC on {addr} (--otlp-grpc-addr; `none` turns the gRPC receiver off)")
         })?),
@@ -324,15 +215,24 @@ pub async fn run(
         Some(a) => format!(", OTLP/gRPC exporters to http://{a}"),
         None => " (the OTLP/gRPC receiver is off)".to_string(),
     };
-    tracing::info!(
-        otlp = %otlp_listener.local_addr()?,
-        otlp_grpc = %grpc_addr.map_or("off".to_string(), |a| a.to_string()),
-        http = %http_listener.local_addr()?,
-        data_dir = %store.layout().root().display(),
-        "stormwatch is listening; OTLP/HTTP exporters can send to http://{}/v1/traces{}",
-        otlp_listener.local_addr()?,
-        grpc_hint
-    );
+    match &otlp_listener {
+        Some(l) => tracing::info!(
+            otlp = %l.local_addr()?,
+            otlp_grpc = %grpc_addr.map_or("off".to_string(), |a| a.to_string()),
+            http = %http_listener.local_addr()?,
+            data_dir = %store.layout().root().display(),
+            detect = detect.is_some(),
+            "stormwatch is listening; OTLP/HTTP exporters can send to http://{}/v1/traces{}",
+            l.local_addr()?,
+            grpc_hint
+        ),
+        None => tracing::info!(
+            http = %http_listener.local_addr()?,
+            data_dir = %store.layout().root().display(),
+            "stormwatch is listening as the detect role (no OTLP receivers); the dashboard is at http://{}/",
+            http_listener.local_addr()?,
+        ),
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -341,11 +241,13 @@ pub async fn run(
     let wait = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
-    let otlp = tokio::spawn(
-        axum::serve(otlp_listener, otlp_app)
-            .with_graceful_shutdown(wait(stop_rx.clone()))
-            .into_future(),
-    );
+    let otlp = otlp_listener.map(|l| {
+        tokio::spawn(
+            axum::serve(l, otlp_app)
+                .with_graceful_shutdown(wait(stop_rx.clone()))
+                .into_future(),
+        )
+    });
     let grpc = match (grpc_listener, grpc_service) {
         (Some(listener), Some(service)) => Some(tokio::spawn(
             grpc::server()
@@ -362,22 +264,31 @@ pub async fn run(
             .with_graceful_shutdown(wait(stop_rx.clone()))
             .into_future(),
     );
-    let schedule = opts.sweep_interval.map(|every| {
-        tracing::info!(every_s = every.as_secs(), "sweeps scheduled");
-        tokio::spawn(Arc::clone(&sweeper).run_schedule(every, stop_rx.clone()))
-    });
+    let schedule = opts
+        .sweep_interval
+        .filter(|_| detect.is_some())
+        .map(|every| {
+            tracing::info!(every_s = every.as_secs(), "sweeps scheduled");
+            tokio::spawn(Arc::clone(&sweeper).run_schedule(every, stop_rx.clone()))
+        });
+    let keeper = leader
+        .as_ref()
+        .map(|l| tokio::spawn(Arc::clone(l).run(opts.state_sync, stop_rx.clone())));
     let mut senders = tokio::task::JoinSet::new();
     // The senders' connection, kept here so that it is closed on a blocking
     // thread once they stopped (closing may checkpoint the WAL).
     let mut outbox_db = None;
-    if let Some(a) = &opts.alerting {
-        let path = store.layout().state_db();
+    if let Some(a) = opts.alerting.as_ref().filter(|_| detect.is_some()) {
+        let path = detect_store.layout().state_db();
         let db = tokio::task::spawn_blocking(move || crate::alert::commands::open(&path))
             .await
             .context("opening the alert outbox")?
             .context("opening the alert outbox")?;
         let sender = crate::alert::Sender {
             stats: alert_stats,
+            gate: leader
+                .clone()
+                .map(|l| l as Arc<dyn crate::alert::sender::Gate>),
             ..crate::alert::commands::sender(db, &a.cfg)
         };
         outbox_db = Some(Arc::clone(&sender.db));
@@ -411,7 +322,9 @@ pub async fn run(
     // One deadline for all of it: requests, a running sweep, the final flush.
     let deadline = tokio::time::Instant::now() + opts.shutdown_timeout;
     let drained = tokio::time::timeout_at(deadline, async {
-        let _ = otlp.await;
+        if let Some(o) = otlp {
+            let _ = o.await;
+        }
         if let Some(g) = grpc {
             if let Ok(Err(e)) = g.await {
                 tracing::error!(error = %e, "the OTLP/gRPC server stopped with an error");
@@ -423,12 +336,24 @@ pub async fn run(
         }
         // A sweep in progress finishes (its state commit is one transaction).
         sweeper.wait_idle().await;
+        // The holder ships its state a last time and releases the lease.
+        if let Some(k) = keeper {
+            let _ = k.await;
+        }
     })
     .await;
     if drained.is_err() {
         tracing::warn!(timeout_s = opts.shutdown_timeout.as_secs(), "in-flight requests did not finish in time; closing anyway (unacknowledged requests are retried by exporters)");
     }
-    let closing = tokio::task::spawn_blocking(move || store.close());
+    drop(store);
+    drop(detect_store);
+    let closing = tokio::task::spawn_blocking(move || {
+        // Both stores close (an `all` node over a shared store has two);
+        // the first error is the one reported.
+        let a = ingest.map_or(Ok(()), |s| s.close());
+        let b = detect.map_or(Ok(()), |s| s.close());
+        a.and(b)
+    });
     // The flush gets what is left, and at least a second to try.
     let flush_by = deadline.max(tokio::time::Instant::now() + Duration::from_secs(1));
     match tokio::time::timeout_at(flush_by, closing).await {
@@ -438,6 +363,26 @@ pub async fn run(
         Err(_) => tracing::error!("final flush did not finish in time; the spans stay in the WAL and are recovered on the next start"),
     }
     Ok(())
+}
+
+/// The stores a node serves: what it takes spans into (ingest), what it
+/// detects on (detect; over a shared store, a copy of it), and the lease
+/// and state keeper of a detect role over a shared store.
+pub struct Stores {
+    pub ingest: Option<Arc<Store>>,
+    pub detect: Option<Arc<Store>>,
+    pub leader: Option<Arc<leader::Leader>>,
+}
+
+impl Stores {
+    /// One store that takes spans and detects on them (no shared store).
+    pub fn single(store: Arc<Store>) -> Stores {
+        Stores {
+            ingest: Some(Arc::clone(&store)),
+            detect: Some(store),
+            leader: None,
+        }
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -91,6 +91,10 @@ pub enum ScheduleError {
     Busy { started_secs_ago: u64 },
     #[error("sweep failed: {0}")]
     Failed(String),
+    #[error(
+        "this node is a standby of the detect role (the lease is held by {holder}); sweep there"
+    )]
+    Standby { holder: String },
 }
 
 /// Counters for `/metrics`.
@@ -119,6 +123,9 @@ pub struct Sweeper {
     running: Arc<tokio::sync::Mutex<()>>,
     started: std::sync::Mutex<Option<Instant>>,
     pub stats: SweepStats,
+    /// Over a shared store: sweeps run only while this node acts as the
+    /// detect role, and commit only under the generation they began with.
+    leader: Option<Arc<super::leader::Leader>>,
 }
 
 impl Sweeper {
@@ -136,7 +143,32 @@ impl Sweeper {
             running: Arc::new(tokio::sync::Mutex::new(())),
             started: std::sync::Mutex::new(None),
             stats: SweepStats::default(),
+            leader: None,
         }
+    }
+
+    /// The detect role's lease keeper, over a shared store.
+    pub fn leader(&self) -> Option<&Arc<super::leader::Leader>> {
+        self.leader.as_ref()
+    }
+
+    /// Sweep only as the detect role of a shared store.
+    pub fn with_leader(mut self, leader: Arc<super::leader::Leader>) -> Sweeper {
+        self.leader = Some(leader);
+        self
+    }
+
+    /// The generation this node sweeps under (`Ok(None)`: no shared store).
+    fn generation(&self) -> Result<Option<u64>, ScheduleError> {
+        let Some(leader) = &self.leader else {
+            return Ok(None);
+        };
+        leader
+            .acting()
+            .map(Some)
+            .ok_or_else(|| ScheduleError::Standby {
+                holder: leader.holder_seen(),
+            })
     }
 
     /// Sweep now, unless one is running.
@@ -152,6 +184,7 @@ impl Sweeper {
         trigger: Trigger,
         dry_run: bool,
     ) -> Result<(Summary, Option<SweepReport>), ScheduleError> {
+        let generation = self.generation()?;
         let Ok(guard) = Arc::clone(&self.running).try_lock_owned() else {
             self.stats.skipped_busy.fetch_add(1, Ordering::Relaxed);
             let started_secs_ago = self
@@ -172,7 +205,7 @@ impl Sweeper {
         let me = Arc::clone(self);
         let result = tokio::task::spawn_blocking(move || {
             let _running = guard;
-            me.sweep_blocking(dry_run)
+            me.sweep_blocking(dry_run, generation)
         })
         .await
         .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")));
@@ -232,16 +265,23 @@ impl Sweeper {
     }
 
     /// One sweep; `None` when the store holds no spans yet.
-    fn sweep_blocking(&self, dry_run: bool) -> Result<Option<SweepReport>, String> {
+    fn sweep_blocking(
+        &self,
+        dry_run: bool,
+        generation: Option<u64>,
+    ) -> Result<Option<SweepReport>, String> {
         crate::faults::check("sweep").map_err(|e| e.to_string())?;
         let reader = self.store.reader();
         let mut state =
             crate::signal::StateDb::open(&reader.layout().state_db()).map_err(|e| e.to_string())?;
-        let opts = crate::sweep::SweepOptions::from_config(
+        let mut opts = crate::sweep::SweepOptions::from_config(
             &self.config,
             self.fixed_now_ns.unwrap_or_else(now_ns),
             self.alerting.clone(),
         );
+        if let (Some(leader), Some(g)) = (&self.leader, generation) {
+            opts.fence = Some(crate::sweep::Fence(Arc::new(leader.fence(g))));
+        }
         let swept = if dry_run {
             crate::sweep::dry_run(&reader, &self.config.detect, &opts)
         } else {
@@ -295,13 +335,15 @@ impl Sweeper {
                 _ = ticks.tick() => {}
                 _ = stop.wait_for(|s| *s) => return,
             }
-            if let Err(ScheduleError::Busy { started_secs_ago }) =
-                self.sweep_now(Trigger::Schedule).await
-            {
-                tracing::info!(
+            match self.sweep_now(Trigger::Schedule).await {
+                Err(ScheduleError::Busy { started_secs_ago }) => tracing::info!(
                     started_secs_ago,
                     "scheduled sweep skipped: the previous one is still running"
-                );
+                ),
+                Err(ScheduleError::Standby { holder }) => {
+                    tracing::debug!(%holder, "scheduled sweep skipped: a standby")
+                }
+                _ => {}
             }
         }
     }

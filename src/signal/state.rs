@@ -145,6 +145,9 @@ pub enum StateError {
         id: String,
         message: String,
     },
+    /// The sweep may no longer commit (it lost the detect lease).
+    #[error("{0}")]
+    Fenced(String),
 }
 
 /// The state database.

@@ -41,6 +41,19 @@ pub struct SweepOptions {
     pub reuse: bool,
     /// Queue notifications of this sweep's changes (when targets are set).
     pub alerting: Option<crate::alert::Alerting>,
+    /// Checked inside the state transaction, before it commits: an error
+    /// drops the sweep's changes (the detect role that lost its lease).
+    pub fence: Option<Fence>,
+}
+
+/// A check a sweep makes before it commits its state change.
+#[derive(Clone)]
+pub struct Fence(pub std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+impl std::fmt::Debug for Fence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fence")
+    }
 }
 
 impl SweepOptions {
@@ -59,6 +72,7 @@ impl SweepOptions {
             resolve_after_hours: config.signals.resolve_after_hours,
             reuse: true,
             alerting,
+            fence: None,
         }
     }
 }
@@ -295,6 +309,10 @@ pub fn run(
             .collect(),
     };
     let outcome = state.apply_then(&drafts, now, &quiet, |c, out| {
+        crate::faults::kill_point("sweep_before_commit");
+        if let Some(Fence(check)) = &opts.fence {
+            check().map_err(StateError::Fenced)?;
+        }
         let Some(alerting) = &opts.alerting else {
             return Ok(());
         };
