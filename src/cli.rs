@@ -18,6 +18,12 @@ pub struct Cli {
     /// Where spans, rollups and state live [default: ./stormwatch-data, or ./stormwatch-demo with serve --demo]
     #[arg(long, global = true, env = "STORMWATCH_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// The store every node shares: a local path (the data directory), or s3://bucket/prefix (credentials, region and AWS_ENDPOINT_URL from the usual AWS variables); with s3://, --data-dir holds this node's WAL and its local copy
+    #[arg(long, global = true, env = "STORMWATCH_STORE")]
+    pub store: Option<String>,
+    /// This node's name, in the names of the parts it ships and in the detect lease [default: the host name]
+    #[arg(long, global = true, env = "STORMWATCH_NODE_ID")]
+    pub node_id: Option<String>,
     /// The pipeline's TOML config file [default: ./stormwatch.toml when present]
     #[arg(long, global = true, env = "STORMWATCH_CONFIG")]
     pub config: Option<PathBuf>,
@@ -175,8 +181,22 @@ pub enum SignalsAction {
     },
 }
 
+/// What a `serve` node does over a shared store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Role {
+    /// Receivers, WAL and flush: parts shipped to the shared store
+    Ingest,
+    /// Seal, sweep, signals, alerts, dashboard and MCP on a copy of the shared store; one node acts at a time (a lease), the others stand by
+    Detect,
+    /// Both (the single process of a local store)
+    All,
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// What this node does: ingest, detect or all (ingest and detect need --store s3://…)
+    #[arg(long, env = "STORMWATCH_ROLE", default_value = "all")]
+    pub role: Role,
     /// Where OTLP/HTTP exporters send traces (POST /v1/traces)
     #[arg(long, env = "STORMWATCH_OTLP_ADDR", default_value = "127.0.0.1:4318")]
     pub otlp_addr: SocketAddr,
@@ -215,6 +235,9 @@ pub struct ServeArgs {
     /// Allow listening on a non-loopback address without a token
     #[arg(long, env = "STORMWATCH_INSECURE")]
     pub insecure: bool,
+    /// The sweeps' "now", to replay an incident: 2026-08-13 or 2026-08-13T09:00:00Z [default: the clock]
+    #[arg(long, env = "STORMWATCH_SWEEP_NOW")]
+    pub now: Option<String>,
     /// Seconds between scheduled sweeps, 0 for none [default: sweep.interval_secs of the config file, 300]
     #[arg(long, env = "STORMWATCH_SWEEP_INTERVAL", value_parser = clap::value_parser!(u64).range(0..=604_800))]
     pub sweep_interval: Option<u64>,

@@ -27,14 +27,19 @@ pub struct Options {
     pub progress: bool,
 }
 
-/// Import into the store at `data_dir`; the summary goes to `out`.
+/// Import into the store at `data_dir` (over a shared store, as an ingest
+/// node: each flush shipped there); the summary goes to `out`.
 pub fn run(
     data_dir: &Path,
+    shared: Option<super::Shared>,
     config: &Config,
     o: &Options,
     out: &mut dyn Write,
 ) -> anyhow::Result<Status> {
-    let store = Store::open(data_dir, config.store_options(o.retention_days))?;
+    let store = match shared {
+        None => Store::open(data_dir, config.store_options(o.retention_days))?,
+        Some(shared) => super::serve::open_ingest(data_dir, &shared, config)?,
+    };
     let mut report = ImportReport::default();
     if !o.paths.is_empty() {
         report = crate::import::import_paths(

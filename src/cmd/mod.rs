@@ -60,6 +60,67 @@ impl From<cli::OutputFormat> for Format {
     }
 }
 
+/// A shared store (`--store s3://…`) and this node's id in it.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    pub remote: crate::store::remote::Remote,
+    pub node_id: String,
+}
+
+/// Resolve `--store` against `--data-dir`: a local path is the data
+/// directory itself; `s3://…` is a shared store, with `--data-dir` this
+/// node's local directory (its WAL, its copy).
+pub fn shared_store(
+    store: Option<&str>,
+    data_dir: &std::path::Path,
+    data_dir_given: bool,
+    node_id: Option<&str>,
+) -> anyhow::Result<(std::path::PathBuf, Option<Shared>)> {
+    let Some(store) = store else {
+        return Ok((data_dir.to_path_buf(), None));
+    };
+    if store.starts_with("s3://") {
+        let remote = crate::store::remote::Remote::open(store)?;
+        let node_id = match node_id {
+            Some(n) => n.to_string(),
+            None => host_name().context("--node-id: no host name to default to; name this node")?,
+        };
+        crate::store::remote::check_node_id(&node_id)
+            .map_err(anyhow::Error::msg)
+            .context("--node-id (STORMWATCH_NODE_ID, default: the host name)")?;
+        return Ok((data_dir.to_path_buf(), Some(Shared { remote, node_id })));
+    }
+    if let Some((scheme, _)) = store.split_once("://") {
+        anyhow::bail!(
+            "--store {store}: {scheme}:// is not supported; expected a local path or s3://bucket/prefix (S3-compatible servers through AWS_ENDPOINT_URL)"
+        );
+    }
+    let path = std::path::PathBuf::from(store);
+    if data_dir_given && path != data_dir {
+        anyhow::bail!(
+            "--store {store} and --data-dir {} name two local directories; give one (a local --store is the data directory)",
+            data_dir.display()
+        );
+    }
+    Ok((path, None))
+}
+
+/// The host name, for a node that was not given an id.
+fn host_name() -> anyhow::Result<String> {
+    let name = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| anyhow::anyhow!("neither $HOSTNAME nor /proc/sys/kernel/hostname"))?;
+    // A host name's dots become dashes in part names.
+    Ok(name.replace('.', "-"))
+}
+
 /// The clock, in nanoseconds since the epoch.
 pub(crate) fn now_ns() -> i64 {
     chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX)
@@ -87,12 +148,23 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
         };
     }
     let config = crate::config::Config::load(cli.config.as_deref())?;
-    let data_dir = cli.data_dir();
+    let (data_dir, shared) = shared_store(
+        cli.store.as_deref(),
+        &cli.data_dir(),
+        cli.data_dir.is_some(),
+        cli.node_id.as_deref(),
+    )?;
     match &cli.command {
         Command::Serve(a) => serve::run(
             &data_dir,
+            shared,
             &config,
             serve::Options {
+                role: match a.role {
+                    cli::Role::Ingest => serve::Role::Ingest,
+                    cli::Role::Detect => serve::Role::Detect,
+                    cli::Role::All => serve::Role::All,
+                },
                 public_url: cli.public_url.clone(),
                 demo: a.demo,
                 retention_days: a.retention_days,
@@ -105,10 +177,12 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
                 api_token: a.api_token.clone(),
                 insecure: a.insecure,
                 sweep_interval_secs: a.sweep_interval,
+                now: a.now.clone(),
             },
         ),
         Command::Import(a) => import::run(
             &data_dir,
+            shared,
             &config,
             &import::Options {
                 paths: a.paths.clone(),
@@ -120,6 +194,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
         ),
         Command::Sweep(a) => sweep::run(
             &data_dir,
+            shared,
             &config,
             public_url,
             &sweep::Options {

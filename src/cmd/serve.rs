@@ -14,9 +14,18 @@ use crate::config::Config;
 use crate::serve::auth::Token;
 use crate::store::Store;
 
+/// What a node does (`--role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Ingest,
+    Detect,
+    All,
+}
+
 /// `serve`'s flags, the config file aside.
 #[derive(Debug, Clone)]
 pub struct Options {
+    pub role: Role,
     /// `--public-url`; `alert.public_url` when `None`.
     pub public_url: Option<String>,
     pub demo: bool,
@@ -34,24 +43,157 @@ pub struct Options {
     pub insecure: bool,
     /// Seconds between scheduled sweeps (0 none); the config file's when `None`.
     pub sweep_interval_secs: Option<u64>,
+    /// `--now`: the sweeps' "now" instead of the clock.
+    pub now: Option<String>,
 }
 
-/// Serve `data_dir` until a shutdown signal.
-pub fn run(data_dir: &Path, config: &Config, o: Options) -> anyhow::Result<Status> {
+/// An ingest node's store over a shared one: its WAL and parts in
+/// `data_dir`, each flush shipped to the shared store under the node's id
+/// before its WAL segments go. It keeps its parts for dedup only (the
+/// shared store's retention is the detect role's), and never seals.
+pub fn open_ingest(
+    data_dir: &Path,
+    shared: &super::Shared,
+    config: &Config,
+) -> anyhow::Result<Store> {
+    let mut opts = config.store_options(None);
+    opts.node_id = Some(shared.node_id.clone());
+    opts.retention_days = Some(opts.dedup_days as u32 + 1);
+    opts.seal_after = None;
+    let layout = crate::store::Layout::shipping(data_dir, shared.remote.clone());
+    Store::open_layout(layout, opts).with_context(|| {
+        format!(
+            "opening {} as an ingest node of {}",
+            data_dir.display(),
+            shared.remote.url()
+        )
+    })
+}
+
+/// A detect node's store: `data_dir` kept as a copy of the shared store
+/// (pulled every `cluster.pull_interval_secs`), sealed and trimmed by the
+/// lease holder. It compacts nothing of its own and applies no retention
+/// to its copy (the holder trims the shared store, and the copy follows).
+fn open_copy(
+    data_dir: &Path,
+    shared: &super::Shared,
+    config: &Config,
+    lease: Option<Arc<crate::store::remote::lease::Lease>>,
+) -> anyhow::Result<Store> {
+    let mut opts = config.store_options(None);
+    opts.mirror = Some(crate::store::remote::mirror::Mirror {
+        remote: shared.remote.clone(),
+        lease,
+        pull_every: Duration::from_secs(config.cluster.pull_interval_secs),
+        retention_days: opts.retention_days,
+    });
+    opts.retention_days = None;
+    opts.compact_parts = usize::MAX;
+    Store::open(data_dir, opts).with_context(|| {
+        format!(
+            "opening {} as a copy of {}",
+            data_dir.display(),
+            shared.remote.url()
+        )
+    })
+}
+
+/// Make `data_dir` a copy of the shared store as it is now (a one-shot
+/// `sweep --store s3://…`): pulled, nothing sealed or trimmed there.
+pub fn pull_copy(data_dir: &Path, shared: &super::Shared, config: &Config) -> anyhow::Result<()> {
+    let store = open_copy(data_dir, shared, config, None)?;
+    let pulled = store.pull().context("pulling from the shared store")?;
+    store.close().context("closing the local copy")?;
+    tracing::info!(
+        store = %shared.remote.url(),
+        days = pulled.days,
+        fetched = pulled.fetched,
+        dropped = pulled.dropped,
+        "local copy of the shared store brought up to date"
+    );
+    Ok(())
+}
+
+/// Serve `data_dir` until a shutdown signal; over a shared store, in the
+/// role `o.role`.
+pub fn run(
+    data_dir: &Path,
+    shared: Option<super::Shared>,
+    config: &Config,
+    o: Options,
+) -> anyhow::Result<Status> {
     let retention = if o.demo && o.retention_days.is_none() {
         // The demo incident is dated July 2026: keep it whatever its age.
         Some(0)
     } else {
         o.retention_days
     };
-    let store = Arc::new(Store::open(data_dir, config.store_options(retention))?);
+    let stores = match (&shared, o.role) {
+        (None, Role::All) => crate::serve::Stores::single(Arc::new(Store::open(
+            data_dir,
+            config.store_options(retention),
+        )?)),
+        (None, role) => anyhow::bail!(
+            "--role {} needs a shared store: --store s3://bucket/prefix (a local store is served by one process, --role all)",
+            if role == Role::Ingest { "ingest" } else { "detect" }
+        ),
+        (Some(_), _) if o.demo => {
+            anyhow::bail!("--demo loads a local store; run it without --store")
+        }
+        (Some(shared), role) => {
+            let config = &Config {
+                store: crate::config::StoreConfig {
+                    retention_days: retention.unwrap_or(config.store.retention_days),
+                    ..config.store.clone()
+                },
+                ..config.clone()
+            };
+            let ingest = match role {
+                Role::Detect => None,
+                // An `all` node keeps its WAL and parts apart from its copy.
+                Role::All => Some(open_ingest(&data_dir.join("ingest"), shared, config)?),
+                Role::Ingest => Some(open_ingest(data_dir, shared, config)?),
+            };
+            let (detect, leader) = if role == Role::Ingest {
+                (None, None)
+            } else {
+                let lease = Arc::new(crate::store::remote::lease::Lease::new(
+                    shared.remote.clone(),
+                    &shared.node_id,
+                    Duration::from_secs(config.cluster.lease_secs),
+                ));
+                let copy = open_copy(data_dir, shared, config, Some(Arc::clone(&lease)))?;
+                let leader = crate::serve::leader::Leader::new(
+                    lease,
+                    shared.remote.clone(),
+                    copy.layout().state_db(),
+                );
+                (Some(Arc::new(copy)), Some(Arc::new(leader)))
+            };
+            tracing::info!(
+                store = %shared.remote.url(),
+                node = %shared.node_id,
+                role = ?role,
+                "serving a shared store"
+            );
+            crate::serve::Stores {
+                ingest: ingest.map(Arc::new),
+                detect,
+                leader,
+            }
+        }
+    };
     if o.demo {
-        let stored = crate::demo::load(&store).context("loading the demo incident")?;
+        let store = stores
+            .detect
+            .as_ref()
+            .expect("a local store detects on itself");
+        let stored = crate::demo::load(store).context("loading the demo incident")?;
         tracing::info!(
             spans = stored,
             "demo incident loaded (July 7 - August 12, 2026)"
         );
-        let signals = crate::demo::sweep(&store, config).context("sweeping the demo incident")?;
+        let signals = crate::demo::sweep(store, config).context("sweeping the demo incident")?;
         tracing::info!(
             signals,
             "demo swept as of 2026-08-13; open http://{}/",
@@ -81,7 +223,14 @@ pub fn run(data_dir: &Path, config: &Config, o: Options) -> anyhow::Result<Statu
         },
         // The demo's clock stands still, so its scheduled sweeps see
         // the incident as of the morning after.
-        sweep_now_ns: o.demo.then_some(crate::demo::NOW_NS),
+        sweep_now_ns: match &o.now {
+            Some(now) => Some(
+                crate::time::parse_now(now)
+                    .map_err(anyhow::Error::msg)
+                    .context("--now")?,
+            ),
+            None => o.demo.then_some(crate::demo::NOW_NS),
+        },
         ingest_token: Token::new(o.ingest_token.as_deref(), false)
             .map_err(anyhow::Error::msg)
             .context("--ingest-token (STORMWATCH_INGEST_TOKEN)")?,
@@ -90,13 +239,14 @@ pub fn run(data_dir: &Path, config: &Config, o: Options) -> anyhow::Result<Statu
             .context("--api-token (STORMWATCH_API_TOKEN)")?,
         insecure: o.insecure,
         public_url,
+        state_sync: Duration::from_secs(config.cluster.state_sync_secs),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     let result = runtime.block_on(crate::serve::run(
-        store,
+        stores,
         opts,
         crate::serve::shutdown_signal(),
     ));

@@ -46,9 +46,12 @@ impl Default for Options {
 }
 
 /// Sweep the store at `data_dir`, updating its signals' state; the report
-/// goes to `out`.
+/// goes to `out`. Over a shared store, `data_dir` is first made a copy of
+/// it (pulled), and swept: its state is this directory's own (the detect
+/// role's is shipped in the shared store, and this sweep leaves it alone).
 pub fn run(
     data_dir: &Path,
+    shared: Option<super::Shared>,
     config: &Config,
     public_url: Option<&str>,
     o: &Options,
@@ -69,6 +72,9 @@ pub fn run(
             .context("--since")?;
     }
     opts.reuse = !o.rescan;
+    if let Some(shared) = shared {
+        super::serve::pull_copy(data_dir, &shared, config)?;
+    }
     let reader = crate::store::Reader::open(data_dir)?;
     let mut state = crate::signal::StateDb::open(&reader.layout().state_db())?;
     let report = sweep::run(&reader, &mut state, &config.detect, &opts)?;

@@ -28,7 +28,7 @@ fn storms_store(data: &Path) -> String {
         retention_days: Some(0),
         ..import::Options::default()
     };
-    let (status, text) = output(|out| import::run(data, &Config::default(), &opts, out));
+    let (status, text) = output(|out| import::run(data, None, &Config::default(), &opts, out));
     assert_eq!(status, Status::Success);
     text
 }
@@ -38,7 +38,7 @@ fn sweep_at(data: &Path, o: sweep::Options) -> (Status, String) {
         now: Some("2026-07-30".into()),
         ..o
     };
-    output(|out| sweep::run(data, &Config::default(), None, &o, out))
+    output(|out| sweep::run(data, None, &Config::default(), None, &o, out))
 }
 
 /// The number before `label` in an import summary line.
@@ -138,7 +138,15 @@ fn a_bad_now_is_named() {
         now: Some("yesterday".into()),
         ..sweep::Options::default()
     };
-    let err = sweep::run(dir.path(), &Config::default(), None, &o, &mut Vec::new()).unwrap_err();
+    let err = sweep::run(
+        dir.path(),
+        None,
+        &Config::default(),
+        None,
+        &o,
+        &mut Vec::new(),
+    )
+    .unwrap_err();
     let msg = format!("{err:#}");
     assert!(
         msg.starts_with("--now: ") && msg.contains("yesterday"),

@@ -19,6 +19,30 @@ pub struct Config {
     pub sweep: SweepConfig,
     pub signals: SignalsConfig,
     pub alert: crate::alert::AlertConfig,
+    pub cluster: ClusterConfig,
+}
+
+/// `[cluster]`: nodes over a shared store (`--store s3://…`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// A detect lease stands this long without renewal (renewed every third).
+    pub lease_secs: u64,
+    /// A detect node pulls new parts from the shared store this often.
+    pub pull_interval_secs: u64,
+    /// The lease holder ships its changed state this often; a standby
+    /// reads the holder's this often.
+    pub state_sync_secs: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            lease_secs: 15,
+            pull_interval_secs: 5,
+            state_sync_secs: 2,
+        }
+    }
 }
 
 /// The commented default file: `stormwatch config default` prints it, the
@@ -340,6 +364,17 @@ impl Config {
                 path: origin.to_path_buf(),
                 message,
             });
+        }
+        let c = &self.cluster;
+        if !(3..=3600).contains(&c.lease_secs)
+            || !(1..=3600).contains(&c.pull_interval_secs)
+            || !(1..=3600).contains(&c.state_sync_secs)
+            || c.state_sync_secs * 2 > c.lease_secs
+        {
+            return bad(
+                "cluster.lease_secs / pull_interval_secs / state_sync_secs",
+                "need lease_secs from 3 to 3600, the others from 1 to 3600, and state_sync_secs at most half of lease_secs",
+            );
         }
         let storm = &self.detect.retry_storm;
         if storm.storm_min_calls < 2 || storm.min_failures < 1 {
