@@ -29,6 +29,7 @@ export STORMWATCH_PY_JSON="$STORMWATCH_CACHE/venv-json/bin/python"
 export STORMWATCH_PY_GRPC="$STORMWATCH_CACHE/venv-grpc/bin/python"
 export STORMWATCH_PY_FRAMEWORKS="$STORMWATCH_CACHE/venv-frameworks/bin/python"
 export STORMWATCH_PY_MCP="$STORMWATCH_CACHE/venv-mcp/bin/python"
+export STORMWATCH_PY_S3="$STORMWATCH_CACHE/venv-s3/bin/python"
 
 step "npm packages: the Vercel AI SDK framework tests, the OpenTelemetry JS gRPC exporter, the MCP TypeScript SDK"
 bash scripts/frameworks/setup_node.sh
@@ -43,6 +44,15 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 export STORMWATCH_CHROMIUM="$(command -v chromium)"
 export STORMWATCH_PY_BROWSER="$STORMWATCH_CACHE/venv-browser/bin/python"
+
+step "nginx for the shared store's load-balancer test"
+if ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
+  sudo=""
+  [[ "$(id -u)" == 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nginx-light >/dev/null
+fi
+export STORMWATCH_NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
 
 step "rustfmt"
 cargo fmt --all -- --check

@@ -13,6 +13,8 @@
 #                                      benchmark's SQL and its cross-check)
 #   $STORMWATCH_CACHE/venv-mcp      <- scripts/py/requirements-mcp.txt (the MCP Python SDK's
 #                                      client and jsonschema: the MCP client tests)
+#   $STORMWATCH_CACHE/venv-s3       <- scripts/py/requirements-s3.txt (moto's S3 server for the
+#                                      shared-store tests; DuckDB with httpfs over it)
 # STORMWATCH_CACHE defaults to $HOME/.cache/stormwatch; PYTHON (default python3,
 # must be >= 3.10 with the venv module) is the base interpreter.
 #
@@ -97,3 +99,4 @@ ensure_venv venv-frameworks "$here/requirements-frameworks.txt" \
   "pydantic_ai, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
 ensure_venv venv-bench "$here/../bench/requirements.txt" "duckdb"
 ensure_venv venv-mcp "$here/requirements-mcp.txt" "mcp.client.client, mcp.client.stdio, jsonschema"
+ensure_venv venv-s3 "$here/requirements-s3.txt" "moto.server, duckdb, duckdb_extension_httpfs"

@@ -99,9 +99,14 @@ impl Server {
                 .timeout(Duration::from_millis(500))
                 .send()
                 .is_ok_and(|r| r.status().is_success());
+            // A detect node has no receivers: its HTTP server is all.
+            let receives = !self
+                .log_text()
+                .contains("as the detect role (no OTLP receivers)");
             if ok
-                && std::net::TcpStream::connect(self.otlp).is_ok()
-                && std::net::TcpStream::connect(self.grpc).is_ok()
+                && (!receives
+                    || (std::net::TcpStream::connect(self.otlp).is_ok()
+                        && std::net::TcpStream::connect(self.grpc).is_ok()))
             {
                 return Ok(());
             }
