@@ -51,13 +51,42 @@ pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
     // Commits read and replace the one intent file and the manifests: one
     // at a time, whichever thread makes them.
     let _one = exclusive();
-    finish_pending(layout)?;
-    let path = layout.intent();
-    let tmp = path.with_extension("json.tmp");
-    let body = serde_json::to_vec(intent)
-        .map_err(|e| StoreError::data("encoding the commit intent", e))?;
-    wal::replace_file(&path, &tmp, &body)?;
+    let durable = finish_pending(layout).and_then(|_| {
+        let path = layout.intent();
+        let tmp = path.with_extension("json.tmp");
+        let body = serde_json::to_vec(intent)
+            .map_err(|e| StoreError::data("encoding the commit intent", e))?;
+        wal::replace_file(&path, &tmp, &body)
+    });
+    if let Err(e) = durable {
+        // Not committed: its temporary files would only be left behind
+        // (a retry writes its own).
+        for (tmp, _) in &intent.renames {
+            let _ = fs::remove_file(layout.absolute(tmp));
+        }
+        return Err(e);
+    }
     apply(layout, intent)
+}
+
+/// Finish the commit a failure left on disk if it covers the WAL up to
+/// `wal_upto` (a flush whose upload failed: its parts hold those spans
+/// already, so writing them again would store them twice). `false` when
+/// there is none such.
+pub fn finish_covering(layout: &Layout, wal_upto: u64) -> Result<bool, StoreError> {
+    let _one = exclusive();
+    let path = layout.intent();
+    let intent: Intent = match fs::read(&path) {
+        Ok(body) => serde_json::from_slice(&body)
+            .map_err(|e| StoreError::data(format!("reading {}", path.display()), e))?,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(StoreError::io(format!("reading {}", path.display()), e)),
+    };
+    if intent.wal_upto.is_none_or(|upto| upto < wal_upto) {
+        return Ok(false);
+    }
+    apply(layout, &intent)?;
+    Ok(true)
 }
 
 /// The moments of an apply a test can watch (`apply_observed`).

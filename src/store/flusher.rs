@@ -194,7 +194,7 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(
                         objects = n,
-                        "deleted replaced or expired objects from the shared store"
+                        "deleted objects from the shared store: parts seals replaced (past the grace), days past the retention"
                     ),
                     Err(e) => {
                         tracing::warn!(error = %e, "the shared store's upkeep failed; trying again later")
@@ -369,6 +369,12 @@ fn flush_until_committed(
 /// Write one part per day, then commit them with the WAL segments they cover.
 pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
     let layout = &shared.layout;
+    // A retry after a commit that failed past its intent (an upload to the
+    // shared store) finishes that commit rather than writing the table
+    // again.
+    if commit::finish_covering(layout, frozen.wal_upto)? {
+        return Ok(());
+    }
     let mut intent = Intent {
         wal_upto: Some(frozen.wal_upto),
         rollup_days: frozen.days(),

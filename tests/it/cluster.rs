@@ -511,10 +511,54 @@ fn an_ingester_killed_before_its_flush_loses_and_doubles_nothing() {
     );
     let a = c.serve("ingest", "ing-a", &[], &[]);
     a.stop();
-    let stored = c.stored("copy-after");
+    every_history_span_once(&c.stored("copy-after"));
+}
+
+#[test]
+fn an_upload_that_fails_is_finished_by_the_retry_not_written_again() {
+    // The shared store refuses the first three uploads (the local commit is
+    // done by then): the flusher retries the commit, it does not write the
+    // table again as new parts.
+    let c = Cluster::new("");
+    let a = c.serve(
+        "ingest",
+        "ing-a",
+        &[],
+        &[("STORMWATCH_FAULTS", "ship=fail:3")],
+    );
+    let [h0, h1] = split("search_flights_history.json", |_, i| i % 2 == 0);
+    send(&a, &h0);
+    send(&a, &h1);
+    wait_until(
+        "the failed uploads retried",
+        Duration::from_secs(60),
+        || a.log_text().matches("flush to Parquet failed").count() >= 3,
+    );
+    let log = a.stop();
+    assert!(log.contains("shipping"), "{log}");
+    every_history_span_once(&c.stored("copy"));
+    let node = stormwatch::store::Layout::new(c.node_dir("ing-a"));
+    for day in node.days().unwrap() {
+        let left: Vec<_> = std::fs::read_dir(node.day_dir(day))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "temporary parts left: {left:?}");
+    }
+}
+
+/// The history fixture's 684 spans, each stored once.
+fn every_history_span_once(stored: &BTreeMap<String, usize>) {
     assert_eq!(stored.len(), 684, "every acknowledged span of the history");
     let doubled: Vec<_> = stored.iter().filter(|(_, &n)| n > 1).collect();
-    assert!(doubled.is_empty(), "shipped twice: {doubled:?}");
+    assert!(
+        doubled.is_empty(),
+        "{} span(s) stored twice, e.g. {:?}",
+        doubled.len(),
+        &doubled[..doubled.len().min(3)]
+    );
 }
 
 /// The webhook deliveries by signal and event: the distinct `webhook-id`s
