@@ -14,8 +14,10 @@
 //!   it pending in the shipped state, and its successor sends it again
 //!   under the same `webhook-id` (a receiver that keeps ids sees one).
 //! - each shipment is a conditional put over the version the holder shipped
-//!   or read last, so a holder that lost the lease cannot overwrite its
-//!   successor's state.
+//!   or read last, and a new holder first ships what it read in over the
+//!   version it read (even unchanged), so a holder that lost the lease
+//!   cannot overwrite its successor's state, even with a put that was
+//!   still retrying when its lease lapsed.
 //!
 //! On taking the lease the node reads the shipped state into its own
 //! `state.sqlite` (SQLite's backup API, under its readers), then acts. A
@@ -220,6 +222,10 @@ impl Leader {
         let bytes = bytes
             .expect("read when the snapshot was taken")
             .map_err(|e| StoreError::io(format!("reading {}", tmp.display()), e))?;
+        if self.lease.held().is_none() {
+            // Lapsed while the snapshot was taken: not this node's to ship.
+            return Ok(false);
+        }
         match Remote::block(self.remote.put_if(STATE, Bytes::from(bytes), over))? {
             Put::Done(v) => {
                 self.watermark.store(watermark, Ordering::Release);
@@ -241,39 +247,24 @@ impl Leader {
         sync_every: Duration,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        let renew_every = self.lease.ttl() / 3;
-        let mut next_renew = tokio::time::Instant::now();
-        let mut next_sync = tokio::time::Instant::now();
+        // The lease is renewed on a task of its own, so a slow state
+        // shipment never delays a renewal.
+        let renewing = tokio::spawn(renew(Arc::clone(&self.lease), stop.clone()));
         loop {
-            let now = tokio::time::Instant::now();
-            if now >= next_renew {
-                next_renew = now + renew_every;
-                let lease = Arc::clone(&self.lease);
-                match Remote::run(async move { lease.tick().await }).await {
-                    Ok(Status::Held(_)) | Ok(Status::Standby { .. }) | Ok(Status::Unknown) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not reach the shared store for the detect lease")
-                    }
+            let me = Arc::clone(&self);
+            match tokio::task::spawn_blocking(move || me.sync_step()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "could not sync the detect state with the shared store; trying again")
                 }
+                Err(e) => tracing::error!(error = %e, "the state sync panicked"),
             }
-            if now >= next_sync {
-                next_sync = now + sync_every;
-                let me = Arc::clone(&self);
-                let step = tokio::task::spawn_blocking(move || me.sync_step()).await;
-                match step {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        tracing::warn!(error = %e, "could not sync the detect state with the shared store; trying again")
-                    }
-                    Err(e) => tracing::error!(error = %e, "the state sync panicked"),
-                }
-            }
-            let wake = next_renew.min(next_sync);
             tokio::select! {
-                _ = tokio::time::sleep_until(wake) => {}
+                _ = tokio::time::sleep(sync_every) => {}
                 _ = stop.wait_for(|s| *s) => break,
             }
         }
+        let _ = renewing.await;
         if self.acting().is_some() {
             let me = Arc::clone(&self);
             match tokio::task::spawn_blocking(move || me.ship()).await {
@@ -295,10 +286,26 @@ impl Leader {
     fn sync_step(&self) -> Result<(), StoreError> {
         match self.lease.held() {
             Some(g) if self.ready.load(Ordering::Acquire) != g => {
-                let found = self.read_in()?;
-                if !found {
-                    // The first holder: its own state is the state.
-                    self.ship()?;
+                // The shipped state is read in unless it is this node's
+                // own last shipment (the lease lapsed for a moment and
+                // came back): then the local state is as new or newer.
+                let own = self.lock().version.clone();
+                let head = Remote::block(self.remote.version(STATE))?;
+                let found = match head {
+                    Some(h) if Some(&h) == own.as_ref() => true,
+                    _ => self.read_in()?,
+                };
+                // Claim it: ship over the version read, even unchanged, so
+                // that a late shipment of the previous holder (its put
+                // still retrying when its lease lapsed) fails rather than
+                // overwriting what this node acts on.
+                self.lock().files = None;
+                if !self.ship()? {
+                    tracing::warn!(
+                        "the shipped state changed while taking over the detect role; reading it again"
+                    );
+                    self.lock().version = None;
+                    return Ok(());
                 }
                 self.ready.store(g, Ordering::Release);
                 tracing::info!(
@@ -332,6 +339,34 @@ impl Leader {
             self.read_in()?;
         }
         Ok(())
+    }
+}
+
+/// Renew (or try to take) the lease every third of its ttl until `stop`.
+async fn renew(lease: Arc<Lease>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let every = lease.ttl() / 3;
+    let mut standing_by = None;
+    loop {
+        let l = Arc::clone(&lease);
+        match Remote::run(async move { l.tick().await }).await {
+            Ok(Status::Standby { holder, .. }) => {
+                if standing_by.as_ref() != Some(&holder) {
+                    tracing::info!(
+                        holder = %holder,
+                        "standing by: another node holds the detect lease"
+                    );
+                    standing_by = Some(holder);
+                }
+            }
+            Ok(Status::Held(_)) | Ok(Status::Unknown) => standing_by = None,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not reach the shared store for the detect lease")
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
     }
 }
 

@@ -10,9 +10,12 @@
 //! renewal was sent, and takes over only once the same version has stood
 //! for a whole `ttl`. So the old holder has stopped before anyone takes
 //! over, whatever the two clocks say, as long as they run at about the
-//! same rate. Each taking-over raises the generation, which fences what a
-//! holder writes: the seal's `_sealed.json`, the state snapshot, the
-//! outbox's deliveries all check that their generation is still held.
+//! same rate. Each taking-over raises the generation. What a holder writes
+//! checks, on this node, that its generation is still held just before it
+//! writes (a sweep's commit, a seal's publish, a state shipment, an alert's
+//! claim), and each write to the shared store is a conditional put over
+//! the version it read, so a write that was late anyway (a put still
+//! retrying when the lease lapsed) fails against the successor's.
 //!
 //! A holder that stops cleanly releases the lease (`released: true`), and
 //! a standby takes a released lease at once.
