@@ -157,6 +157,11 @@ pub async fn run(
     if let Some(l) = &leader {
         sweeper = sweeper.with_leader(Arc::clone(l));
     }
+    if let (Some(i), Some(_)) = (&ingest, &detect) {
+        // `--role all` over a shared store: what it acknowledged reaches
+        // the shared store before its copy is pulled for the sweep.
+        sweeper = sweeper.with_ingest(Arc::clone(i));
+    }
     let sweeper = Arc::new(sweeper);
     let sources = metrics::Sources {
         store: Arc::clone(&store),

@@ -126,6 +126,9 @@ pub struct Sweeper {
     /// Over a shared store: sweeps run only while this node acts as the
     /// detect role, and commit only under the generation they began with.
     leader: Option<Arc<super::leader::Leader>>,
+    /// The node's own ingest store when it is not the one swept (`--role
+    /// all` over a shared store): flushed (and so shipped) before a sweep.
+    ingest: Option<Arc<Store>>,
 }
 
 impl Sweeper {
@@ -144,6 +147,7 @@ impl Sweeper {
             started: std::sync::Mutex::new(None),
             stats: SweepStats::default(),
             leader: None,
+            ingest: None,
         }
     }
 
@@ -155,6 +159,13 @@ impl Sweeper {
     /// Sweep only as the detect role of a shared store.
     pub fn with_leader(mut self, leader: Arc<super::leader::Leader>) -> Sweeper {
         self.leader = Some(leader);
+        self
+    }
+
+    /// Flush `ingest` (this node's own spans, shipped by the flush) before
+    /// each sweep of the copy.
+    pub fn with_ingest(mut self, ingest: Arc<Store>) -> Sweeper {
+        self.ingest = Some(ingest);
         self
     }
 
@@ -199,6 +210,11 @@ impl Sweeper {
         let started = crate::time::rfc3339(now_ns());
         // What was acknowledged before the sweep is swept: flush it first.
         // A flush that fails leaves the spans in the WAL; sweep what is on disk.
+        if let Some(ingest) = &self.ingest {
+            if let Err(e) = ingest.flush_async().await {
+                tracing::warn!(error = %e, "flushing this node's spans to the shared store before the sweep failed; sweeping what is there");
+            }
+        }
         if let Err(e) = self.store.flush_async().await {
             tracing::warn!(error = %e, "flush before the sweep failed; sweeping what is already in Parquet");
         }

@@ -385,9 +385,10 @@ impl Store {
 
     /// `flush`, giving up waiting after `limit`. A copy of the shared store
     /// (the detect role) pulls what the shared store has first, so that
-    /// "everything is readable" holds there too.
+    /// "everything is readable" holds there too (but not when closing).
     pub fn flush_within(&self, limit: Duration) -> Result<(), StoreError> {
-        if self.shared.opts.mirror.is_some() {
+        // Not on close: a copy closing has nothing of its own to write.
+        if self.shared.opts.mirror.is_some() && !self.shared.closing.load(Ordering::Acquire) {
             self.pull()?;
         }
         let (tx, mut rx) = tokio::sync::oneshot::channel();

@@ -65,6 +65,10 @@ impl Sealer {
         if shared.poisoned.load(Ordering::Acquire) {
             return;
         }
+        // A copy of the shared store seals only on the lease holder.
+        if shared.opts.mirror.as_ref().is_some_and(|m| !m.may_seal()) {
+            return;
+        }
         let every = self.every;
         self.written.retain(|_, t| t.elapsed() < every);
         self.failed.retain(|_, t| t.elapsed() < RETRY_AFTER);

@@ -137,6 +137,14 @@ pub struct Mirror {
     pub retention_days: Option<u32>,
 }
 
+impl Mirror {
+    /// Whether this copy's node seals and trims the shared store now: it
+    /// holds the detect lease.
+    pub fn may_seal(&self) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.held().is_some())
+    }
+}
+
 /// The file names of relative paths.
 fn names(paths: &[String]) -> Vec<String> {
     paths
@@ -243,10 +251,17 @@ pub fn upkeep(m: &Mirror, grace: std::time::Duration) -> Result<usize, StoreErro
             // sees fewer parts, never a replaced one come back.
             let mut objects = Remote::block(m.remote.list(&dir))?;
             objects.sort_by_key(|o| o.name.ends_with(sealed::FILE));
+            let n = objects.len();
             for o in objects {
                 Remote::block(m.remote.delete(&o.name))?;
                 deleted += 1;
             }
+            tracing::info!(
+                day = %crate::model::day_to_string(day),
+                objects = n,
+                retention_days = m.retention_days.unwrap_or(0),
+                "removed a day past the retention from the shared store (by the clock; serve --retention-days 0 keeps every day)"
+            );
             continue;
         }
         deleted += Remote::block(sealed::reclaim(

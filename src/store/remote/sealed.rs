@@ -10,8 +10,11 @@
 //!   named is a seal still uploading, or one a crash left: never live).
 //!
 //! Replaced parts are deleted by the holder once `store.retired_grace_secs`
-//! passed (readers elsewhere may still hold the list), then dropped from
-//! the document. A glob over the day reads them twice until then.
+//! passed (readers elsewhere may still hold the list); their names stay in
+//! the document, marked deleted, for as long as the day is kept, so a part
+//! an ingest node uploads again after a crash (it could not know its first
+//! upload landed) is not live, and is deleted again. A glob over the day
+//! reads replaced parts twice until they are deleted.
 
 use std::collections::BTreeSet;
 
@@ -42,6 +45,10 @@ pub struct Sealed {
 pub struct Replaced {
     pub name: String,
     pub at_ms: u64,
+    /// Deleted after the grace; the name stays (until the day expires) so
+    /// that a node re-uploading it after a crash does not make it live.
+    #[serde(default)]
+    pub deleted: bool,
 }
 
 /// A day as the shared store holds it.
@@ -124,6 +131,7 @@ pub async fn publish(
             next.replaced.push(Replaced {
                 name: name.clone(),
                 at_ms: now_ms,
+                deleted: false,
             });
         }
     }
@@ -159,11 +167,14 @@ pub async fn reclaim(
     let read = read_day(remote, day).await?;
     let dir = day_dir(day);
     let old = |at_ms: u64| now_ms.saturating_sub(at_ms) >= grace_ms;
+    // Replaced past the grace, or deleted already and listed again (a node
+    // that crashed before it knew its upload had landed uploads it again).
+    let listed: BTreeSet<&str> = read.listed.iter().map(|(n, _)| n.as_str()).collect();
     let gone: Vec<&Replaced> = read
         .sealed
         .replaced
         .iter()
-        .filter(|r| old(r.at_ms))
+        .filter(|r| old(r.at_ms) && (!r.deleted || listed.contains(r.name.as_str())))
         .collect();
     // A seal's outputs carry its start (ns) in their name.
     let orphans: Vec<&String> = read
@@ -187,9 +198,11 @@ pub async fn reclaim(
         remote.delete(&format!("{dir}/{}", r.name)).await?;
     }
     let mut next = read.sealed.clone();
-    next.replaced.retain(|r| !old(r.at_ms));
-    // Lost to a concurrent publish: the deleted names stay listed as
-    // replaced, harmless (deleting them again is no error).
+    for r in next.replaced.iter_mut().filter(|r| old(r.at_ms)) {
+        r.deleted = true;
+    }
+    // Lost to a concurrent publish: the next reclaim marks them (deleting
+    // them again is no error).
     write(remote, day, &next, read.at).await?;
     Ok(gone.len() + orphans.len())
 }

@@ -165,7 +165,22 @@ fn a_days_live_set_drops_what_a_seal_replaced_and_outputs_it_does_not_name() {
         .any(|n| n.contains("part-a-1") || n.contains("part-b-1")));
     let last = rt.block_on(read_day(&remote, day)).unwrap();
     assert_eq!(last.live, after.live);
-    assert!(last.sealed.replaced.is_empty());
+    assert!(last.sealed.replaced.iter().all(|r| r.deleted));
+    // A node that crashed before it knew its upload landed uploads a
+    // replaced part again: it is not live, and the next upkeep deletes it.
+    put(&rt, &remote, &format!("{dir}/part-a-1.parquet"), "a1");
+    let again = rt.block_on(read_day(&remote, day)).unwrap();
+    assert_eq!(again.live, after.live);
+    assert_eq!(
+        rt.block_on(sealed::reclaim(&remote, day, 5_000, 8_000))
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        rt.block_on(sealed::reclaim(&remote, day, 5_000, 9_000))
+            .unwrap(),
+        0
+    );
 }
 
 #[test]
