@@ -36,6 +36,7 @@ pub fn run(
     o: &Options,
     out: &mut dyn Write,
 ) -> anyhow::Result<Status> {
+    let shipping = shared.is_some();
     let store = match shared {
         None => Store::open(data_dir, config.store_options(o.retention_days))?,
         Some(shared) => super::serve::open_ingest(data_dir, &shared, config)?,
@@ -53,7 +54,11 @@ pub fn run(
         report.add(&follow(&store, dir, config)?);
     }
     store.close().context("flushing the store")?;
-    warn_past_retention(&store, &report, config, o.retention_days)?;
+    if shipping {
+        warn_past_shared_retention(&report, config);
+    } else {
+        warn_past_retention(&store, &report, config, o.retention_days)?;
+    }
     writeln!(
         out,
         "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped",
@@ -99,34 +104,12 @@ fn follow(store: &Store, dir: &Path, config: &Config) -> anyhow::Result<ImportRe
     .map_err(Into::into)
 }
 
-/// Imported spans older than the retention window are removed by a
-/// retention pass (when the store opens, then hourly): say which days, and
-/// whether the pass this import's store ran has removed them already (it
-/// depends on when its first flush came), rather than let them vanish
-/// unexplained.
-fn warn_past_retention(
-    store: &Store,
-    report: &ImportReport,
-    config: &Config,
-    flag: Option<u32>,
-) -> anyhow::Result<()> {
-    let Some(keep) = config.store_options(flag).retention_days else {
-        return Ok(());
-    };
+/// The imported days (first, last, how many) older than `keep` days.
+fn days_past(report: &ImportReport, keep: u32) -> Option<(Vec<i32>, String)> {
     let today = chrono::Utc::now().timestamp().div_euclid(86_400) as i32;
     let oldest_kept = today - keep as i32;
     let past: Vec<i32> = report.days.range(..oldest_kept).copied().collect();
-    let (Some(&first), Some(&last)) = (past.first(), past.last()) else {
-        return Ok(());
-    };
-    let layout = store.layout();
-    let mut still_there = false;
-    for &day in &past {
-        if !layout.parts(day)?.is_empty() {
-            still_there = true;
-            break;
-        }
-    }
+    let (&first, &last) = (past.first()?, past.last()?);
     let day = crate::model::day_to_string;
     let which = if past.len() == report.days.len() {
         format!(
@@ -144,6 +127,48 @@ fn warn_past_retention(
             day(last)
         )
     };
+    Some((past, format!("{which} (it keeps {} on)", day(oldest_kept))))
+}
+
+/// Over a shared store the spans were shipped; it is the detect lease
+/// holder that applies retention there, by its own settings.
+fn warn_past_shared_retention(report: &ImportReport, config: &Config) {
+    let keep = config.store.retention_days;
+    if keep == 0 {
+        return;
+    }
+    if let Some((_, which)) = days_past(report, keep) {
+        tracing::warn!(
+            "{which}: they were shipped to the shared store, and the detect node holding the              lease deletes them at its next upkeep unless it runs with --retention-days 0 (or              store.retention_days = 0); this command's --retention-days does not reach it"
+        );
+    }
+}
+
+/// Imported spans older than the retention window are removed by a
+/// retention pass (when the store opens, then hourly): say which days, and
+/// whether the pass this import's store ran has removed them already (it
+/// depends on when its first flush came), rather than let them vanish
+/// unexplained.
+fn warn_past_retention(
+    store: &Store,
+    report: &ImportReport,
+    config: &Config,
+    flag: Option<u32>,
+) -> anyhow::Result<()> {
+    let Some(keep) = config.store_options(flag).retention_days else {
+        return Ok(());
+    };
+    let Some((past, which)) = days_past(report, keep) else {
+        return Ok(());
+    };
+    let layout = store.layout();
+    let mut still_there = false;
+    for &day in &past {
+        if !layout.parts(day)?.is_empty() {
+            still_there = true;
+            break;
+        }
+    }
     let fate = if still_there {
         "the next retention pass removes their spans (when the store is next opened, or within \
          the hour)"
@@ -151,9 +176,8 @@ fn warn_past_retention(
         "the retention pass removed their spans"
     };
     tracing::warn!(
-        "{which} (it keeps {} on): {fate}; keep them with --retention-days 0 or \
-         store.retention_days in the config file",
-        day(oldest_kept)
+        "{which}: {fate}; keep them with --retention-days 0 or store.retention_days in the \
+         config file"
     );
     Ok(())
 }

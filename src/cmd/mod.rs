@@ -81,6 +81,7 @@ pub fn shared_store(
     };
     if store.starts_with("s3://") {
         let remote = crate::store::remote::Remote::open(store)?;
+        crate::store::remote::Remote::block(remote.check())?;
         let node_id = match node_id {
             Some(n) => n.to_string(),
             None => host_name().context("--node-id: no host name to default to; name this node")?,
@@ -93,6 +94,11 @@ pub fn shared_store(
     if let Some((scheme, _)) = store.split_once("://") {
         anyhow::bail!(
             "--store {store}: {scheme}:// is not supported; expected a local path or s3://bucket/prefix (S3-compatible servers through AWS_ENDPOINT_URL)"
+        );
+    }
+    if store.to_ascii_lowercase().starts_with("s3:") {
+        anyhow::bail!(
+            "--store {store}: expected s3://bucket/prefix (two slashes, lower case) or a local path"
         );
     }
     let path = std::path::PathBuf::from(store);

@@ -366,14 +366,25 @@ impl Config {
             });
         }
         let c = &self.cluster;
-        if !(3..=3600).contains(&c.lease_secs)
-            || !(1..=3600).contains(&c.pull_interval_secs)
-            || !(1..=3600).contains(&c.state_sync_secs)
-            || c.state_sync_secs * 2 > c.lease_secs
-        {
+        for (key, value, low) in [
+            ("lease_secs", c.lease_secs, 3),
+            ("pull_interval_secs", c.pull_interval_secs, 1),
+            ("state_sync_secs", c.state_sync_secs, 1),
+        ] {
+            if !(low..=3600).contains(&value) {
+                return bad(
+                    &format!("cluster.{key}"),
+                    &format!("must be from {low} to 3600, got {value}"),
+                );
+            }
+        }
+        if c.state_sync_secs * 2 > c.lease_secs {
             return bad(
-                "cluster.lease_secs / pull_interval_secs / state_sync_secs",
-                "need lease_secs from 3 to 3600, the others from 1 to 3600, and state_sync_secs at most half of lease_secs",
+                "cluster.state_sync_secs",
+                &format!(
+                    "must be at most half of cluster.lease_secs ({}), got {} (a holder ships its state at least twice a lease)",
+                    c.lease_secs, c.state_sync_secs
+                ),
             );
         }
         let storm = &self.detect.retry_storm;

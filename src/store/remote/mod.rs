@@ -190,7 +190,45 @@ impl Remote {
     }
 
     fn err(&self, doing: String, e: object_store::Error) -> StoreError {
-        StoreError::io(format!("{doing} ({})", self.url), e)
+        StoreError::io(format!("{doing} ({})", self.url), one_line(&e))
+    }
+
+    /// One request to the shared store, at start: a missing bucket, a
+    /// wrong endpoint or missing credentials are refused here, with what to
+    /// check, rather than at the first flush.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        let Err(e) = self.list_dirs("").await else {
+            return Ok(());
+        };
+        let cause = e.to_string();
+        let env = |k: &str| std::env::var(k).unwrap_or_default();
+        let endpoint = env("AWS_ENDPOINT_URL");
+        let hint = if cause.contains("NoSuchBucket") || cause.contains("bucket does not exist") {
+            "the bucket does not exist: create it, or name another".to_string()
+        } else if cause.contains("169.254.169.254") && env("AWS_ACCESS_KEY_ID").is_empty() {
+            "no credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set, and no instance metadata gave any".to_string()
+        } else if endpoint.starts_with("http://")
+            && !env("AWS_ALLOW_HTTP").eq_ignore_ascii_case("true")
+        {
+            format!(
+                "AWS_ENDPOINT_URL is plain HTTP ({endpoint}): set AWS_ALLOW_HTTP=true to allow it"
+            )
+        } else if cause.contains("error sending request") || cause.contains("onnect") {
+            format!(
+                "nothing answered at {}",
+                if endpoint.is_empty() {
+                    "the AWS endpoint (AWS_ENDPOINT_URL unset)"
+                } else {
+                    &endpoint
+                }
+            )
+        } else {
+            "check the bucket, the endpoint (AWS_ENDPOINT_URL) and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)".to_string()
+        };
+        Err(StoreError::io(
+            format!("the shared store {} cannot be read", self.url),
+            format!("{hint} ({cause})"),
+        ))
     }
 
     /// Run an object store request from a thread that is not async.
@@ -307,10 +345,20 @@ impl Remote {
         let mut reader = tokio::io::BufReader::with_capacity(1 << 20, file);
         tokio::io::copy(&mut reader, &mut writer)
             .await
-            .map_err(|e| StoreError::io(format!("uploading {} to {name}", path.display()), e))?;
+            .map_err(|e| {
+                StoreError::io(
+                    format!("uploading {} to {name}", path.display()),
+                    one_line(&e),
+                )
+            })?;
         tokio::io::AsyncWriteExt::shutdown(&mut writer)
             .await
-            .map_err(|e| StoreError::io(format!("uploading {} to {name}", path.display()), e))?;
+            .map_err(|e| {
+                StoreError::io(
+                    format!("uploading {} to {name}", path.display()),
+                    one_line(&e),
+                )
+            })?;
         Ok(len)
     }
 
@@ -384,6 +432,15 @@ impl Remote {
 }
 
 /// Where a day's spans live on the shared store.
+/// An error as one log line: the S3 answers object_store quotes are XML
+/// over several lines.
+fn one_line(e: &dyn std::fmt::Display) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 pub fn day_dir(day: i32) -> String {
     format!("spans/date={}", crate::model::day_to_string(day))
 }
