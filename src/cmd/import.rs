@@ -139,7 +139,9 @@ fn warn_past_shared_retention(report: &ImportReport, config: &Config) {
     }
     if let Some((_, which)) = days_past(report, keep) {
         tracing::warn!(
-            "{which}: they were shipped to the shared store, and the detect node holding the              lease deletes them at its next upkeep unless it runs with --retention-days 0 (or              store.retention_days = 0); this command's --retention-days does not reach it"
+            "{which}: they were shipped to the shared store, and the detect node holding the \
+             lease deletes them at its next upkeep unless it runs with --retention-days 0 (or \
+             store.retention_days = 0); this command's --retention-days does not reach it"
         );
     }
 }

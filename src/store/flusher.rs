@@ -445,7 +445,13 @@ fn apply_retention(shared: &Shared, dirty: &mut BTreeSet<i32>) -> Result<(), Sto
     if !old.is_empty() {
         commit::commit(layout, &intent)?;
         dirty.extend(old.iter().copied());
-        tracing::info!(days = old.len(), oldest = %day_to_string(old[0]), "retention removed old days");
+        if layout.ship().is_some() {
+            // An ingest node keeps only its dedup window; the shared store
+            // keeps what it shipped.
+            tracing::info!(days = old.len(), oldest = %day_to_string(old[0]), "trimmed this node's local copy of shipped days (its dedup window); the shared store keeps them");
+        } else {
+            tracing::info!(days = old.len(), oldest = %day_to_string(old[0]), "retention removed old days");
+        }
     }
     // Their summaries go too (also those a crash left behind their spans).
     for day in layout.sealed_days()? {
