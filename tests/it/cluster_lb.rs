@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use crate::cluster::Cluster;
 use crate::common::{free_addr, python, repo};
 
-/// nginx in the foreground on a free port, round-robin over `upstreams`.
+/// nginx in the foreground on a free port, round-robin over `upstreams`:
+/// one process (no master and workers), so killing it leaves nothing behind.
 struct Nginx {
     child: Child,
     addr: std::net::SocketAddr,
@@ -33,7 +34,7 @@ impl Nginx {
         std::fs::write(
             &conf,
             format!(
-                "daemon off;\nworker_processes 1;\npid {pid};\nerror_log {err} info;\n\
+                "daemon off;\nmaster_process off;\npid {pid};\nerror_log {err} info;\n\
                  events {{ worker_connections 64; }}\n\
                  http {{\n  access_log {acc};\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n\
                  upstream ingest {{\n{servers}  }}\n  server {{\n    listen {addr};\n    client_max_body_size 64m;\n\
