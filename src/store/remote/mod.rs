@@ -343,22 +343,19 @@ impl Remote {
         let mut writer =
             object_store::buffered::BufWriter::new(Arc::clone(&self.store), self.key(name));
         let mut reader = tokio::io::BufReader::with_capacity(1 << 20, file);
-        tokio::io::copy(&mut reader, &mut writer)
-            .await
-            .map_err(|e| {
-                StoreError::io(
-                    format!("uploading {} to {name}", path.display()),
-                    one_line(&e),
-                )
-            })?;
-        tokio::io::AsyncWriteExt::shutdown(&mut writer)
-            .await
-            .map_err(|e| {
-                StoreError::io(
-                    format!("uploading {} to {name}", path.display()),
-                    one_line(&e),
-                )
-            })?;
+        let sent = match tokio::io::copy(&mut reader, &mut writer).await {
+            Ok(_) => tokio::io::AsyncWriteExt::shutdown(&mut writer).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = sent {
+            // A multipart upload left open would be kept (and billed) by
+            // the store until a lifecycle rule removed it.
+            let _ = writer.abort().await;
+            return Err(StoreError::io(
+                format!("uploading {} to {name}", path.display()),
+                one_line(&e),
+            ));
+        }
         Ok(len)
     }
 
