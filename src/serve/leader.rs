@@ -211,17 +211,18 @@ impl Leader {
             c.busy_timeout(Duration::from_secs(10))?;
             c.execute("VACUUM INTO ?1", [tmp.to_string_lossy().as_ref()])?;
             max_outbox_id(&tmp)
-        })();
-        let watermark = snapshot.map_err(db_err(format!(
+        })()
+        .map_err(db_err(format!(
             "taking a snapshot of {}",
             self.state_db.display()
-        )));
-        let bytes = watermark.as_ref().ok().map(|_| std::fs::read(&tmp));
+        )))
+        .and_then(|watermark| {
+            std::fs::read(&tmp)
+                .map(|bytes| (watermark, bytes))
+                .map_err(|e| StoreError::io(format!("reading {}", tmp.display()), e))
+        });
         let _ = std::fs::remove_file(&tmp);
-        let watermark = watermark?;
-        let bytes = bytes
-            .expect("read when the snapshot was taken")
-            .map_err(|e| StoreError::io(format!("reading {}", tmp.display()), e))?;
+        let (watermark, bytes) = snapshot?;
         if self.lease.held().is_none() {
             // Lapsed while the snapshot was taken: not this node's to ship.
             return Ok(false);

@@ -395,10 +395,11 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
             };
             let (tmp, fin) = parquet::write_tmp_part(layout, day, &tag, df)?;
             if node.is_some() {
-                intent.uploads.push((
-                    fin.clone(),
-                    format!("{}/part-{tag}.parquet", super::remote::day_dir(day)),
-                ));
+                // Under the part's own name, in its day's directory there.
+                let name = remote::file_name(&fin).unwrap_or_default();
+                intent
+                    .uploads
+                    .push((fin.clone(), format!("{}/{name}", remote::day_dir(day))));
             }
             intent.renames.push((tmp, fin));
         }

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use super::sealed::{self, Day};
-use super::{days, Remote};
+use super::{days, file_name, Remote};
 use crate::store::commit::{self, Intent};
 use crate::store::layout::Layout;
 use crate::store::StoreError;
@@ -147,15 +147,7 @@ impl Mirror {
 
 /// The file names of relative paths.
 fn names(paths: &[String]) -> Vec<String> {
-    paths
-        .iter()
-        .filter_map(|p| {
-            std::path::Path::new(p)
-                .file_name()?
-                .to_str()
-                .map(str::to_string)
-        })
-        .collect()
+    paths.iter().filter_map(|p| file_name(p)).collect()
 }
 
 /// Seal a day of the copy and publish the seal on the shared store, when
@@ -195,7 +187,7 @@ pub fn seal(
         }
         let mut published = Vec::new();
         for (tmp, fin) in outputs {
-            let name = names(std::slice::from_ref(fin)).pop().unwrap_or_default();
+            let name = file_name(fin).unwrap_or_default();
             Remote::block(
                 m.remote
                     .upload(&format!("{dir}/{name}"), &layout.absolute(tmp)),
@@ -254,8 +246,8 @@ pub fn upkeep(m: &Mirror, grace: std::time::Duration) -> Result<usize, StoreErro
             let n = objects.len();
             for o in objects {
                 Remote::block(m.remote.delete(&o.name))?;
-                deleted += 1;
             }
+            deleted += n;
             tracing::info!(
                 day = %crate::model::day_to_string(day),
                 objects = n,

@@ -67,6 +67,15 @@ pub struct Version {
     pub version: Option<String>,
 }
 
+impl From<&object_store::ObjectMeta> for Version {
+    fn from(m: &object_store::ObjectMeta) -> Version {
+        Version {
+            e_tag: m.e_tag.clone(),
+            version: m.version.clone(),
+        }
+    }
+}
+
 impl From<Version> for UpdateVersion {
     fn from(v: Version) -> UpdateVersion {
         UpdateVersion {
@@ -86,7 +95,7 @@ pub enum Put {
     Lost,
 }
 
-/// A listed object: its key under the prefix, size and version.
+/// A listed object: its key under the prefix, and its size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Object {
     pub name: String,
@@ -250,10 +259,7 @@ impl Remote {
     pub async fn get(&self, name: &str) -> Result<Option<(Bytes, Version)>, StoreError> {
         match self.store.get(&self.key(name)).await {
             Ok(r) => {
-                let version = Version {
-                    e_tag: r.meta.e_tag.clone(),
-                    version: r.meta.version.clone(),
-                };
+                let version = Version::from(&r.meta);
                 let bytes = r
                     .bytes()
                     .await
@@ -265,25 +271,23 @@ impl Remote {
         }
     }
 
-    /// The object's size, `None` when there is none.
-    pub async fn size(&self, name: &str) -> Result<Option<u64>, StoreError> {
+    /// The object's metadata (`HEAD`), `None` when there is none.
+    async fn head(&self, name: &str) -> Result<Option<object_store::ObjectMeta>, StoreError> {
         match self.store.head(&self.key(name)).await {
-            Ok(m) => Ok(Some(m.size)),
+            Ok(m) => Ok(Some(m)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.err(format!("looking up {name}"), e)),
         }
     }
 
+    /// The object's size, `None` when there is none.
+    pub async fn size(&self, name: &str) -> Result<Option<u64>, StoreError> {
+        Ok(self.head(name).await?.map(|m| m.size))
+    }
+
     /// The object's version, `None` when there is none.
     pub async fn version(&self, name: &str) -> Result<Option<Version>, StoreError> {
-        match self.store.head(&self.key(name)).await {
-            Ok(m) => Ok(Some(Version {
-                e_tag: m.e_tag,
-                version: m.version,
-            })),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(self.err(format!("looking up {name}"), e)),
-        }
+        Ok(self.head(name).await?.as_ref().map(Version::from))
     }
 
     /// Write an object whatever is there (a name only this writer uses).
@@ -438,6 +442,16 @@ fn one_line(e: &dyn std::fmt::Display) -> String {
         .join(" ")
 }
 
+/// The file name of a path relative to the data directory: a part's name
+/// on the shared store is its local one.
+pub fn file_name(path: &str) -> Option<String> {
+    std::path::Path::new(path)
+        .file_name()?
+        .to_str()
+        .map(str::to_string)
+}
+
+/// A day's directory under the prefix (as in the data directory).
 pub fn day_dir(day: i32) -> String {
     format!("spans/date={}", crate::model::day_to_string(day))
 }
