@@ -20,6 +20,7 @@ mod interop_node;
 mod interop_python;
 mod interop_rust;
 mod load;
+mod memcap;
 mod mcp_clients;
 mod mcp_http;
 mod metrics;
