@@ -18,7 +18,7 @@ CARGO_FUZZ_VERSION=0.13.1
 SECONDS_EACH="${FUZZ_SECONDS:-1800}"
 RUNS_EACH="${FUZZ_RUNS:-10000000}"
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(decode_protobuf decode_json decompress read_file)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(decode_protobuf decode_json decompress read_file sql_guard)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 if [[ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]]; then

@@ -126,6 +126,10 @@ pub struct McpArgs {
     /// The "now" of `run_sweep`, to replay history: 2026-08-13 or 2026-08-13T09:00:00Z [default: the clock]
     #[arg(long)]
     pub now: Option<String>,
+    /// Internal: answer one `query` request from stdin (the server's
+    /// query worker process, `mcp::sandbox`); not for use by hand
+    #[arg(long, hide = true, conflicts_with = "stdio")]
+    pub query_worker: bool,
 }
 
 #[derive(Debug, Args)]

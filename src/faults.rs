@@ -23,7 +23,8 @@
 //! node's upload of a flushed part to the shared store),
 //! `ship_before_wal_delete` (shipped, the WAL not yet trimmed),
 //! `sweep_before_commit` (a sweep inside its state transaction, before it
-//! commits); panic points `compact`, `rollup`,
+//! commits), `query_worker` (an MCP query's worker, before it reads);
+//! panic points `compact`, `rollup`,
 //! `retention` (each maintenance task of the store's flusher) and `flusher`
 //! (the flusher's loop itself, outside any guard: the thread dies).
 //! Unset, every check is one relaxed atomic load.
@@ -114,13 +115,14 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
 
 /// The points the code checks: IO points (fail, enospc, delay), the one
 /// outgoing-request point (status) and the kill points.
-const IO_POINTS: [&str; 6] = [
+const IO_POINTS: [&str; 7] = [
     "wal_write",
     "wal_fsync",
     "parquet_write",
     "sweep",
     "readyz_probe",
     "ship",
+    "query_worker",
 ];
 const STATUS_POINTS: [&str; 1] = ["webhook"];
 const KILL_POINTS: [&str; 7] = [

@@ -153,6 +153,13 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
             ConfigAction::Check => config::check(cli.config.as_deref(), public_url, out),
         };
     }
+    if let Command::Mcp(a) = &cli.command {
+        if a.query_worker {
+            // Started by the server with its data dir; reads no config.
+            crate::mcp::worker::run(&cli.data_dir(), std::io::stdin().lock(), out)?;
+            return Ok(Status::Success);
+        }
+    }
     let config = crate::config::Config::load(cli.config.as_deref())?;
     let (data_dir, shared) = shared_store(
         cli.store.as_deref(),

@@ -20,6 +20,36 @@ pub struct Config {
     pub signals: SignalsConfig,
     pub alert: crate::alert::AlertConfig,
     pub cluster: ClusterConfig,
+    pub mcp: McpConfig,
+}
+
+/// `[mcp]`: the MCP server (docs/mcp.md).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// `query` runs in a worker process stopped past this resident memory.
+    pub query_memory_mib: u64,
+    /// ... or past this many seconds.
+    pub query_timeout_secs: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            query_memory_mib: 1024,
+            query_timeout_secs: 10,
+        }
+    }
+}
+
+impl McpConfig {
+    /// `query`'s limits.
+    pub fn query_limits(&self) -> crate::mcp::QueryLimits {
+        crate::mcp::QueryLimits {
+            memory_bytes: self.query_memory_mib << 20,
+            time: Duration::from_secs(self.query_timeout_secs),
+        }
+    }
 }
 
 /// `[cluster]`: nodes over a shared store (`--store s3://…`).
@@ -286,6 +316,21 @@ impl Config {
         };
         if self.ingest.max_body_bytes < 1024 {
             return bad("ingest.max_body_bytes", "must be at least 1024");
+        }
+        if !(128..=65536).contains(&self.mcp.query_memory_mib) {
+            return bad(
+                "mcp.query_memory_mib",
+                &format!(
+                    "must be 128 to 65536 (a query worker needs ~100 MiB to start), got {}",
+                    self.mcp.query_memory_mib
+                ),
+            );
+        }
+        if !(1..=3600).contains(&self.mcp.query_timeout_secs) {
+            return bad(
+                "mcp.query_timeout_secs",
+                &format!("must be 1 to 3600, got {}", self.mcp.query_timeout_secs),
+            );
         }
         if self.ingest.max_inflight_bytes < self.ingest.max_body_bytes {
             return bad(

@@ -11,9 +11,11 @@
 mod args;
 mod page;
 mod reads;
+mod sandbox;
 mod sql;
 mod tools;
 mod trace;
+pub mod worker;
 
 #[cfg(test)]
 mod tests;
@@ -30,6 +32,7 @@ use crate::signal::{Signal, StateDb};
 use crate::store::Reader;
 use crate::sweep::SweepReport;
 
+pub use sandbox::{Limits as QueryLimits, Sandbox};
 pub use tools::Stormwatch;
 
 /// Why a tool could not answer: said to the agent as a tool error.
@@ -79,9 +82,9 @@ pub struct Context {
     tool_lines: Mutex<std::collections::HashMap<(i32, i32), ToolLines>>,
     /// The traces `get_trace` judged last, for the pages that follow.
     traces: trace::TraceCache,
-    /// One `query` at a time: polars cannot be interrupted, so a query
-    /// past its time limit is answered with an error and holds this until
-    /// it ends.
+    /// Where `query` runs: a worker process under a memory and time limit.
+    pub sandbox: Sandbox,
+    /// One `query` at a time, held until its worker has exited.
     queries: Arc<tokio::sync::Semaphore>,
 }
 
@@ -103,6 +106,7 @@ impl Context {
     pub fn new(reads: Arc<Reads>, spike: SpikeParams, sweeps: Arc<dyn Sweeps>) -> Context {
         let reader = reads.reader.clone();
         let state_path = reader.layout().state_db();
+        let sandbox = Sandbox::current(reader.layout().root(), QueryLimits::default());
         Context {
             reader,
             reads,
@@ -112,8 +116,15 @@ impl Context {
             verdicts: Mutex::new(None),
             tool_lines: Mutex::default(),
             traces: trace::TraceCache::default(),
+            sandbox,
             queries: Arc::new(tokio::sync::Semaphore::new(1)),
         }
+    }
+
+    /// The same, with `query`'s limits (`[mcp]` of the config).
+    pub fn with_query_limits(mut self, limits: QueryLimits) -> Context {
+        self.sandbox.limits = limits;
+        self
     }
 
     fn rollup(&self) -> Result<Arc<Rollup>, McpError> {

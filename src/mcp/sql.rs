@@ -1,18 +1,14 @@
 //! `query` and `describe_tables`: read-only polars SQL over three tables —
 //! `tool_daily` (the daily rollup), `turn_summary` (the sealed days' turns)
 //! and `spans` (a bounded window of days). One SELECT (or WITH … SELECT)
-//! per call, naming only those tables and its own CTEs: no statement that
-//! writes, no file function (`read_parquet`, `read_csv`…), a row limit, and
-//! a time limit.
-
-use std::collections::BTreeSet;
+//! per call that passes the allowlist (`stormwatch-sqlguard`): the tables
+//! and its own CTEs only, no table function, allowed functions only; a row
+//! limit and a character budget. [`execute`] runs it; `query` calls it in a
+//! worker process (`sandbox`) under a memory and a time limit.
 
 use polars::prelude::*;
 use schemars::JsonSchema;
-use serde::Serialize;
-use sqlparser::ast::{visit_relations, Statement};
-use sqlparser::dialect::GenericDialect;
-use sqlparser::parser::Parser;
+use serde::{Deserialize, Serialize};
 
 use super::{Context, McpError};
 use crate::model::day_to_string;
@@ -21,8 +17,6 @@ use crate::model::day_to_string;
 pub const MAX_ROWS: usize = 500;
 /// Days of spans a query may read (the `spans` table's window).
 pub const MAX_SPAN_DAYS: u32 = 7;
-/// How long a query may run before it is answered with an error.
-pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 const TABLES: [(&str, &str); 3] = [
     (
@@ -39,70 +33,38 @@ const TABLES: [(&str, &str); 3] = [
     ),
 ];
 
-/// The statement, checked: one query that names only the tables (or its
-/// own CTEs). The message says what was refused and why.
+/// The statement, checked by the allowlist (`stormwatch-sqlguard`: the
+/// tables and the statement's own CTEs only, no table function whatever
+/// its name, allowed functions only, no cross join); the message says what
+/// was refused and why, from the statement alone.
 pub fn check(sql: &str) -> Result<(), McpError> {
-    let refuse = |why: String| McpError::Refused(format!("query refused: {why}"));
-    let statements = Parser::parse_sql(&GenericDialect {}, sql)
-        .map_err(|e| refuse(format!("it does not parse as SQL ({e})")))?;
-    let [statement] = statements.as_slice() else {
-        return Err(refuse(format!(
-            "expected exactly one SELECT statement, got {}",
-            statements.len()
-        )));
-    };
-    let Statement::Query(query) = statement else {
-        let kind = statement.to_string();
-        let word = kind.split_whitespace().next().unwrap_or("?").to_uppercase();
-        return Err(refuse(format!(
-            "only SELECT is allowed (read-only), got a {word} statement"
-        )));
-    };
-    let mut allowed: BTreeSet<String> = TABLES.iter().map(|(t, _)| t.to_string()).collect();
-    if let Some(with) = &query.with {
-        for cte in &with.cte_tables {
-            allowed.insert(cte.alias.name.value.to_lowercase());
-        }
-    }
-    let mut bad = None;
-    let _ = visit_relations(statement, |name| {
-        let n = name.to_string().to_lowercase();
-        if !allowed.contains(&n) && bad.is_none() {
-            bad = Some(n);
-        }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    if let Some(n) = bad {
-        let hint = if n.starts_with("read_") {
-            " (file functions are not allowed: the tables are already loaded)"
-        } else {
-            ""
-        };
-        return Err(refuse(format!(
-            "it reads {n:?}{hint}; the tables are tool_daily, turn_summary and spans (describe_tables gives their columns)"
-        )));
-    }
-    Ok(())
+    stormwatch_sqlguard::check(sql)
+        .map(|_| ())
+        .map_err(|r| McpError::Refused(r.to_string()))
 }
 
 /// The tables by name, the window they hold in words, and the pin that
 /// keeps the span parts they scan (hold it until the query is collected).
 type Tables = (Vec<(&'static str, LazyFrame)>, String, crate::store::Pin);
 
-/// The tables over the window ending on the newest day with data.
-fn tables(ctx: &Context, days: Option<u32>) -> Result<Tables, McpError> {
+/// The tables over the window ending on the newest day with data; the
+/// rollup is the one the caches hold (in a worker, read from the store).
+fn tables(
+    reader: &crate::store::Reader,
+    rollup: &crate::dash::data::Rollup,
+    days: Option<u32>,
+) -> Result<Tables, McpError> {
     let days = days.unwrap_or(1);
     if !(1..=MAX_SPAN_DAYS).contains(&days) {
         return Err(McpError::Argument(format!(
             "days: expected 1 to {MAX_SPAN_DAYS} (the spans table's window), got {days}"
         )));
     }
-    let rollup = ctx.rollup()?;
-    let stored = ctx.reader.days()?;
+    let stored = reader.days()?;
     let to = stored.last().copied().or(rollup.last_day).unwrap_or(0);
     let from = to - days as i32 + 1;
-    let (spans, pin) = ctx.reader.spans(from..=to)?.into_parts();
-    let layout = ctx.reader.layout();
+    let (spans, pin) = reader.spans(from..=to)?.into_parts();
+    let layout = reader.layout();
     let sealed: Vec<std::path::PathBuf> = layout
         .sealed_days()?
         .into_iter()
@@ -136,7 +98,7 @@ fn tables(ctx: &Context, days: Option<u32>) -> Result<Tables, McpError> {
     ))
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Column {
     pub name: String,
     #[serde(rename = "type")]
@@ -159,7 +121,8 @@ pub struct TablesAnswer {
 }
 
 pub fn describe(ctx: &Context) -> Result<TablesAnswer, McpError> {
-    let (tables, window, _pin) = tables(ctx, None)?;
+    let rollup = ctx.rollup()?;
+    let (tables, window, _pin) = tables(&ctx.reader, &rollup, None)?;
     let mut out = Vec::new();
     for (name, mut lf) in tables {
         let schema = lf.collect_schema().map_err(|e| McpError::Data {
@@ -186,13 +149,14 @@ pub fn describe(ctx: &Context) -> Result<TablesAnswer, McpError> {
         tables: out,
         window,
         limits: format!(
-            "one SELECT per call; at most {MAX_ROWS} rows; {} s; spans of at most {MAX_SPAN_DAYS} days (`days`)",
-            TIME_LIMIT.as_secs()
+            "one SELECT per call (the tables and its own CTEs, no file functions, no cross joins); at most {MAX_ROWS} rows; {} s and {} MiB (the query runs in a worker process, stopped at either); spans of at most {MAX_SPAN_DAYS} days (`days`)",
+            ctx.sandbox.limits.time.as_secs(),
+            ctx.sandbox.limits.memory_bytes >> 20
         ),
     })
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct QueryAnswer {
     pub columns: Vec<Column>,
     /// Rows as arrays, in the columns' order.
@@ -204,13 +168,27 @@ pub struct QueryAnswer {
     pub truncated: Option<String>,
 }
 
-fn json(v: AnyValue<'_>) -> serde_json::Value {
+/// The longest string value a row shows; longer ones are cut, marked.
+pub const MAX_CELL_CHARS: usize = 2_000;
+
+/// A string as a row shows it: cut past [`MAX_CELL_CHARS`], counted in `cut`.
+fn cell(s: &str, cut: &mut usize) -> serde_json::Value {
+    match s.char_indices().nth(MAX_CELL_CHARS) {
+        None => s.into(),
+        Some((at, _)) => {
+            *cut += 1;
+            format!("{}… [cut: {} characters]", &s[..at], s.chars().count()).into()
+        }
+    }
+}
+
+fn json(v: AnyValue<'_>, cut: &mut usize) -> serde_json::Value {
     use serde_json::Value;
     match v {
         AnyValue::Null => Value::Null,
         AnyValue::Boolean(b) => b.into(),
-        AnyValue::String(s) => s.into(),
-        AnyValue::StringOwned(s) => s.to_string().into(),
+        AnyValue::String(s) => cell(s, cut),
+        AnyValue::StringOwned(s) => cell(&s, cut),
         AnyValue::Int8(n) => n.into(),
         AnyValue::Int16(n) => n.into(),
         AnyValue::Int32(n) => n.into(),
@@ -223,14 +201,22 @@ fn json(v: AnyValue<'_>) -> serde_json::Value {
             serde_json::Number::from_f64(f64::from(f)).map_or(Value::Null, Value::Number)
         }
         AnyValue::Float64(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        other => other.to_string().trim_matches('"').to_string().into(),
+        other => cell(other.to_string().trim_matches('"'), cut),
     }
 }
 
-/// Run `sql` (already [`check`]ed) on the tables; blocking.
-pub fn run(ctx: &Context, sql: &str, days: Option<u32>) -> Result<QueryAnswer, McpError> {
+/// Check `sql` and run it on the tables, in this process; blocking. The
+/// `query` tool runs this in a worker process (`sandbox`), never in the
+/// server: a statement the allowlist passes can still ask for more memory
+/// or time than the server has to give.
+pub fn execute(
+    reader: &crate::store::Reader,
+    rollup: &crate::dash::data::Rollup,
+    sql: &str,
+    days: Option<u32>,
+) -> Result<QueryAnswer, McpError> {
     check(sql)?;
-    let (tables, window, _pin) = tables(ctx, days)?;
+    let (tables, window, _pin) = tables(reader, rollup, days)?;
     let mut sql_ctx = polars::sql::SQLContext::new();
     for (name, lf) in tables {
         sql_ctx.register(name, lf);
@@ -255,11 +241,15 @@ pub fn run(ctx: &Context, sql: &str, days: Option<u32>) -> Result<QueryAnswer, M
     let mut rows = Vec::with_capacity(df.height());
     let mut chars = 0;
     let mut cut = None;
+    let mut cells_cut = 0usize;
     for i in 0..df.height() {
         let row: Vec<serde_json::Value> = df
             .columns()
             .iter()
-            .map(|c| c.get(i).map_or(serde_json::Value::Null, json))
+            .map(|c| {
+                c.get(i)
+                    .map_or(serde_json::Value::Null, |v| json(v, &mut cells_cut))
+            })
             .collect();
         chars += serde_json::to_string(&row).map_or(0, |s| s.len());
         if !rows.is_empty() && chars > super::page::BUDGET_CHARS - 2_000 {
@@ -274,11 +264,24 @@ pub fn run(ctx: &Context, sql: &str, days: Option<u32>) -> Result<QueryAnswer, M
         }
         rows.push(row);
     }
-    let truncated = cut.or_else(|| {
-        more.then(|| {
-            format!("the first {MAX_ROWS} rows; the query returns more (add a LIMIT, or aggregate)")
-        })
+    let cells = (cells_cut > 0).then(|| {
+        format!(
+            "{cells_cut} value(s) longer than {MAX_CELL_CHARS} characters cut (select substr(column, 1, n) to see part of one)"
+        )
     });
+    let truncated = cut
+        .or_else(|| {
+            more.then(|| {
+                format!(
+                    "the first {MAX_ROWS} rows; the query returns more (add a LIMIT, or aggregate)"
+                )
+            })
+        })
+        .map(|t| match &cells {
+            Some(c) => format!("{t}; {c}"),
+            None => t,
+        })
+        .or(cells);
     Ok(QueryAnswer {
         row_count: rows.len(),
         columns,

@@ -183,8 +183,8 @@ impl Stormwatch {
     }
 
     /// Read-only polars SQL: one SELECT over tool_daily, turn_summary and
-    /// spans (a window of at most 7 days). At most 500 rows and 10 s; no
-    /// writes, no file functions.
+    /// spans (a window of at most 7 days). At most 500 rows, 10 s and
+    /// 1 GiB by default; no writes, no file functions, no cross joins.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn query(
         &self,
@@ -194,19 +194,17 @@ impl Stormwatch {
         let Some(permit) = self.ctx.queries_permit() else {
             return Err("query refused: another query is still running (one at a time); try again when it ends".into());
         };
-        let ctx = Arc::clone(&self.ctx);
+        let sandbox = self.ctx.sandbox.clone();
+        // The slot is held until the worker has exited (`Sandbox::run`
+        // returns only then, past either limit by killing it).
         let run = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            sql::run(&ctx, &a.sql, a.days)
+            sandbox.run(&a.sql, a.days)
         });
-        match tokio::time::timeout(sql::TIME_LIMIT, run).await {
-            Ok(Ok(Ok(v))) => Ok(Json(v)),
-            Ok(Ok(Err(e))) => Err(e.to_string()),
-            Ok(Err(e)) => Err(format!("the query's thread failed: {e}")),
-            Err(_) => Err(format!(
-                "query refused: it ran past its time limit ({} s); aggregate sooner, filter by day or tool, or read fewer days",
-                sql::TIME_LIMIT.as_secs()
-            )),
+        match run.await {
+            Ok(Ok(v)) => Ok(Json(v)),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(format!("the query's thread failed: {e}")),
         }
     }
 

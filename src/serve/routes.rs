@@ -40,11 +40,14 @@ pub fn http_router(
         }));
     }
     let reads = Arc::new(reads);
-    let mcp_ctx = Arc::new(crate::mcp::Context::new(
-        Arc::clone(&reads),
-        spike.clone(),
-        Arc::new(McpSweeps(Arc::clone(&sweeper))),
-    ));
+    let mcp_ctx = Arc::new(
+        crate::mcp::Context::new(
+            Arc::clone(&reads),
+            spike.clone(),
+            Arc::new(McpSweeps(Arc::clone(&sweeper))),
+        )
+        .with_query_limits(mcp.query),
+    );
     let app = crate::dash::router(reads, panels, spike)?
         .merge(metrics::router(metrics))
         .route(
@@ -78,11 +81,13 @@ pub struct McpGuard {
     pub hosts: Option<Vec<String>>,
     /// Browser origins allowed; any other `Origin` is refused.
     pub origins: Vec<String>,
+    /// `query`'s memory and time limits (`[mcp]`).
+    pub query: crate::mcp::QueryLimits,
 }
 
 impl McpGuard {
     /// For the HTTP listener at `addr`, reached as `public_url`.
-    pub fn new(addr: SocketAddr, public_url: &str) -> McpGuard {
+    pub fn new(addr: SocketAddr, public_url: &str, query: crate::mcp::QueryLimits) -> McpGuard {
         let public = url_host(public_url);
         let port = addr.port();
         let mut origins = vec![
@@ -102,7 +107,11 @@ impl McpGuard {
             h.extend(public.clone());
             h
         });
-        McpGuard { hosts, origins }
+        McpGuard {
+            hosts,
+            origins,
+            query,
+        }
     }
 }
 

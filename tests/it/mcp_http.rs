@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use crate::common::{python, repo, Server};
 
-const TOKEN: &str = "mcp-test-token-0123456789";
+pub(crate) const TOKEN: &str = "mcp-test-token-0123456789";
 const MODERN: &str = "2026-07-28";
 
-fn demo() -> (tempfile::TempDir, Server) {
+pub(crate) fn demo() -> (tempfile::TempDir, Server) {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(
         &dir.path().join("data"),
@@ -79,7 +79,7 @@ fn answer(text: &str) -> Value {
 }
 
 /// `tools/call` of `tool`: the JSON-RPC result.
-fn call(server: &Server, tool: &str, arguments: Value) -> Value {
+pub(crate) fn call(server: &Server, tool: &str, arguments: Value) -> Value {
     let (status, v) = modern(
         server,
         "tools/call",

@@ -97,6 +97,7 @@ pub fn peak_rss(pid: u32) -> u64 {
 }
 
 /// A process's resident set now (`VmRSS`) in bytes; 0 once it is gone.
+#[allow(dead_code)]
 pub fn rss(pid: u32) -> u64 {
     status_kib(pid, "VmRSS:") * 1024
 }
