@@ -454,7 +454,7 @@ impl Visitor for Allowlist<'_> {
             } => {
                 if args.is_some() {
                     return ControlFlow::Break(format!(
-                        "it calls {:?} as a table function: table functions (read_parquet, read_csv, …) are not allowed, whatever the name; {TABLES_HINT}",
+                        "it calls {:?} as a table function: file functions are not allowed (read_parquet, read_csv, …, or any name called with arguments in FROM, whatever it is defined as); {TABLES_HINT}",
                         name.to_string()
                     ));
                 }
