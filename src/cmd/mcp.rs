@@ -41,7 +41,7 @@ pub fn stdio(
             config.detect.error_spike.clone(),
             Arc::new(sweeps),
         )
-        .with_query_limits(config.mcp.query_limits()),
+        .with_query_limits(crate::mcp::QueryLimits::from_config(&config.mcp)),
     );
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

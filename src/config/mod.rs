@@ -42,16 +42,6 @@ impl Default for McpConfig {
     }
 }
 
-impl McpConfig {
-    /// `query`'s limits.
-    pub fn query_limits(&self) -> crate::mcp::QueryLimits {
-        crate::mcp::QueryLimits {
-            memory_bytes: self.query_memory_mib << 20,
-            time: Duration::from_secs(self.query_timeout_secs),
-        }
-    }
-}
-
 /// `[cluster]`: nodes over a shared store (`--store s3://…`).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]

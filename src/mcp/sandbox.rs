@@ -53,6 +53,16 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// `[mcp]`'s `query_memory_mib` and `query_timeout_secs`.
+    pub fn from_config(c: &crate::config::McpConfig) -> Limits {
+        Limits {
+            memory_bytes: c.query_memory_mib << 20,
+            time: Duration::from_secs(c.query_timeout_secs),
+        }
+    }
+}
+
 /// What the server sends a worker on its stdin.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Request {

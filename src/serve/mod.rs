@@ -182,7 +182,7 @@ pub async fn run(
             McpGuard::new(
                 opts.http_addr,
                 &opts.public_url,
-                opts.config.mcp.query_limits(),
+                crate::mcp::QueryLimits::from_config(&opts.config.mcp),
             ),
         )?
     } else {
