@@ -58,6 +58,21 @@ impl MemCap {
             .unwrap_or_else(|e| panic!("moving {pid} into {}: {e}", self.dir.display()));
     }
 
+    /// The most memory the cgroup held at once (bytes): its processes'
+    /// resident memory, page cache and kernel memory charged to it, so an
+    /// upper bound on their peak RSS that outlives them.
+    pub fn peak(&self) -> u64 {
+        let file = if self.v2 {
+            "memory.peak"
+        } else {
+            "memory.max_usage_in_bytes"
+        };
+        std::fs::read_to_string(self.dir.join(file))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// How many times the kernel's OOM killer acted in the cgroup.
     pub fn oom_kills(&self) -> u64 {
         let file = if self.v2 {
