@@ -58,9 +58,10 @@ impl MemCap {
             .unwrap_or_else(|e| panic!("moving {pid} into {}: {e}", self.dir.display()));
     }
 
-    /// The most memory the cgroup held at once (bytes): its processes'
-    /// resident memory, page cache and kernel memory charged to it, so an
-    /// upper bound on their peak RSS that outlives them.
+    /// The most memory charged to the cgroup at once (bytes): its
+    /// processes' anonymous memory, the page cache and kernel memory they
+    /// brought in (pages cached already, such as a binary another run
+    /// loaded, are charged elsewhere). Read after they are gone.
     pub fn peak(&self) -> u64 {
         let file = if self.v2 {
             "memory.peak"
