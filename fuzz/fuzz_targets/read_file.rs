@@ -40,7 +40,8 @@ fuzz_target!(|data: &[u8]| {
     std::fs::File::create(&path)
         .and_then(|mut f| f.write_all(body))
         .expect("the scratch file is written");
-    if let Ok((_, records)) = file::read(&path, 16 << 20) {
+    let limits = file::Limits { max_file_bytes: 16 << 20, max_decompressed_bytes: 16 << 20 };
+    if let Ok((_, records)) = file::read(&path, &limits) {
         for r in records {
             if let Ok(req) = r.result {
                 let n = normalize(&req);

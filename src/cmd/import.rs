@@ -1,5 +1,7 @@
 //! `stormwatch import`: files and directories into the store, then (with
-//! `--follow`) new files of a directory until interrupted; one summary line.
+//! `--follow`) new files of a directory until interrupted; one summary line,
+//! and exit status 1 when a file given was refused (not a regular file, or
+//! past a cap).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,12 +45,8 @@ pub fn run(
     };
     let mut report = ImportReport::default();
     if !o.paths.is_empty() {
-        report = crate::import::import_paths(
-            &store,
-            &o.paths,
-            o.progress,
-            config.import.max_decompressed_bytes,
-        )?;
+        report =
+            crate::import::import_paths(&store, &o.paths, o.progress, &config.import.limits())?;
     }
     if let Some(dir) = &o.follow {
         report.add(&follow(&store, dir, config)?);
@@ -61,10 +59,15 @@ pub fn run(
     }
     writeln!(
         out,
-        "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped",
-        report.files, report.records, report.spans_stored, report.duplicates, report.rejected, report.bad_records
+        "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped, {} file(s) refused, {} not regular skipped",
+        report.files, report.records, report.spans_stored, report.duplicates, report.rejected, report.bad_records, report.refused, report.not_regular
     )?;
-    Ok(Status::Success)
+    // Each refusal was an error line of its own.
+    Ok(if report.refused > 0 {
+        Status::Failure
+    } else {
+        Status::Success
+    })
 }
 
 /// `--follow`: pull from `dir` until a shutdown signal.
@@ -82,13 +85,7 @@ fn follow(store: &Store, dir: &Path, config: &Config) -> anyhow::Result<ImportRe
     let interval = Duration::from_millis(config.import.poll_interval_ms.max(10));
     std::thread::scope(|s| {
         let h = s.spawn(|| {
-            let r = crate::import::follow(
-                store,
-                dir,
-                interval,
-                config.import.max_decompressed_bytes,
-                &stop,
-            );
+            let r = crate::import::follow(store, dir, interval, &config.import.limits(), &stop);
             stop.store(true, Ordering::Relaxed);
             r
         });

@@ -243,13 +243,29 @@ pub struct ImportConfig {
     /// Largest a gzip'd file may decompress to (bytes); past it the file is
     /// refused whole (a gzip bomb).
     pub max_decompressed_bytes: u64,
+    /// Most bytes read from one file (bytes); past it the file is refused
+    /// whole (a device, a file that grows without end); `--follow` reads a
+    /// growing JSON-lines file at most this much per poll.
+    pub max_file_bytes: u64,
 }
 
 impl Default for ImportConfig {
     fn default() -> Self {
+        let d = crate::ingest::file::Limits::default();
         ImportConfig {
             poll_interval_ms: 1000,
-            max_decompressed_bytes: 1 << 30,
+            max_decompressed_bytes: d.max_decompressed_bytes,
+            max_file_bytes: d.max_file_bytes,
+        }
+    }
+}
+
+impl ImportConfig {
+    /// The caps on each imported file.
+    pub fn limits(&self) -> crate::ingest::file::Limits {
+        crate::ingest::file::Limits {
+            max_file_bytes: self.max_file_bytes,
+            max_decompressed_bytes: self.max_decompressed_bytes,
         }
     }
 }
@@ -327,6 +343,9 @@ impl Config {
                 "ingest.max_inflight_bytes",
                 "must be at least ingest.max_body_bytes",
             );
+        }
+        if self.import.max_file_bytes < 1024 {
+            return bad("import.max_file_bytes", "must be at least 1024");
         }
         if self.store.flush_interval_secs == 0 {
             return bad("store.flush_interval_secs", "must be at least 1");
@@ -575,6 +594,21 @@ mod tests {
         .unwrap();
         assert_eq!(c.detect.error_spike.multiplier, 4.0);
         assert_eq!(c.detect.error_spike.min_calls, 10);
+    }
+
+    #[test]
+    fn import_caps_are_checked_and_reach_the_limits() {
+        let err = Config::parse("[import]\nmax_file_bytes = 10\n", Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("import.max_file_bytes: must be at least 1024"),
+            "{err}"
+        );
+        let c = Config::parse("[import]\nmax_file_bytes = 4096\n", Path::new("x.toml")).unwrap();
+        let limits = c.import.limits();
+        assert_eq!(limits.max_file_bytes, 4096);
+        assert_eq!(limits.max_decompressed_bytes, 1 << 30);
     }
 
     #[test]

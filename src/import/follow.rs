@@ -4,8 +4,11 @@
 //! whole files once they hold still for a poll, remembering per file in
 //! `state.sqlite` what was taken. A file whose read fails for a while is
 //! retried with jitter, up to a number of attempts and a time; one that
-//! cannot be read at all, or decompresses past the cap, is skipped until it
-//! changes.
+//! cannot be read at all, is not a regular file, or is past a cap, is
+//! skipped until it changes (a FIFO, device or socket in the directory is
+//! never opened: warned about once). A growing JSON-lines file is read at
+//! most `max_file_bytes` per poll; a line longer than that stops its file
+//! there until it is rewritten.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use super::{expand, read_error, read_file, ImportError, ImportReport, Loader};
-use crate::ingest::file::{self, FileKind};
+use crate::ingest::file::{self, FileKind, Limits, Refused};
 use crate::retry::{self, IoFailure};
 use crate::store::Store;
 
@@ -35,10 +38,12 @@ struct FileState {
 const HEAD_BYTES: u64 = 512;
 
 fn head_hash(path: &Path, len: u64) -> std::io::Result<i64> {
-    use std::io::Read;
-    let mut buf = Vec::with_capacity(len as usize);
-    std::fs::File::open(path)?.take(len).read_to_end(&mut buf)?;
-    Ok(xxhash_rust::xxh3::xxh3_64(&buf) as i64)
+    hash_at(path, 0, len)
+}
+
+/// Hash of `len` bytes of the file from `offset`.
+fn hash_at(path: &Path, offset: u64, len: u64) -> std::io::Result<i64> {
+    Ok(xxhash_rust::xxh3::xxh3_64(&file::read_at(path, offset, len)?) as i64)
 }
 
 struct FollowDb {
@@ -139,13 +144,13 @@ const FOLLOW_GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 /// Follow `dir` until `stop` is set. Every poll: new complete lines of
 /// JSON-lines files are loaded and their offset saved once acknowledged;
 /// other files are loaded once their size and mtime hold still for a poll
-/// (gzip'd content capped at `max_decompressed` bytes; a file past it is
-/// skipped until it changes).
+/// (within `limits`; a file past them, or not a regular file, is skipped
+/// until it changes).
 pub fn follow(
     store: &Store,
     dir: &Path,
     interval: Duration,
-    max_decompressed: u64,
+    limits: &Limits,
     stop: &AtomicBool,
 ) -> Result<ImportReport, ImportError> {
     let db = FollowDb::open(&store.layout().state_db())?;
@@ -153,11 +158,30 @@ pub fn follow(
     let mut last_seen: HashMap<PathBuf, (u64, i64)> = HashMap::new();
     let mut failing: HashMap<PathBuf, Failing> = HashMap::new();
     let mut skipped: HashMap<PathBuf, i64> = HashMap::new();
+    // JSON-lines files stopped by a line longer than the cap: the offset it
+    // starts at, and the hash of its first bytes (while they stay, it does).
+    let mut stuck: HashMap<PathBuf, (u64, i64)> = HashMap::new();
     let mut loops_warned = std::collections::HashSet::new();
     tracing::info!(dir = %dir.display(), "following; new files and new lines are loaded as they land");
     while !stop.load(Ordering::Relaxed) {
-        let files = match expand(&[dir.to_path_buf()], &mut loops_warned) {
-            Ok(f) => f,
+        let walked = expand(
+            &[dir.to_path_buf()],
+            &mut loops_warned,
+            &mut ImportReport::default(),
+        );
+        let files = match walked {
+            Ok((files, named)) => {
+                for s in named {
+                    if loops_warned.insert(s.path.clone()) {
+                        tracing::warn!(
+                            "{}: not followed: {}, neither a directory nor a regular file",
+                            s.path.display(),
+                            s.what
+                        );
+                    }
+                }
+                files
+            }
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot list the followed directory; trying again");
                 Vec::new()
@@ -170,19 +194,28 @@ pub fn follow(
             if failing.get(&path).is_some_and(|f| Instant::now() < f.next) {
                 continue;
             }
-            match follow_file(
-                store,
-                &db,
-                &path,
-                &mut last_seen,
-                &skipped,
-                max_decompressed,
-            ) {
+            let seen = Seen {
+                last: &mut last_seen,
+                skipped: &skipped,
+                stuck: &stuck,
+            };
+            match follow_file(store, &db, &path, seen, limits) {
                 Ok(report) => {
                     failing.remove(&path);
                     total.add(&report);
                 }
-                Err(e @ ImportError::TooLarge { .. }) => {
+                Err(
+                    e @ ImportError::Refused {
+                        refused: Refused::LineTooLong { .. },
+                        ..
+                    },
+                ) => {
+                    let offset = db.get(&path)?.unwrap_or_default().offset;
+                    tracing::warn!("{e}; the file is read again once rewritten");
+                    let hash = hash_at(&path, offset, HEAD_BYTES).unwrap_or(0);
+                    stuck.insert(path.clone(), (offset, hash));
+                }
+                Err(e @ ImportError::Refused { .. }) => {
                     let mtime = std::fs::metadata(&path).map(|m| mtime_ns(&m)).unwrap_or(0);
                     tracing::warn!("{e}; skipped until it changes");
                     skipped.insert(path.clone(), mtime);
@@ -241,43 +274,44 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
+/// What the follower knows of the files across polls: the size and mtime
+/// each had at the last poll, the files skipped until they change (by
+/// their mtime then) and those stopped at a line too long (by its offset
+/// and the hash of its first bytes).
+struct Seen<'a> {
+    last: &'a mut HashMap<PathBuf, (u64, i64)>,
+    skipped: &'a HashMap<PathBuf, i64>,
+    stuck: &'a HashMap<PathBuf, (u64, i64)>,
+}
+
 fn follow_file(
     store: &Store,
     db: &FollowDb,
     path: &Path,
-    last_seen: &mut HashMap<PathBuf, (u64, i64)>,
-    skipped: &HashMap<PathBuf, i64>,
-    max_decompressed: u64,
+    seen: Seen<'_>,
+    limits: &Limits,
 ) -> Result<ImportReport, ImportError> {
     let io = |source| ImportError::Io {
         path: path.to_path_buf(),
         source,
     };
+    let refused = |e| read_error(path, e);
     let meta = std::fs::metadata(path).map_err(io)?;
     let (size, mtime) = (meta.len(), mtime_ns(&meta));
-    if skipped.get(path) == Some(&mtime) {
+    if seen.skipped.get(path) == Some(&mtime) {
         return Ok(ImportReport::default());
     }
     let mut state = db.get(path)?.unwrap_or_default();
     if state.done && state.size == size && state.mtime_ns == mtime {
         return Ok(ImportReport::default());
     }
-    let gz = {
-        let mut magic = [0u8; 2];
-        use std::io::Read;
-        std::fs::File::open(path)
-            .and_then(|mut f| f.read(&mut magic))
-            .map_err(io)?
-            == 2
-            && magic == [0x1f, 0x8b]
-    };
-    let kind =
-        file::sniff(path, max_decompressed).map_err(|e| read_error(path, max_decompressed, e))?;
+    let gz = file::is_gzip(path).map_err(refused)?;
+    let kind = file::sniff(path, limits).map_err(refused)?;
     let mut loader = Loader::new(store);
     if kind == FileKind::JsonLines && !gz {
         let rewritten = state.head_len > 0
             && (size < state.head_len
-                || head_hash(path, state.head_len).map_err(io)? != state.head_hash);
+                || head_hash(path, state.head_len).map_err(refused)? != state.head_hash);
         if size < state.offset || rewritten {
             tracing::info!(
                 "{}: truncated or rewritten since it was read; reading it again from the start",
@@ -288,8 +322,15 @@ fn follow_file(
         if size == state.offset {
             return Ok(ImportReport::default());
         }
+        if let Some(&(offset, hash)) = seen.stuck.get(path) {
+            if offset == state.offset && hash_at(path, offset, HEAD_BYTES).map_err(refused)? == hash
+            {
+                return Ok(ImportReport::default());
+            }
+        }
         let (records, offset, lines) =
-            file::read_lines_from(path, state.offset, state.lines).map_err(io)?;
+            file::read_lines_from(path, state.offset, state.lines, limits.max_file_bytes)
+                .map_err(refused)?;
         for r in records {
             loader.record(path, r)?;
         }
@@ -303,17 +344,17 @@ fn follow_file(
             lines,
             done: false,
             head_len,
-            head_hash: head_hash(path, head_len).map_err(io)?,
+            head_hash: head_hash(path, head_len).map_err(refused)?,
         };
         db.put(path, &state)?;
         return Ok(report);
     }
     // A whole-file format: wait until it holds still for one poll.
-    let stable = last_seen.insert(path.to_path_buf(), (size, mtime)) == Some((size, mtime));
+    let stable = seen.last.insert(path.to_path_buf(), (size, mtime)) == Some((size, mtime));
     if !stable {
         return Ok(ImportReport::default());
     }
-    let records = read_file(path, max_decompressed)?;
+    let records = read_file(path, limits)?;
     for r in records {
         loader.record(path, r)?;
     }

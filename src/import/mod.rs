@@ -2,14 +2,20 @@
 //! `--follow DIR`, which keeps pulling new files (and new lines of growing
 //! JSON-lines files) and remembers in `state.sqlite` what it took.
 //!
-//! Bounds: a gzip'd file that decompresses to more than
-//! `[import] max_decompressed_bytes` (1 GiB) is refused whole, naming the
-//! file and the cap (a file's records are all read before any is stored,
-//! so nothing of it is imported): `import` stops there, like at any file it
-//! cannot read, and `--follow` skips it until it changes. A directory walk
-//! follows symlinks, except a link to a directory above it on the path being
-//! walked (a loop, whose files are listed already): that link is skipped with
-//! a warning naming it and where it leads.
+//! Bounds: only regular files are read (told after following symlinks); a
+//! FIFO, a device or a socket is never opened: found in a directory it is
+//! skipped with a warning saying what it is, named itself it is refused with
+//! an error. A file of more than `[import] max_file_bytes` (1 GiB, read
+//! bytes counted, so a file that grows while read stops there too), or
+//! whose gzip'd content decompresses to more than `max_decompressed_bytes`
+//! (1 GiB), is refused whole, naming the file and the cap (a file's records
+//! are all read before any is stored, so nothing of it is imported).
+//! `import` refuses such a file, goes on with the rest, and exits 1
+//! ([`ImportReport::refused`]); `--follow` skips it until it changes, and
+//! reads a growing JSON-lines file at most `max_file_bytes` per poll. A
+//! directory walk follows symlinks, except a link to a directory above it
+//! on the path being walked (a loop, whose files are listed already): that
+//! link is skipped with a warning naming it and where it leads.
 //!
 //! Here: the report, the error, the windowed loader both use and the
 //! one-shot [`import_paths`]; [`follow`] (its per-file progress kept in
@@ -22,7 +28,7 @@ pub use follow::follow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::ingest::file::{self, Expanded, Record};
+use crate::ingest::file::{self, Expanded, Limits, Record, Refused, Special};
 use crate::retry;
 use crate::store::{PendingAck, Store, StoreError};
 
@@ -39,6 +45,12 @@ pub struct ImportReport {
     pub bad_records: usize,
     /// UTC days of the spans submitted (days since the epoch).
     pub days: std::collections::BTreeSet<i32>,
+    /// Files refused (each with an error line): named paths that are not
+    /// regular files, files past a cap. `import` exits 1 when there are any.
+    pub refused: usize,
+    /// FIFOs, devices and sockets found in a directory, skipped (each with
+    /// a warning).
+    pub not_regular: usize,
 }
 
 impl ImportReport {
@@ -50,6 +62,8 @@ impl ImportReport {
         self.rejected += other.rejected;
         self.bad_records += other.bad_records;
         self.days.extend(other.days.iter().copied());
+        self.refused += other.refused;
+        self.not_regular += other.not_regular;
     }
 }
 
@@ -61,11 +75,8 @@ pub enum ImportError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error(
-        "{path}: refused: its gzip content decompresses to more than {cap} bytes (import.max_decompressed_bytes), \
-         a gzip bomb or a file to split; nothing of it was imported"
-    )]
-    TooLarge { path: PathBuf, cap: u64 },
+    #[error("{}: refused: {}", path.display(), refused_message(refused))]
+    Refused { path: PathBuf, refused: Refused },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("import state {path}: {source}")]
@@ -73,6 +84,29 @@ pub enum ImportError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+}
+
+/// What a refusal says, naming the limit that was hit.
+fn refused_message(r: &Refused) -> String {
+    match r {
+        Refused::NotRegular { what } => format!(
+            "{what}, not a regular file (only regular files are imported, after following \
+             symlinks); nothing was read from it"
+        ),
+        Refused::FileTooLarge { cap } => format!(
+            "it holds more than {cap} bytes (import.max_file_bytes), a file to split or one \
+             that does not end; nothing of it was imported"
+        ),
+        Refused::DecompressedTooLarge { cap } => format!(
+            "its gzip content decompresses to more than {cap} bytes \
+             (import.max_decompressed_bytes), a gzip bomb or a file to split; nothing of it \
+             was imported"
+        ),
+        Refused::LineTooLong { cap } => format!(
+            "a line longer than {cap} bytes (import.max_file_bytes, the most --follow reads \
+             of a file at once); nothing from that line on was imported"
+        ),
+    }
 }
 
 /// Requests submitted ahead of their acknowledgement (one fsync serves many).
@@ -178,40 +212,56 @@ impl<'a> Loader<'a> {
     }
 }
 
-/// Every request of a whole file, its gzip content capped at `cap` bytes.
-fn read_file(path: &Path, cap: u64) -> Result<Vec<Record>, ImportError> {
-    file::read(path, cap)
+/// Every request of a whole regular file, within `limits`.
+fn read_file(path: &Path, limits: &Limits) -> Result<Vec<Record>, ImportError> {
+    file::read(path, limits)
         .map(|(_, records)| records)
-        .map_err(|e| read_error(path, cap, e))
+        .map_err(|e| read_error(path, e))
 }
 
-/// A file read's error: past the cap, [`ImportError::TooLarge`].
-fn read_error(path: &Path, cap: u64, e: std::io::Error) -> ImportError {
-    if e.kind() == std::io::ErrorKind::FileTooLarge {
-        ImportError::TooLarge {
+/// A file read's error: not a regular file or past a cap,
+/// [`ImportError::Refused`].
+fn read_error(path: &Path, e: std::io::Error) -> ImportError {
+    match file::refusal(&e) {
+        Some(refused) => ImportError::Refused {
             path: path.to_path_buf(),
-            cap,
-        }
-    } else {
-        ImportError::Io {
+            refused,
+        },
+        None => ImportError::Io {
             path: path.to_path_buf(),
             source: e,
-        }
+        },
     }
 }
 
-/// The files below `paths`, each once; a link that loops back up, or a path
-/// to a directory or file reached already by another, is warned about (once
-/// per path while `warned` remembers it) and skipped.
+/// The regular files below `paths`, each once, and the paths given that
+/// are not regular files (nor directories). A link that loops back up, a
+/// path to a directory or file reached already by another, a FIFO, device
+/// or socket found in a directory (counted in `report`) are warned about
+/// (once per path while `warned` remembers it) and skipped.
 fn expand(
     paths: &[PathBuf],
     warned: &mut std::collections::HashSet<PathBuf>,
-) -> std::io::Result<Vec<PathBuf>> {
+    report: &mut ImportReport,
+) -> std::io::Result<(Vec<PathBuf>, Vec<Special>)> {
     let Expanded {
         files,
+        special,
         loops,
         repeats,
     } = file::expand(paths)?;
+    let (named, found): (Vec<Special>, Vec<Special>) = special.into_iter().partition(|s| s.named);
+    for s in found {
+        report.not_regular += 1;
+        if warned.insert(s.path.clone()) {
+            tracing::warn!(
+                "{}: skipped: {}, not a regular file (only regular files are read, after \
+                 following symlinks)",
+                s.path.display(),
+                s.what
+            );
+        }
+    }
     for (link, to) in loops {
         if warned.insert(link.clone()) {
             tracing::warn!(
@@ -230,22 +280,34 @@ fn expand(
             );
         }
     }
-    Ok(files)
+    Ok((files, named))
 }
 
 /// Import files and directories; a bad record is reported (file and line)
-/// and skipped, an unreadable file (or one whose gzip content decompresses
-/// past `max_decompressed` bytes) stops the import with its name.
+/// and skipped; a file refused (a named path that is not a regular file, a
+/// file past `limits`) is reported with an error and counted in
+/// [`ImportReport::refused`], and the rest still load; an unreadable file
+/// stops the import with its name.
 pub fn import_paths(
     store: &Store,
     paths: &[PathBuf],
     progress: bool,
-    max_decompressed: u64,
+    limits: &Limits,
 ) -> Result<ImportReport, ImportError> {
-    let files = expand(paths, &mut Default::default()).map_err(|source| ImportError::Io {
-        path: paths.first().cloned().unwrap_or_default(),
-        source,
-    })?;
+    let mut walked = ImportReport::default();
+    let (files, named) =
+        expand(paths, &mut Default::default(), &mut walked).map_err(|source| ImportError::Io {
+            path: paths.first().cloned().unwrap_or_default(),
+            source,
+        })?;
+    for s in named {
+        walked.refused += 1;
+        let e = ImportError::Refused {
+            path: s.path,
+            refused: Refused::NotRegular { what: s.what },
+        };
+        tracing::error!("{e}");
+    }
     let total: u64 = files
         .iter()
         .filter_map(|f| std::fs::metadata(f).ok())
@@ -262,14 +324,23 @@ pub fn import_paths(
         indicatif::ProgressBar::hidden()
     };
     let mut loader = Loader::new(store);
+    loader.report = walked;
     for path in &files {
         bar.set_message(path.display().to_string());
-        let records = read_file(path, max_decompressed)?;
+        bar.inc(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
+        let records = match read_file(path, limits) {
+            Ok(records) => records,
+            Err(e @ ImportError::Refused { .. }) => {
+                bar.suspend(|| tracing::error!("{e}"));
+                loader.report.refused += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         for record in records {
             loader.record(path, record)?;
         }
         loader.report.files += 1;
-        bar.inc(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
     }
     bar.finish_and_clear();
     loader.finish()

@@ -15,6 +15,7 @@ mod fixtures;
 mod frameworks;
 mod import;
 mod import_bounds;
+mod import_bounds_files;
 mod interop_grpc_python;
 mod interop_node;
 mod interop_python;

@@ -58,6 +58,22 @@ impl MemCap {
             .unwrap_or_else(|e| panic!("moving {pid} into {}: {e}", self.dir.display()));
     }
 
+    /// The most memory charged to the cgroup at once (bytes): its
+    /// processes' anonymous memory, the page cache and kernel memory they
+    /// brought in (pages cached already, such as a binary another run
+    /// loaded, are charged elsewhere). Read after they are gone.
+    pub fn peak(&self) -> u64 {
+        let file = if self.v2 {
+            "memory.peak"
+        } else {
+            "memory.max_usage_in_bytes"
+        };
+        std::fs::read_to_string(self.dir.join(file))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// How many times the kernel's OOM killer acted in the cgroup.
     pub fn oom_kills(&self) -> u64 {
         let file = if self.v2 {

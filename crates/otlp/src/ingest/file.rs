@@ -2,20 +2,25 @@
 //! exporter and Python's `otlp-json-file` exporter: one request per line),
 //! protobuf (a single request or the file exporter's 4-byte length-prefixed
 //! frames), each optionally gzip'd. A bad record is reported with its line
-//! and skipped; the rest of the file still loads. A gzip'd file is read
-//! under a cap on what it decompresses to (past it, an error of kind
-//! `FileTooLarge`: a gzip bomb), and a directory walk does not follow a link
-//! back to a directory above it (a loop), nor walk a directory (or list a
-//! file) a second time when another link leads to it.
+//! and skipped; the rest of the file still loads. Only regular files are
+//! read, each under a cap on its bytes and, gzip'd, on what it decompresses
+//! to (past either, an error of kind `FileTooLarge`: a gzip bomb, a device
+//! or a file growing without end; `file_limits.rs`). A directory walk lists
+//! what is neither a directory nor a regular file (a FIFO, a device, a
+//! socket) apart, unopened, and does not follow a link back to a directory
+//! above it (a loop), nor walk a directory (or list a file) a second time
+//! when another link leads to it.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
+use super::file_limits::{describe, open_capped, open_regular, Capped};
 use super::json;
+
+pub use super::file_limits::{refusal, Limits, Refused};
 
 /// How a file's content is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +41,11 @@ pub struct Record {
 /// What [`expand`] found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Expanded {
-    /// The files, in walk order, each once.
+    /// The regular files, in walk order, each once.
     pub files: Vec<PathBuf>,
+    /// Paths that are neither a directory nor a regular file once symlinks
+    /// are followed (a FIFO, a device, a socket), in walk order: not read.
+    pub special: Vec<Special>,
     /// Links to a directory not followed because it leads back to a
     /// directory above them (a loop; the files there are listed already):
     /// each link, and the directory it leads to.
@@ -47,6 +55,15 @@ pub struct Expanded {
     /// a hard link, a path given twice): each path, and the one it was
     /// first reached by.
     pub repeats: Vec<(PathBuf, PathBuf)>,
+}
+
+/// A path [`expand`] does not list as a file: what it is, and whether it was
+/// one of the paths given (rather than found in a directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Special {
+    pub path: PathBuf,
+    pub what: &'static str,
+    pub named: bool,
 }
 
 /// Every file below `paths` (directories walked in name order, symlinks
@@ -94,6 +111,14 @@ impl Walk {
     fn walk(&mut self, path: &Path) -> io::Result<()> {
         let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         let meta = std::fs::metadata(path).map_err(named)?;
+        if !meta.is_dir() && !meta.is_file() {
+            self.out.special.push(Special {
+                path: path.to_path_buf(),
+                what: describe(&meta.file_type()),
+                named: self.above.is_empty(),
+            });
+            return Ok(());
+        }
         let id = id(path, &meta).map_err(named)?;
         if let Some(first) = self.seen.get(&id) {
             // Above the path being walked: a loop; elsewhere: walked already.
@@ -129,63 +154,54 @@ impl Walk {
     }
 }
 
-/// A reader that fails (`FileTooLarge`) once more than `cap` bytes came out.
-struct Capped<R> {
-    inner: R,
-    cap: u64,
-    left: u64,
-}
-
-impl<R: Read> Read for Capped<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // One byte past the cap is enough to know it is passed.
-        let room = self.left.saturating_add(1).min(buf.len() as u64) as usize;
-        let n = self.inner.read(&mut buf[..room])?;
-        if n as u64 > self.left {
-            return Err(io::Error::new(
-                io::ErrorKind::FileTooLarge,
-                format!(
-                    "decompresses to more than {} bytes, the cap on a file's decompressed content",
-                    self.cap
-                ),
-            ));
-        }
-        self.left -= n as u64;
-        Ok(n)
-    }
-}
-
-/// A reader of the file's content, gzip undone, at most `max_decompressed`
-/// bytes of it. The gzip magic is read from the same open file the content
-/// comes from (a file swapped in between cannot slip past undecoded).
-fn decoded(path: &Path, max_decompressed: u64) -> io::Result<Box<dyn Read>> {
-    let mut f = File::open(path)?;
+/// A reader of the regular file's content, at most `limits.max_file_bytes`
+/// of it, gzip undone, at most `limits.max_decompressed_bytes` of that. The
+/// gzip magic is read from the same open file the content comes from (a
+/// file swapped in between cannot slip past undecoded).
+fn decoded(path: &Path, limits: &Limits) -> io::Result<Box<dyn Read>> {
+    let mut f = open_capped(path, limits.max_file_bytes)?;
     let mut magic = Vec::with_capacity(2);
     (&mut f).take(2).read_to_end(&mut magic)?;
-    f.seek(SeekFrom::Start(0))?;
-    if magic == [0x1f, 0x8b] {
-        Ok(Box::new(Capped {
-            inner: flate2::read::MultiGzDecoder::new(f),
-            cap: max_decompressed,
-            left: max_decompressed,
-        }))
+    let gzip = magic == [0x1f, 0x8b];
+    let raw = io::Cursor::new(magic).chain(f);
+    if gzip {
+        Ok(Box::new(Capped::decompressed(
+            flate2::read::MultiGzDecoder::new(raw),
+            limits.max_decompressed_bytes,
+        )))
     } else {
-        Ok(Box::new(f))
+        Ok(Box::new(raw))
     }
 }
 
 /// [`decoded`], buffered.
-fn content(path: &Path, max_decompressed: u64) -> io::Result<Box<dyn BufRead>> {
-    Ok(Box::new(BufReader::new(decoded(path, max_decompressed)?)))
+fn content(path: &Path, limits: &Limits) -> io::Result<Box<dyn BufRead>> {
+    Ok(Box::new(BufReader::new(decoded(path, limits)?)))
+}
+
+/// Whether a regular file's content starts with the gzip magic.
+pub fn is_gzip(path: &Path) -> io::Result<bool> {
+    let mut magic = Vec::with_capacity(2);
+    open_regular(path)?.take(2).read_to_end(&mut magic)?;
+    Ok(magic == [0x1f, 0x8b])
+}
+
+/// `len` bytes of a regular file from `offset` (fewer if it is shorter).
+pub fn read_at(path: &Path, offset: u64, len: u64) -> io::Result<Vec<u8>> {
+    let mut f = open_regular(path)?;
+    f.seek(SeekFrom::Start(offset))?;
+    let mut buf = Vec::with_capacity(len.min(1 << 20) as usize);
+    f.take(len).read_to_end(&mut buf)?;
+    Ok(buf)
 }
 
 /// How much of a file [`sniff`] reads, at most, to find its first line.
 const SNIFF_BYTES: u64 = 64 << 20;
 
 /// Guess the layout from the name and the first bytes: at most 64 MiB of
-/// them (and one more), and no more than `max_decompressed` out of a
-/// gzip'd file (past it, an error of kind `FileTooLarge`).
-pub fn sniff(path: &Path, max_decompressed: u64) -> io::Result<FileKind> {
+/// them (and one more), and no more than `limits` allow (past them, an
+/// error of kind `FileTooLarge`).
+pub fn sniff(path: &Path, limits: &Limits) -> io::Result<FileKind> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -200,7 +216,7 @@ pub fn sniff(path: &Path, max_decompressed: u64) -> io::Result<FileKind> {
     }
     // Decompressed: the first line, one byte to tell whether more follows,
     // and no further (the cap still refuses a first line longer than it).
-    let mut r = BufReader::new(decoded(path, max_decompressed)?.take(SNIFF_BYTES + 1));
+    let mut r = BufReader::new(decoded(path, limits)?.take(SNIFF_BYTES + 1));
     let mut first_line = Vec::new();
     r.by_ref()
         .take(SNIFF_BYTES)
@@ -218,15 +234,15 @@ pub fn sniff(path: &Path, max_decompressed: u64) -> io::Result<FileKind> {
     }
 }
 
-/// Read every request in a file, in order; a gzip'd file that decompresses
-/// to more than `max_decompressed` bytes is an error (`FileTooLarge`), and
-/// none of its records are returned.
-pub fn read(path: &Path, max_decompressed: u64) -> io::Result<(FileKind, Vec<Record>)> {
-    let kind = sniff(path, max_decompressed)?;
+/// Read every request in a regular file, in order; a file past `limits`
+/// (its bytes, or its gzip'd content decompressed) is an error
+/// (`FileTooLarge`), and none of its records are returned.
+pub fn read(path: &Path, limits: &Limits) -> io::Result<(FileKind, Vec<Record>)> {
+    let kind = sniff(path, limits)?;
     let records = match kind {
         FileKind::Json => {
             let mut buf = Vec::new();
-            content(path, max_decompressed)?.read_to_end(&mut buf)?;
+            content(path, limits)?.read_to_end(&mut buf)?;
             vec![Record {
                 line: None,
                 result: json::decode(&buf).map_err(|e| e.to_string()),
@@ -234,12 +250,12 @@ pub fn read(path: &Path, max_decompressed: u64) -> io::Result<(FileKind, Vec<Rec
         }
         FileKind::JsonLines => {
             let mut records = Vec::new();
-            read_lines(content(path, max_decompressed)?, 0, &mut records)?;
+            read_lines(content(path, limits)?, 0, &mut records)?;
             records
         }
         FileKind::Protobuf => {
             let mut buf = Vec::new();
-            content(path, max_decompressed)?.read_to_end(&mut buf)?;
+            content(path, limits)?.read_to_end(&mut buf)?;
             read_protobuf(&buf)
         }
     };
@@ -276,20 +292,27 @@ fn read_lines(
     }
 }
 
-/// The complete lines of a plain JSON-lines file after `offset`, for
-/// `--follow`: the records, and the offset and line count after them.
+/// The complete lines of a plain JSON-lines regular file after `offset`,
+/// within the next `max_bytes` bytes, for `--follow`: the records, and the
+/// offset and line count after them (the lines past `max_bytes` are for
+/// the next call). A line longer than `max_bytes` is an error
+/// ([`Refused::LineTooLong`], kind `FileTooLarge`).
 pub fn read_lines_from(
     path: &Path,
     offset: u64,
     lines_before: usize,
+    max_bytes: u64,
 ) -> io::Result<(Vec<Record>, u64, usize)> {
-    let mut f = File::open(path)?;
+    let mut f = open_regular(path)?;
     f.seek(SeekFrom::Start(offset))?;
     let mut records = Vec::new();
-    let mut reader = BufReader::new(f);
+    let mut reader = BufReader::new(f.take(max_bytes));
     let consumed = read_lines(&mut reader, lines_before, &mut records)?;
+    if consumed == 0 && reader.get_ref().limit() == 0 {
+        return Err(Refused::LineTooLong { cap: max_bytes }.into_io());
+    }
     // Count the lines consumed, blank ones included, to keep numbering right.
-    let mut f = File::open(path)?;
+    let mut f = open_regular(path)?;
     f.seek(SeekFrom::Start(offset))?;
     let mut counted = 0usize;
     let mut chunk = BufReader::new(f.take(consumed));

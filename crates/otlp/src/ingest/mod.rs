@@ -11,6 +11,7 @@ pub mod column;
 pub mod decode;
 mod error;
 pub mod file;
+pub mod file_limits;
 pub mod json;
 pub mod message;
 pub mod normalize;
@@ -24,6 +25,8 @@ mod tests;
 mod tests_canon;
 #[cfg(test)]
 mod tests_file;
+#[cfg(test)]
+mod tests_file_limits;
 
 pub use batch::SpanBatch;
 pub use decode::{Encoding, Format};

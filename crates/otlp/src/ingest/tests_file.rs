@@ -7,7 +7,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::file::{self, FileKind};
+use super::file::{self, FileKind, Limits};
+
+/// The default caps, but at most `cap` bytes of decompressed content.
+fn decompressed(cap: u64) -> Limits {
+    Limits {
+        max_decompressed_bytes: cap,
+        ..Limits::default()
+    }
+}
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -138,17 +146,20 @@ fn sniffing_a_gzip_file_decompresses_no_more_than_the_cap() {
     let path = dir.path().join("big.json.gz");
     std::fs::write(&path, gzip(text.as_bytes())).unwrap();
 
-    let err = file::sniff(&path, 1 << 20).unwrap_err();
+    let err = file::sniff(&path, &decompressed(1 << 20)).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge, "{err}");
     assert!(err.to_string().contains("1048576"), "{err}");
-    let err = file::read(&path, 1 << 20).unwrap_err();
+    let err = file::read(&path, &decompressed(1 << 20)).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge, "{err}");
 
-    assert_eq!(file::sniff(&path, 8 << 20).unwrap(), FileKind::JsonLines);
+    assert_eq!(
+        file::sniff(&path, &decompressed(8 << 20)).unwrap(),
+        FileKind::JsonLines
+    );
     // The cap is on the content: one byte short of it refuses the file.
     let exact = text.len() as u64;
-    assert!(file::read(&path, exact).is_ok());
-    let err = file::read(&path, exact - 1).unwrap_err();
+    assert!(file::read(&path, &decompressed(exact)).is_ok());
+    let err = file::read(&path, &decompressed(exact - 1)).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge, "{err}");
 }
 
@@ -160,20 +171,20 @@ fn content_is_undone_only_when_it_starts_with_the_gzip_magic() {
     let dir = tempfile::tempdir().unwrap();
     let gz = dir.path().join("one.json");
     std::fs::write(&gz, gzip(b"{\"resourceSpans\":[]}")).unwrap();
-    let (kind, records) = file::read(&gz, 1 << 20).unwrap();
+    let (kind, records) = file::read(&gz, &decompressed(1 << 20)).unwrap();
     assert_eq!(kind, FileKind::Json);
     assert!(records[0].result.is_ok(), "{:?}", records[0].result);
 
     let plain = dir.path().join("plain.json");
     std::fs::write(&plain, "{\"resourceSpans\":[]}").unwrap();
-    let (kind, records) = file::read(&plain, 1 << 20).unwrap();
+    let (kind, records) = file::read(&plain, &decompressed(1 << 20)).unwrap();
     assert_eq!(kind, FileKind::Json);
     assert!(records[0].result.is_ok(), "{:?}", records[0].result);
 
     for (name, bytes) in [("half.pb", &[0x1f][..]), ("empty.pb", &[][..])] {
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
-        let (kind, records) = file::read(&path, 1 << 20).unwrap();
+        let (kind, records) = file::read(&path, &decompressed(1 << 20)).unwrap();
         assert_eq!(kind, FileKind::Protobuf, "{name}");
         assert_eq!(records.len(), 1, "{name}");
     }
