@@ -532,7 +532,9 @@ pub fn tokens_oracle(sql: &str) -> Result<(), String> {
         // `name (columns) AS (...)` (a CTE) or `AS alias (columns)`: no call.
         let after_as =
             i > 0 && matches!(significant[i - 1], Token::Word(p) if p.keyword == Keyword::AS);
-        if called && (after_as || closes_before_as(&significant, i + 1)) {
+        // `name (SELECT …)`: a CTE written without AS, or a subquery.
+        let query_inside = matches!(significant.get(i + 2), Some(Token::Word(q)) if matches!(q.keyword, Keyword::SELECT | Keyword::WITH | Keyword::VALUES));
+        if called && (after_as || query_inside || closes_before_as(&significant, i + 1)) {
             called = false;
         }
         if called && is_file_function_name(&name) {

@@ -113,6 +113,11 @@ fn the_oracle_catches_what_it_should() {
     assert!(tokens_oracle("SELECT my_udf(1)").is_err());
     assert!(tokens_oracle("WITH x (a) AS (SELECT 1) SELECT a FROM x").is_ok());
     assert!(tokens_oracle("SELECT count(*) FROM spans").is_ok());
+    // Found by the fuzzer: a CTE written without AS is no call.
+    let cte = "WITH repa_d (SELECT 1 AS x) SELECT naWITH readqme, trace_id Spp,ppppapppp_";
+    if check(cte).is_ok() {
+        assert!(tokens_oracle(cte).is_ok(), "{:?}", tokens_oracle(cte));
+    }
 }
 
 /// Pieces of statements, benign and hostile, that the generator joins.
