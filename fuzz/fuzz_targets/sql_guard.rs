@@ -57,10 +57,8 @@ fuzz_target!(|data: &[u8]| {
         sql.push(' ');
         sql.push_str(tail);
     }
+    // (Text past `--` is a comment: the oracle reads tokens, not text.)
     if check(&sql).is_ok() {
         tokens_oracle(&sql).unwrap_or_else(|e| panic!("accepted {sql:?}: {e}"));
-        let lower = sql.to_lowercase();
-        assert!(!lower.contains("cross join"), "accepted {sql:?}");
-        assert!(!lower.contains("1000000000"), "accepted {sql:?}");
     }
 });

@@ -534,7 +534,12 @@ pub fn tokens_oracle(sql: &str) -> Result<(), String> {
             i > 0 && matches!(significant[i - 1], Token::Word(p) if p.keyword == Keyword::AS);
         // `name (SELECT …)`: a CTE written without AS, or a subquery.
         let query_inside = matches!(significant.get(i + 2), Some(Token::Word(q)) if matches!(q.keyword, Keyword::SELECT | Keyword::WITH | Keyword::VALUES));
-        if called && (after_as || query_inside || closes_before_as(&significant, i + 1)) {
+        // `spans t (columns)`: an alias after a name, no AS.
+        let after_name = i > 0
+            && matches!(significant[i - 1], Token::Word(p) if p.keyword == Keyword::NoKeyword);
+        if called
+            && (after_as || after_name || query_inside || closes_before_as(&significant, i + 1))
+        {
             called = false;
         }
         if called && is_file_function_name(&name) {
