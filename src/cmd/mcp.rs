@@ -35,14 +35,12 @@ pub fn stdio(
         crate::alert::commands::alerting(&config.alert, public_url, false)?,
         now,
     );
-    let ctx = Arc::new(
-        crate::mcp::Context::new(
-            Arc::new(crate::dash::cache::Reads::new(reader)),
-            config.detect.error_spike.clone(),
-            Arc::new(sweeps),
-        )
-        .with_query_limits(crate::mcp::QueryLimits::from_config(&config.mcp)),
-    );
+    let ctx = Arc::new(crate::mcp::Context::new(
+        Arc::new(crate::dash::cache::Reads::new(reader)),
+        config.detect.error_spike.clone(),
+        Arc::new(sweeps),
+        crate::mcp::QueryLimits::from_config(&config.mcp),
+    ));
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

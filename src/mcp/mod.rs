@@ -103,10 +103,16 @@ struct Verdicts {
 }
 
 impl Context {
-    pub fn new(reads: Arc<Reads>, spike: SpikeParams, sweeps: Arc<dyn Sweeps>) -> Context {
+    /// `query` runs under `limits` (`[mcp]` of the config).
+    pub fn new(
+        reads: Arc<Reads>,
+        spike: SpikeParams,
+        sweeps: Arc<dyn Sweeps>,
+        limits: QueryLimits,
+    ) -> Context {
         let reader = reads.reader.clone();
         let state_path = reader.layout().state_db();
-        let sandbox = Sandbox::current(reader.layout().root(), QueryLimits::default());
+        let sandbox = Sandbox::current(reader.layout().root(), limits);
         Context {
             reader,
             reads,
@@ -119,12 +125,6 @@ impl Context {
             sandbox,
             queries: Arc::new(tokio::sync::Semaphore::new(1)),
         }
-    }
-
-    /// The same, with `query`'s limits (`[mcp]` of the config).
-    pub fn with_query_limits(mut self, limits: QueryLimits) -> Context {
-        self.sandbox.limits = limits;
-        self
     }
 
     fn rollup(&self) -> Result<Arc<Rollup>, McpError> {

@@ -44,15 +44,6 @@ pub struct Limits {
     pub time: Duration,
 }
 
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            memory_bytes: 1 << 30,
-            time: Duration::from_secs(10),
-        }
-    }
-}
-
 impl Limits {
     /// `[mcp]`'s `query_memory_mib` and `query_timeout_secs`.
     pub fn from_config(c: &crate::config::McpConfig) -> Limits {
@@ -153,20 +144,17 @@ impl Sandbox {
                 Ok(Some(status)) => break End::Exited(status),
                 Ok(None) => {}
                 Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
+                    stop(&mut child);
                     return Err(failed(format!("waiting for the query worker: {e}")));
                 }
             }
-            let rss = resident_bytes(pid);
+            let rss = crate::telemetry::resident_bytes(pid);
             if rss > self.limits.memory_bytes {
-                let _ = child.kill();
-                let _ = child.wait();
+                stop(&mut child);
                 break End::Memory(rss);
             }
             if started.elapsed() > self.limits.time {
-                let _ = child.kill();
-                let _ = child.wait();
+                stop(&mut child);
                 break End::Time;
             }
             std::thread::sleep(WATCH_EVERY);
@@ -206,6 +194,12 @@ impl Sandbox {
     }
 }
 
+/// SIGKILL the worker and reap it.
+fn stop(child: &mut std::process::Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// A thread reading `from` to its end, keeping at most `cap` bytes (the
 /// rest is read and dropped, so the writer never blocks on a full pipe).
 fn read_capped(
@@ -237,31 +231,4 @@ fn last_line(bytes: &[u8]) -> Option<String> {
         .rev()
         .find(|l| !l.trim().is_empty())
         .map(|l| l.chars().take(400).collect())
-}
-
-/// A process's resident set in bytes (`VmRSS`); 0 when it cannot be read.
-pub fn resident_bytes(pid: u32) -> u64 {
-    status_field(&format!("/proc/{pid}/status"), "VmRSS:")
-}
-
-/// This process's resident set in bytes.
-pub fn own_resident_bytes() -> u64 {
-    status_field("/proc/self/status", "VmRSS:")
-}
-
-fn status_field(path: &str, field: &str) -> u64 {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            let kib: u64 = l
-                .strip_prefix(field)?
-                .trim()
-                .strip_suffix("kB")?
-                .trim()
-                .parse()
-                .ok()?;
-            Some(kib * 1024)
-        })
-        .unwrap_or(0)
 }

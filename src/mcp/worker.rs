@@ -9,7 +9,8 @@ use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::sandbox::{own_resident_bytes, Reply, Request, EXIT_MEMORY, EXIT_TIME};
+use super::sandbox::{Reply, Request, EXIT_MEMORY, EXIT_TIME};
+use crate::telemetry::own_resident_bytes;
 
 /// The largest request read (a statement is at most 16 KiB).
 const MAX_REQUEST_BYTES: u64 = 64 << 10;
@@ -36,8 +37,7 @@ fn answer(data_dir: &Path, request: &Request) -> Result<super::sql::QueryAnswer,
     crate::faults::check("query_worker")
         .map_err(|e| super::McpError::Refused(format!("query failed: {e}")))?;
     let reader = crate::store::Reader::open(data_dir)?;
-    let reads = crate::dash::cache::Reads::new(reader.clone());
-    let rollup = reads.rollup()?;
+    let rollup = crate::dash::data::RollupCache::default().get(&reader)?;
     super::sql::execute(&reader, &rollup, &request.sql, request.days)
 }
 

@@ -40,14 +40,12 @@ pub fn http_router(
         }));
     }
     let reads = Arc::new(reads);
-    let mcp_ctx = Arc::new(
-        crate::mcp::Context::new(
-            Arc::clone(&reads),
-            spike.clone(),
-            Arc::new(McpSweeps(Arc::clone(&sweeper))),
-        )
-        .with_query_limits(mcp.query),
-    );
+    let mcp_ctx = Arc::new(crate::mcp::Context::new(
+        Arc::clone(&reads),
+        spike.clone(),
+        Arc::new(McpSweeps(Arc::clone(&sweeper))),
+        mcp.query,
+    ));
     let app = crate::dash::router(reads, panels, spike)?
         .merge(metrics::router(metrics))
         .route(

@@ -270,10 +270,7 @@ impl<'a> Days<'a> {
 
 /// The process's resident memory (MiB), for the debug log.
 fn rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| (pages * 4096) >> 20)
+    crate::telemetry::own_resident_bytes() >> 20
 }
 
 fn day_result(

@@ -343,7 +343,7 @@ impl Allowlist<'_> {
                     other => {
                         return ControlFlow::Break(format!(
                             "this join is not allowed: {}",
-                            first_words(&other_join_text(other))
+                            other_join_text(other)
                         ))
                     }
                 };
@@ -408,13 +408,13 @@ impl Allowlist<'_> {
     }
 }
 
-fn other_join_text(op: &JoinOperator) -> String {
+fn other_join_text(op: &JoinOperator) -> &'static str {
     match op {
-        JoinOperator::CrossApply => "CROSS APPLY".into(),
-        JoinOperator::OuterApply => "OUTER APPLY".into(),
-        JoinOperator::AsOf { .. } => "ASOF JOIN".into(),
-        JoinOperator::StraightJoin(_) => "STRAIGHT_JOIN".into(),
-        _ => "ARRAY JOIN".into(),
+        JoinOperator::CrossApply => "CROSS APPLY",
+        JoinOperator::OuterApply => "OUTER APPLY",
+        JoinOperator::AsOf { .. } => "ASOF JOIN",
+        JoinOperator::StraightJoin(_) => "STRAIGHT_JOIN",
+        _ => "ARRAY JOIN",
     }
 }
 
