@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreOptions;
 
+mod mcp;
+pub use mcp::McpConfig;
+
 /// The whole file. Every section and key is optional.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -20,6 +23,7 @@ pub struct Config {
     pub signals: SignalsConfig,
     pub alert: crate::alert::AlertConfig,
     pub cluster: ClusterConfig,
+    pub mcp: McpConfig,
 }
 
 /// `[cluster]`: nodes over a shared store (`--store s3://…`).
@@ -360,6 +364,12 @@ impl Config {
             );
         }
         if let Err(message) = self.alert.validate() {
+            return Err(ConfigError::Invalid {
+                path: origin.to_path_buf(),
+                message,
+            });
+        }
+        if let Err(message) = self.mcp.validate() {
             return Err(ConfigError::Invalid {
                 path: origin.to_path_buf(),
                 message,

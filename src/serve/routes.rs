@@ -53,7 +53,7 @@ pub fn http_router(
         )
         .nest_service(
             "/mcp",
-            crate::mcp::http_service(mcp_ctx, mcp.hosts, mcp.origins),
+            crate::mcp::http_service(mcp_ctx, mcp.hosts, mcp.origins, &mcp.limits),
         );
     let app = match token {
         Some(t) => app
@@ -78,11 +78,14 @@ pub struct McpGuard {
     pub hosts: Option<Vec<String>>,
     /// Browser origins allowed; any other `Origin` is refused.
     pub origins: Vec<String>,
+    /// Sessions, idle time and calls in flight (`[mcp]`).
+    pub limits: crate::mcp::McpConfig,
 }
 
 impl McpGuard {
-    /// For the HTTP listener at `addr`, reached as `public_url`.
-    pub fn new(addr: SocketAddr, public_url: &str) -> McpGuard {
+    /// For the HTTP listener at `addr`, reached as `public_url`, within
+    /// `limits`.
+    pub fn new(addr: SocketAddr, public_url: &str, limits: crate::mcp::McpConfig) -> McpGuard {
         let public = url_host(public_url);
         let port = addr.port();
         let mut origins = vec![
@@ -102,7 +105,11 @@ impl McpGuard {
             h.extend(public.clone());
             h
         });
-        McpGuard { hosts, origins }
+        McpGuard {
+            hosts,
+            origins,
+            limits,
+        }
     }
 }
 

@@ -1,12 +1,14 @@
 //! The MCP server's sessions under attack, against the real binary inside
-//! a 4 GiB memory cgroup: 45 000 `initialize` calls from eight keep-alive
-//! connections (no token, on loopback) leave the server up, its peak RSS
-//! bounded and exactly `mcp.max_sessions` sessions made, every call past
-//! the cap answered with one clear JSON-RPC error, while a session made
-//! before keeps working; idle sessions expire (and an ended one frees its
-//! slot at once), so new ones are accepted again; two calls that share a
-//! JSON-RPC id in one session: the second is refused at once, the first
-//! still gets its own answer.
+//! a 4 GiB memory cgroup: 45 000 `initialize` calls, each as large as
+//! allowed, from eight keep-alive connections (no token, on loopback)
+//! leave the server up, its peak RSS bounded and exactly
+//! `mcp.max_sessions` sessions made, every call past the cap answered with
+//! one clear JSON-RPC error, while a session made before keeps working;
+//! idle sessions expire (and an ended one frees its slot at once), so new
+//! ones are accepted again; two calls that share a JSON-RPC id in one
+//! session: the second is refused at once, the first still gets its own
+//! answer. Also: an `initialize` past its size cap is refused, and past
+//! `mcp.max_calls_in_flight` a session's call and a stateless one are.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -18,11 +20,16 @@ use reqwest_blocking::blocking::Client;
 use serde_json::{json, Value};
 
 use crate::common::Server;
-use crate::memcap::{peak_rss, MemCap};
+use crate::memcap::{peak_rss, rss, MemCap};
 
-/// The peak RSS the flood may raise the server to (measured: see
-/// BENCHMARKS.md "Hardening v2: MCP sessions").
-const PEAK_BOUND: u64 = 384 << 20;
+/// The peak RSS the flood may raise the server to: 256 sessions of at most
+/// ~190 KiB each (rmcp's tasks and channels, ~105 KiB, and the largest
+/// `initialize` it keeps) over an idle server of ~40 MiB, with room to
+/// spare. Measured: 86 MiB (BENCHMARKS.md "Hardening v2: MCP sessions").
+const PEAK_BOUND: u64 = 128 << 20;
+
+/// An HTTP answer: status, headers (lowercase names), body.
+type Reply = (u16, Vec<(String, String)>, String);
 
 /// One HTTP/1.1 keep-alive connection, as a fast client: requests written
 /// by hand, answers read by `Content-Length` or chunks.
@@ -36,11 +43,7 @@ impl Conn {
     }
 
     /// POST `body` to `/mcp`: status, headers (lowercase names), body.
-    fn post(
-        &mut self,
-        addr: SocketAddr,
-        body: &str,
-    ) -> std::io::Result<(u16, Vec<(String, String)>, String)> {
+    fn post(&mut self, addr: SocketAddr, body: &str) -> std::io::Result<Reply> {
         let req = format!(
             "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
@@ -96,6 +99,15 @@ fn initialize(id: u64) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "flood", "version": "1"}}})
+    .to_string()
+}
+
+/// An `initialize` as large as one may be (60 KB of client title, under
+/// the 64 KiB cap): what a session keeps, at its most.
+fn big_initialize(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "flood", "version": "1", "title": "x".repeat(60_000)}}})
     .to_string()
 }
 
@@ -229,7 +241,7 @@ fn forty_five_thousand_initializes_make_max_sessions_and_a_clear_refusal_each() 
                     if i >= CALLS {
                         return;
                     }
-                    let got = conn.post(addr, &initialize(i as u64 + 10));
+                    let got = conn.post(addr, &big_initialize(i as u64 + 10));
                     let failed = got.is_err();
                     let mut t = tally.lock().unwrap();
                     match got {
@@ -281,12 +293,13 @@ fn forty_five_thousand_initializes_make_max_sessions_and_a_clear_refusal_each() 
     let peak = peak.load(Ordering::Relaxed).max(peak_rss(pid));
     let t = tally.lock().unwrap();
     eprintln!(
-        "{CALLS} initializes in {took:.1?}: {} sessions, {} refused, {} other; peak RSS {} MiB (before {} MiB), OOM kills {}",
+        "{CALLS} initializes in {took:.1?}: {} sessions, {} refused, {} other; peak RSS {} MiB (before {} MiB, now {} MiB), OOM kills {}",
         t.accepted,
         t.refused,
         t.other.len(),
         peak >> 20,
         before >> 20,
+        rss(pid) >> 20,
         cap.oom_kills()
     );
     let log = server.log_text();
@@ -332,6 +345,19 @@ fn idle_sessions_expire_and_an_ended_one_frees_its_slot_so_new_ones_are_accepted
         "[sweep]\ninterval_secs = 0\n[mcp]\nmax_sessions = 3\nsession_idle_secs = 5\n",
         &[],
     );
+    // An initialize past its size cap makes no session.
+    let huge = initialize(1).replace("\"flood\"", &format!("\"{}\"", "x".repeat(70_000)));
+    let (status, _, body) = Conn::new(server.http).post(server.http, &huge).unwrap();
+    let refusal = answer(&body);
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    assert!(
+        refusal["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("initialize too large: at most 65536 bytes"),
+        "{refusal}"
+    );
     let kept = Session::open(&server).unwrap();
     let idle = Session::open(&server).unwrap();
     let ended = Session::open(&server).unwrap();
@@ -343,6 +369,28 @@ fn idle_sessions_expire_and_an_ended_one_frees_its_slot_so_new_ones_are_accepted
             .unwrap()
             .starts_with("session limit reached: 3 of 3"),
         "{refusal}"
+    );
+    // The stateless protocol the refusal points to needs no session.
+    let modern = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "stormwatch-test", "version": "1"}}}});
+    let r = kept
+        .client
+        .post(format!("http://{}/mcp", server.http))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/list")
+        .body(modern.to_string())
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(
+        answer(&r.text().unwrap())["result"]["tools"]
+            .as_array()
+            .map(Vec::len),
+        Some(12)
     );
     let r = ended
         .client
@@ -420,4 +468,60 @@ fn a_call_reusing_an_id_in_flight_is_refused_at_once_and_the_first_gets_its_answ
     // Once answered, the id may be used again.
     let (_, again) = s.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}));
     assert!(again["result"]["tools"].is_array(), "{again}");
+}
+
+#[test]
+fn past_max_calls_in_flight_a_session_call_and_a_stateless_one_are_refused_until_one_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(
+        dir.path(),
+        "[sweep]\ninterval_secs = 0\n[mcp]\nmax_calls_in_flight = 1\n",
+        &[("STORMWATCH_FAULTS", "sweep=delay:3000")],
+    );
+    let s = Arc::new(Session::open(&server).unwrap());
+    let first = {
+        let s = Arc::clone(&s);
+        std::thread::spawn(move || s.call(1, "run_sweep", json!({"dry_run": true})))
+    };
+    std::thread::sleep(Duration::from_millis(700));
+    let (_, in_session) = s.call(2, "list_tools", json!({}));
+    assert_eq!(in_session["error"]["code"], -32000, "{in_session}");
+    let modern = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "stormwatch-test", "version": "1"}}}});
+    let stateless = || {
+        s.client
+            .post(format!("http://{}/mcp", server.http))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/list")
+            .body(modern.to_string())
+            .send()
+            .unwrap()
+    };
+    let r = stateless();
+    assert_eq!(r.status().as_u16(), 503);
+    let refusal = answer(&r.text().unwrap());
+    assert_eq!(refusal["id"], 3);
+    for v in [&in_session, &refusal] {
+        let m = v["error"]["message"].as_str().unwrap();
+        assert!(
+            m.starts_with("too many MCP calls in flight: 1 at once (mcp.max_calls_in_flight)"),
+            "{m}"
+        );
+    }
+    let (status, first) = first.join().unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        first["result"]["structuredContent"]["dry_run"], true,
+        "{first}"
+    );
+    assert_eq!(
+        stateless().status().as_u16(),
+        200,
+        "its place is free again"
+    );
+    s.works().unwrap();
 }

@@ -66,6 +66,7 @@ fn call(server: &Server, tool: &str, arguments: Value) -> Value {
         let n = s.to_string().len();
         assert!(n <= BUDGET, "{tool}: structuredContent of {n} characters");
     }
+    eprintln!("{tool}: {len} bytes answered");
     // The whole answer: the JSON and its copy as text, and the envelope.
     assert!(len <= 3 * BUDGET, "{tool}: {len} bytes answered");
     r
