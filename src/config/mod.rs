@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreOptions;
 
+mod mcp;
+pub use mcp::McpConfig;
+
 /// The whole file. Every section and key is optional.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -21,25 +24,6 @@ pub struct Config {
     pub alert: crate::alert::AlertConfig,
     pub cluster: ClusterConfig,
     pub mcp: McpConfig,
-}
-
-/// `[mcp]`: the MCP server (docs/mcp.md).
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct McpConfig {
-    /// `query` runs in a worker process stopped past this resident memory.
-    pub query_memory_mib: u64,
-    /// ... or past this many seconds.
-    pub query_timeout_secs: u64,
-}
-
-impl Default for McpConfig {
-    fn default() -> Self {
-        McpConfig {
-            query_memory_mib: 1024,
-            query_timeout_secs: 10,
-        }
-    }
 }
 
 /// `[cluster]`: nodes over a shared store (`--store s3://…`).
@@ -323,21 +307,6 @@ impl Config {
         if self.ingest.max_body_bytes < 1024 {
             return bad("ingest.max_body_bytes", "must be at least 1024");
         }
-        if !(128..=65536).contains(&self.mcp.query_memory_mib) {
-            return bad(
-                "mcp.query_memory_mib",
-                &format!(
-                    "must be 128 to 65536 (a query worker needs ~100 MiB to start), got {}",
-                    self.mcp.query_memory_mib
-                ),
-            );
-        }
-        if !(1..=3600).contains(&self.mcp.query_timeout_secs) {
-            return bad(
-                "mcp.query_timeout_secs",
-                &format!("must be 1 to 3600, got {}", self.mcp.query_timeout_secs),
-            );
-        }
         if self.ingest.max_inflight_bytes < self.ingest.max_body_bytes {
             return bad(
                 "ingest.max_inflight_bytes",
@@ -414,6 +383,12 @@ impl Config {
             );
         }
         if let Err(message) = self.alert.validate() {
+            return Err(ConfigError::Invalid {
+                path: origin.to_path_buf(),
+                message,
+            });
+        }
+        if let Err(message) = self.mcp.validate() {
             return Err(ConfigError::Invalid {
                 path: origin.to_path_buf(),
                 message,

@@ -5,13 +5,19 @@
 //! Streamable HTTP at `POST /mcp` on the dashboard's listener (both protocol
 //! eras: 2025-11-25 with sessions, stateless 2026-07-28), and stdio
 //! (`stormwatch mcp --stdio`). Every tool answers `structuredContent` that
-//! matches its `outputSchema`, paged and held to a character budget. Reads
-//! run on blocking threads, never on the async ones.
+//! matches its `outputSchema`, paged and held to a character budget (every
+//! string of every answer, `budget`). Reads run on blocking threads, never
+//! on the async ones. Over HTTP, sessions are bounded in number, idle time
+//! and calls in flight (`sessions`, `[mcp]` in the config: `limits`).
 
 mod args;
+mod budget;
+mod http;
+mod limits;
 mod page;
 mod reads;
 mod sandbox;
+mod sessions;
 mod sql;
 mod tools;
 mod trace;
@@ -32,6 +38,8 @@ use crate::signal::{Signal, StateDb};
 use crate::store::Reader;
 use crate::sweep::SweepReport;
 
+pub use http::http_service;
+pub use limits::McpConfig;
 pub use sandbox::{Limits as QueryLimits, Sandbox};
 pub use tools::Stormwatch;
 
@@ -272,40 +280,6 @@ impl Sweeps for DirectSweeps {
             .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")))
         })
     }
-}
-
-/// The Streamable HTTP service for `/mcp`: sessions for 2025-11-25
-/// clients, stateless answers for 2026-07-28 ones. `hosts` are the `Host`
-/// values accepted against DNS rebinding (`None`: any, on a listener the
-/// token guards); a request with an `Origin` is refused unless it is one of
-/// `origins`.
-pub fn http_service(
-    ctx: Arc<Context>,
-    hosts: Option<Vec<String>>,
-    origins: Vec<String>,
-) -> rmcp::transport::streamable_http_server::StreamableHttpService<
-    Stormwatch,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-> {
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-    let mut config = StreamableHttpServerConfig::default().with_json_response(true);
-    config = match hosts {
-        Some(h) => config.with_allowed_hosts(h),
-        None => config.disable_allowed_hosts(),
-    };
-    config = if origins.is_empty() {
-        config.enforce_origin_validation()
-    } else {
-        config.with_allowed_origins(origins)
-    };
-    config.max_request_body_bytes = 1 << 20;
-    StreamableHttpService::new(
-        move || Ok(Stormwatch::new(Arc::clone(&ctx))),
-        Default::default(),
-        config,
-    )
 }
 
 /// Serve MCP over stdin/stdout until the client closes it.

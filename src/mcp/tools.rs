@@ -442,9 +442,22 @@ impl ServerHandler for Stormwatch {
                 names.join(", ")
             ))]);
             r.is_error = Some(true);
-            return Ok(r.into());
+            let mut r = r.into();
+            super::budget::hold(&mut r);
+            return Ok(r);
         }
         let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        self.tool_router.call(tcc).await
+        // Every answer leaves within the budget, whatever its tool put in
+        // it (measured and cut on a blocking thread: it may be megabytes).
+        let answer = self.tool_router.call(tcc).await?;
+        tokio::task::spawn_blocking(move || {
+            let mut answer = answer;
+            super::budget::hold(&mut answer);
+            answer
+        })
+        .await
+        .map_err(|e| {
+            rmcp::ErrorData::internal_error(format!("the budget's thread failed: {e}"), None)
+        })
     }
 }

@@ -179,11 +179,7 @@ pub async fn run(
             Arc::clone(&sweeper),
             sources,
             opts.api_token.clone(),
-            McpGuard::new(
-                opts.http_addr,
-                &opts.public_url,
-                crate::mcp::QueryLimits::from_config(&opts.config.mcp),
-            ),
+            McpGuard::new(opts.http_addr, &opts.public_url, opts.config.mcp.clone()),
         )?
     } else {
         ingest_router(sources, opts.api_token.clone())

@@ -44,7 +44,7 @@ pub fn http_router(
         Arc::clone(&reads),
         spike.clone(),
         Arc::new(McpSweeps(Arc::clone(&sweeper))),
-        mcp.query,
+        crate::mcp::QueryLimits::from_config(&mcp.limits),
     ));
     let app = crate::dash::router(reads, panels, spike)?
         .merge(metrics::router(metrics))
@@ -54,7 +54,7 @@ pub fn http_router(
         )
         .nest_service(
             "/mcp",
-            crate::mcp::http_service(mcp_ctx, mcp.hosts, mcp.origins),
+            crate::mcp::http_service(mcp_ctx, mcp.hosts, mcp.origins, &mcp.limits),
         );
     let app = match token {
         Some(t) => app
@@ -79,13 +79,15 @@ pub struct McpGuard {
     pub hosts: Option<Vec<String>>,
     /// Browser origins allowed; any other `Origin` is refused.
     pub origins: Vec<String>,
-    /// `query`'s memory and time limits (`[mcp]`).
-    pub query: crate::mcp::QueryLimits,
+    /// Sessions, idle time and calls in flight; `query`'s memory and time
+    /// (`[mcp]`).
+    pub limits: crate::mcp::McpConfig,
 }
 
 impl McpGuard {
-    /// For the HTTP listener at `addr`, reached as `public_url`.
-    pub fn new(addr: SocketAddr, public_url: &str, query: crate::mcp::QueryLimits) -> McpGuard {
+    /// For the HTTP listener at `addr`, reached as `public_url`, within
+    /// `limits`.
+    pub fn new(addr: SocketAddr, public_url: &str, limits: crate::mcp::McpConfig) -> McpGuard {
         let public = url_host(public_url);
         let port = addr.port();
         let mut origins = vec![
@@ -108,7 +110,7 @@ impl McpGuard {
         McpGuard {
             hosts,
             origins,
-            query,
+            limits,
         }
     }
 }

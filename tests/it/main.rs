@@ -21,6 +21,8 @@ mod interop_node;
 mod interop_python;
 mod interop_rust;
 mod load;
+mod mcp_bounds;
+mod mcp_budget;
 mod mcp_clients;
 mod mcp_http;
 mod mcp_sandbox;

@@ -101,12 +101,12 @@ fn tools(server: &Server) -> Vec<Value> {
 /// What a test checks against the tools' output schemas, all at once, with
 /// the Python `jsonschema` package (scripts/py/validate_schema.py).
 #[derive(Default)]
-struct Schemas(std::cell::RefCell<Vec<Value>>);
+pub(crate) struct Schemas(std::cell::RefCell<Vec<Value>>);
 
 impl Schemas {
     /// `result` is a success whose structured content is kept for
     /// [`Schemas::check`], and whose text block is the same JSON.
-    fn valid(&self, tools: &[Value], tool: &str, result: &Value) -> Value {
+    pub(crate) fn valid(&self, tools: &[Value], tool: &str, result: &Value) -> Value {
         assert_ne!(result["isError"], json!(true), "{tool}: {result}");
         let schema = tools
             .iter()
@@ -127,7 +127,7 @@ impl Schemas {
         content.clone()
     }
 
-    fn check(&self) {
+    pub(crate) fn check(&self) {
         use std::io::Write;
         let mut child = std::process::Command::new(python("STORMWATCH_PY_MCP"))
             .arg(repo().join("scripts/py/validate_schema.py"))

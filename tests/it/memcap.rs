@@ -112,6 +112,11 @@ pub fn peak_rss(pid: u32) -> u64 {
     status_kib(pid, "VmHWM:") * 1024
 }
 
+/// A process's resident set now (`VmRSS`) in bytes; 0 once it is gone.
+pub fn rss(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:") * 1024
+}
+
 fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
