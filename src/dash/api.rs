@@ -42,7 +42,7 @@ pub(super) async fn api_trace(
 pub(super) async fn api_tools(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail> {
     blocking(move || {
         let rollup = d.reads.rollup().map_err(internal)?;
-        let r = range(&q, rollup.last_day)?;
+        let r = range(&q, rollup.last_day())?;
         let signals = d.reads.signals.signals().map_err(internal)?;
         let body = d.reads.tools.json(r.from, r.to, &rollup, &signals);
         Ok((

@@ -98,8 +98,15 @@ fn tables(ctx: &Context, days: Option<u32>) -> Result<Tables, McpError> {
         )));
     }
     let rollup = ctx.rollup()?;
-    let stored = ctx.reader.days()?;
-    let to = stored.last().copied().or(rollup.last_day).unwrap_or(0);
+    // The newest day holding spans, never one past tomorrow (see
+    // `Rollup::last_day`).
+    let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    let cap = crate::ingest::window::newest_viewable_day(now_ns);
+    let to = ctx
+        .reader
+        .newest_day(cap)?
+        .or(rollup.last_day())
+        .unwrap_or(0);
     let from = to - days as i32 + 1;
     let (spans, pin) = ctx.reader.spans(from..=to)?.into_parts();
     let layout = ctx.reader.layout();
