@@ -62,7 +62,7 @@ pub use layout::Layout;
 pub use read::{ReadStats, Reader, RollupStamp, Rollups, Scan};
 pub use retire::Pin;
 pub use seal::{ManifestUpdate, SealOptions, SealReport};
-pub use stats::{Stats, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
+pub use stats::{Failing, Stats, WritePath, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
 use crate::ingest::Prepared;
 use frozen::Frozen;
