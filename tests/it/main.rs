@@ -4,6 +4,7 @@
 mod alert_bodies;
 mod alert_isolation;
 mod alerts;
+mod bounds;
 mod cluster;
 mod cluster_lb;
 mod common;
@@ -20,9 +21,9 @@ mod interop_node;
 mod interop_python;
 mod interop_rust;
 mod load;
-mod memcap;
 mod mcp_clients;
 mod mcp_http;
+mod memcap;
 mod metrics;
 mod open_surface;
 mod operate;
