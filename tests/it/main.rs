@@ -5,6 +5,7 @@ mod alert_bodies;
 mod alert_isolation;
 mod alerts;
 mod bounds;
+mod bounds_low;
 mod cluster;
 mod cluster_lb;
 mod common;
