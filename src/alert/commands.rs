@@ -58,6 +58,10 @@ pub fn sender(db: Connection, cfg: &AlertConfig) -> Sender {
         clock: Clock::System,
         stats: Arc::default(),
         gate: None,
+        hosts: Arc::new(super::hosts::Guard {
+            policy: super::hosts::HostPolicy::of(cfg),
+            own: Vec::new(),
+        }),
     }
 }
 

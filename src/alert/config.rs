@@ -29,6 +29,13 @@ pub struct AlertConfig {
     pub pace_ms: u64,
     /// One HTTP request's time limit (seconds).
     pub request_timeout_secs: u64,
+    /// Target hosts the sender may post to (empty: any host not denied);
+    /// names, `*.domain`, addresses, CIDR blocks, `loopback`, `private`,
+    /// `link-local` ([`super::hosts`]).
+    pub allow_hosts: Vec<String>,
+    /// Target hosts it never posts to (the same forms); wins over
+    /// `allow_hosts`. This instance's own listeners are always refused.
+    pub deny_hosts: Vec<String>,
     #[serde(skip_serializing)]
     pub targets: Vec<TargetConfig>,
 }
@@ -46,6 +53,8 @@ impl Default for AlertConfig {
             backoff_cap_secs: 300,
             pace_ms: 1000,
             request_timeout_secs: 10,
+            allow_hosts: Vec::new(),
+            deny_hosts: super::hosts::default_deny(),
             targets: Vec::new(),
         }
     }
@@ -242,11 +251,15 @@ impl AlertConfig {
         if !(url.is_empty() || url.starts_with("https://") || url.starts_with("http://")) {
             return Err("alert.public_url: must start with https:// or http://".into());
         }
+        let hosts = super::hosts::HostPolicy::parse(&self.allow_hosts, &self.deny_hosts)?;
         // Targets whose URL comes from the environment are checked when used;
         // the rest now, so a typo fails `config check`.
         for t in &self.targets {
             if t.url_env.is_none() && t.secret_env.is_none() {
-                t.resolve(|_| None)?;
+                let r = t.resolve(|_| None)?;
+                hosts
+                    .check_static(&r.url)
+                    .map_err(|why| format!("alert target {:?}: refused: {why}", t.name))?;
             }
         }
         Ok(())

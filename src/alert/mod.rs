@@ -12,6 +12,7 @@ pub mod answer;
 pub mod commands;
 pub mod config;
 pub mod discord;
+pub mod hosts;
 pub mod message;
 pub mod notify;
 pub mod outbox;

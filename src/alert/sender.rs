@@ -99,11 +99,17 @@ pub struct Sender {
     pub stats: Arc<Stats>,
     /// `None`: every pending row may go.
     pub gate: Option<Arc<dyn Gate>>,
+    /// Where it may post: `[alert] allow_hosts` / `deny_hosts`, and not
+    /// this process's own listeners (checked before every attempt).
+    pub hosts: Arc<super::hosts::Guard>,
 }
 
-/// The HTTP client the sender uses: no redirects, a per-request timeout.
+/// The HTTP client the sender uses: no redirects, a per-request timeout,
+/// a DNS resolver that drops the addresses `deny_hosts` refuses.
 pub fn client(cfg: &AlertConfig) -> reqwest::Client {
+    let policy = Arc::new(super::hosts::HostPolicy::of(cfg));
     reqwest::Client::builder()
+        .dns_resolver(Arc::new(super::hosts::Resolver(policy)))
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("stormwatch/", env!("CARGO_PKG_VERSION")))
         .timeout(Duration::from_secs(cfg.request_timeout_secs))
@@ -137,8 +143,19 @@ impl Sender {
         Ok(r?)
     }
 
-    /// POST one message body to a target once.
+    /// POST one message body to a target once (not at all to a host it
+    /// may not post to: that attempt is a retry, its reason saying why).
     pub async fn attempt(&self, target: &Target, webhook_id: &str, body: &str) -> Answer {
+        if let Err(why) = self.hosts.check(&target.url).await {
+            return Answer {
+                verdict: Verdict::Retry {
+                    after: None,
+                    reason: format!("not sent: {why}"),
+                    throttled: false,
+                },
+                status: None,
+            };
+        }
         let mut req = self
             .client
             .post(&target.url)

@@ -41,7 +41,18 @@ pub fn run(
     let shipping = shared.is_some();
     let store = match shared {
         None => Store::open(data_dir, config.store_options(o.retention_days))?,
-        Some(shared) => super::serve::open_ingest(data_dir, &shared, config)?,
+        Some(shared) => {
+            // What it accepts follows --retention-days too; its own parts
+            // are kept for its dedup window only.
+            let config = &Config {
+                store: crate::config::StoreConfig {
+                    retention_days: o.retention_days.unwrap_or(config.store.retention_days),
+                    ..config.store.clone()
+                },
+                ..config.clone()
+            };
+            super::serve::open_ingest(data_dir, &shared, config)?
+        }
     };
     let mut report = ImportReport::default();
     if !o.paths.is_empty() {
@@ -52,15 +63,24 @@ pub fn run(
         report.add(&follow(&store, dir, config)?);
     }
     store.close().context("flushing the store")?;
+    warn_refused(&store, &report);
     if shipping {
         warn_past_shared_retention(&report, config);
-    } else {
-        warn_past_retention(&store, &report, config, o.retention_days)?;
     }
     writeln!(
         out,
-        "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} bad record(s) skipped, {} file(s) refused, {} not regular skipped",
-        report.files, report.records, report.spans_stored, report.duplicates, report.rejected, report.bad_records, report.refused, report.not_regular
+        "imported {} file(s): {} request(s), {} span(s) stored, {} already stored, {} rejected (invalid ids), {} refused for their time ({} later than now + ingest.max_future_secs, {} older than the retention), {} bad record(s) skipped, {} file(s) refused, {} not regular skipped",
+        report.files,
+        report.records,
+        report.spans_stored,
+        report.duplicates,
+        report.rejected,
+        report.rejected_future + report.rejected_past,
+        report.rejected_future,
+        report.rejected_past,
+        report.bad_records,
+        report.refused,
+        report.not_regular
     )?;
     // Each refusal was an error line of its own.
     Ok(if report.refused > 0 {
@@ -101,8 +121,8 @@ fn follow(store: &Store, dir: &Path, config: &Config) -> anyhow::Result<ImportRe
     .map_err(Into::into)
 }
 
-/// The imported days (first, last, how many) older than `keep` days.
-fn days_past(report: &ImportReport, keep: u32) -> Option<(Vec<i32>, String)> {
+/// The imported days (first, last, how many) older than `keep` days, in words.
+fn days_past(report: &ImportReport, keep: u32) -> Option<String> {
     let today = chrono::Utc::now().timestamp().div_euclid(86_400) as i32;
     let oldest_kept = today - keep as i32;
     let past: Vec<i32> = report.days.range(..oldest_kept).copied().collect();
@@ -124,7 +144,7 @@ fn days_past(report: &ImportReport, keep: u32) -> Option<(Vec<i32>, String)> {
             day(last)
         )
     };
-    Some((past, format!("{which} (it keeps {} on)", day(oldest_kept))))
+    Some(format!("{which} (it keeps {} on)", day(oldest_kept)))
 }
 
 /// Over a shared store the spans were shipped; it is the detect lease
@@ -134,7 +154,7 @@ fn warn_past_shared_retention(report: &ImportReport, config: &Config) {
     if keep == 0 {
         return;
     }
-    if let Some((_, which)) = days_past(report, keep) {
+    if let Some(which) = days_past(report, keep) {
         tracing::warn!(
             "{which}: they were shipped to the shared store, and the detect node holding the \
              lease deletes them at its next upkeep unless it runs with --retention-days 0 (or \
@@ -143,40 +163,28 @@ fn warn_past_shared_retention(report: &ImportReport, config: &Config) {
     }
 }
 
-/// Imported spans older than the retention window are removed by a
-/// retention pass (when the store opens, then hourly): say which days, and
-/// whether the pass this import's store ran has removed them already (it
-/// depends on when its first flush came), rather than let them vanish
-/// unexplained.
-fn warn_past_retention(
-    store: &Store,
-    report: &ImportReport,
-    config: &Config,
-    flag: Option<u32>,
-) -> anyhow::Result<()> {
-    let Some(keep) = config.store_options(flag).retention_days else {
-        return Ok(());
-    };
-    let Some((past, which)) = days_past(report, keep) else {
-        return Ok(());
-    };
-    let layout = store.layout();
-    let mut still_there = false;
-    for &day in &past {
-        if !layout.parts(day)?.is_empty() {
-            still_there = true;
-            break;
-        }
+/// Spans refused for their time: say how many, why, and how to keep old
+/// ones, rather than let them vanish unexplained.
+fn warn_refused(store: &Store, report: &ImportReport) {
+    if report.rejected_past > 0 {
+        let first = store
+            .window_now()
+            .first_day()
+            .map_or_else(String::new, |d| {
+                format!(" (it keeps {} on)", crate::model::day_to_string(d))
+            });
+        tracing::warn!(
+            "{} span(s) were refused: they start on days older than the retention{first}, \
+             which would delete them at once; import them with --retention-days 0 (or \
+             store.retention_days = 0 in the config file) to keep them",
+            report.rejected_past
+        );
     }
-    let fate = if still_there {
-        "the next retention pass removes their spans (when the store is next opened, or within \
-         the hour)"
-    } else {
-        "the retention pass removed their spans"
-    };
-    tracing::warn!(
-        "{which}: {fate}; keep them with --retention-days 0 or store.retention_days in the \
-         config file"
-    );
-    Ok(())
+    if report.rejected_future > 0 {
+        tracing::warn!(
+            "{} span(s) were refused: they start or end more than ingest.max_future_secs after \
+             this machine's clock (a sender's clock ahead, or a forged date)",
+            report.rejected_future
+        );
+    }
 }

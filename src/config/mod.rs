@@ -171,6 +171,9 @@ pub struct IngestConfig {
     pub max_body_bytes: usize,
     /// Request bodies held in memory at once (bytes); 429 past it.
     pub max_inflight_bytes: usize,
+    /// A span starting or ending later than this after it was received is
+    /// refused (partial success); 1 to 86400 seconds.
+    pub max_future_secs: u64,
 }
 
 impl Default for IngestConfig {
@@ -178,6 +181,7 @@ impl Default for IngestConfig {
         IngestConfig {
             max_body_bytes: 64 << 20,
             max_inflight_bytes: 256 << 20,
+            max_future_secs: crate::ingest::window::DEFAULT_MAX_FUTURE.as_secs(),
         }
     }
 }
@@ -316,6 +320,16 @@ impl Config {
         if self.import.max_file_bytes < 1024 {
             return bad("import.max_file_bytes", "must be at least 1024");
         }
+        let max_future = crate::ingest::window::MAX_FUTURE_LIMIT.as_secs();
+        if !(1..=max_future).contains(&self.ingest.max_future_secs) {
+            return bad(
+                "ingest.max_future_secs",
+                &format!(
+                    "must be from 1 to {max_future} (a day), got {}",
+                    self.ingest.max_future_secs
+                ),
+            );
+        }
         if self.store.flush_interval_secs == 0 {
             return bad("store.flush_interval_secs", "must be at least 1");
         }
@@ -446,6 +460,10 @@ impl Config {
             seal_after: (self.store.seal_after_secs > 0)
                 .then(|| Duration::from_secs(self.store.seal_after_secs)),
             retired_grace: Duration::from_secs(self.store.retired_grace_secs),
+            accept: crate::ingest::TimeBounds {
+                max_future: Duration::from_secs(self.ingest.max_future_secs),
+                retention_days: (days > 0).then_some(days),
+            },
             ..StoreOptions::default()
         }
     }

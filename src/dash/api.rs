@@ -39,12 +39,51 @@ pub(super) async fn api_trace(
     .await
 }
 
+/// Tools per `/api/tools` page unless `page_size` says otherwise, and the most it may say.
+pub(super) const TOOLS_PAGE: usize = 200;
+pub(super) const TOOLS_PAGE_MAX: usize = 1000;
+
+/// The tools table, busiest first (then by name), a page at a time.
 pub(super) async fn api_tools(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail> {
+    let size = match q.get("page_size") {
+        None => TOOLS_PAGE,
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=TOOLS_PAGE_MAX).contains(n))
+            .ok_or_else(|| {
+                Fail(
+                    StatusCode::BAD_REQUEST,
+                    format!("page_size: expected 1 to {TOOLS_PAGE_MAX}, got {v:?}"),
+                )
+            })?,
+    };
+    let page = match q.get("page") {
+        None => 1,
+        Some(v) => v.parse::<usize>().ok().filter(|p| *p >= 1).ok_or_else(|| {
+            Fail(
+                StatusCode::BAD_REQUEST,
+                format!("page: expected a page number from 1, got {v:?}"),
+            )
+        })?,
+    };
     blocking(move || {
         let rollup = d.reads.rollup().map_err(internal)?;
-        let r = range(&q, rollup.last_day)?;
+        let r = range(&q, rollup.last_day())?;
         let signals = d.reads.signals.signals().map_err(internal)?;
-        let body = d.reads.tools.json(r.from, r.to, &rollup, &signals);
+        let body = d
+            .reads
+            .tools
+            .page_json(r.from, r.to, page, size, &rollup, &signals)
+            .map_err(|pages| {
+                Fail(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "page: expected 1 to {pages} ({page_size} tools a page), got {page}",
+                        page_size = size
+                    ),
+                )
+            })?;
         Ok((
             [(header::CONTENT_TYPE, "application/json")],
             axum::body::Body::from(body),

@@ -1,7 +1,8 @@
 //! What the reads keep in memory between requests, each dropped when what
 //! it was made from changed: the signals (one SQLite connection kept open,
 //! read again only when another connection committed), and the tools table of a
-//! range (made again only when the rollup or the signals were read again).
+//! range (made again only when the rollup or the signals were read again),
+//! served a page at a time.
 //! The JSON API and the MCP server share them, so a busy agent does not
 //! open SQLite or add up a thousand tools on every call. Every method that
 //! touches SQLite is called from blocking threads only (`invalidate` too:
@@ -20,6 +21,9 @@ use crate::signal::{Signal, StateDb, StateError};
 pub struct SignalCache {
     path: PathBuf,
     inner: Mutex<Option<Kept>>,
+    /// The answer while no state file exists: one list, so what was made
+    /// from it (the tools table) stays cached.
+    none: Arc<Vec<Signal>>,
 }
 
 /// The kept connection and what it read.
@@ -41,6 +45,7 @@ impl SignalCache {
         SignalCache {
             path,
             inner: Mutex::new(None),
+            none: Arc::default(),
         }
     }
 
@@ -50,7 +55,7 @@ impl SignalCache {
         let Some(file) = file_id(&self.path) else {
             // No sweep has written state yet.
             *guard = None;
-            return Ok(Arc::default());
+            return Ok(Arc::clone(&self.none));
         };
         if let Some(k) = guard.as_mut().filter(|k| k.file == file) {
             // The version read before the rows: a commit in between makes
@@ -102,8 +107,6 @@ struct Made {
     rollup: Arc<Rollup>,
     signals: Arc<Vec<Signal>>,
     tools: Arc<Vec<ToolSummary>>,
-    /// `/api/tools`' body for the range, once one was asked for.
-    json: Option<bytes::Bytes>,
 }
 
 /// The tools table per range, made again when the rollup or the signals
@@ -137,7 +140,6 @@ impl ToolsCache {
                     rollup: Arc::clone(rollup),
                     signals: Arc::clone(signals),
                     tools: Arc::new(rollup.summaries(range.0, range.1, &open)),
-                    json: None,
                 },
             );
         }
@@ -156,28 +158,35 @@ impl ToolsCache {
         Arc::clone(&Self::made(&mut map, (from, to), rollup, signals).tools)
     }
 
-    /// The table as `/api/tools` answers it, serialized once per table.
-    pub fn json(
+    /// Page `page` (from 1) of `size` tools of the table, as `/api/tools`
+    /// answers it: only that page is serialized, whatever the table holds.
+    /// `Err(pages)` when the table has fewer pages (an empty table has one).
+    pub fn page_json(
         &self,
         from: i32,
         to: i32,
+        page: usize,
+        size: usize,
         rollup: &Arc<Rollup>,
         signals: &Arc<Vec<Signal>>,
-    ) -> bytes::Bytes {
-        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let made = Self::made(&mut map, (from, to), rollup, signals);
-        if let Some(j) = &made.json {
-            return j.clone();
+    ) -> Result<bytes::Bytes, usize> {
+        let tools = self.tools(from, to, rollup, signals);
+        let pages = tools.len().div_ceil(size).max(1);
+        if page == 0 || page > pages {
+            return Err(pages);
         }
+        let slice = &tools[((page - 1) * size).min(tools.len())..(page * size).min(tools.len())];
         let body = serde_json::to_vec(&serde_json::json!({
             "from": crate::model::day_to_string(from),
             "to": crate::model::day_to_string(to),
-            "tools": *made.tools,
+            "page": page,
+            "page_size": size,
+            "pages": pages,
+            "total_tools": tools.len(),
+            "tools": slice,
         }))
         .unwrap_or_default();
-        let body = bytes::Bytes::from(body);
-        made.json = Some(body.clone());
-        body
+        Ok(bytes::Bytes::from(body))
     }
 }
 

@@ -20,8 +20,9 @@ pub struct Rollup {
     /// The rows as the sweep reads them: one series per tool and service,
     /// sorted by tool, service and day.
     pub rows: Vec<DailyRow>,
-    /// The newest day with data (days since the epoch).
-    pub last_day: Option<i32>,
+    /// The days with data, in order (days since the epoch); where a view
+    /// ends is [`Rollup::last_day`].
+    pub days: Vec<i32>,
     /// Per tool: (day, class, raw name, failed calls) — the names each
     /// class was logged under.
     pub names: Names,
@@ -30,6 +31,16 @@ pub struct Rollup {
 }
 
 impl Rollup {
+    /// The newest day with data, where the views end their default window:
+    /// never a day after [`crate::ingest::window::newest_viewable_day`]
+    /// (tomorrow), so one span dated far ahead — written before the
+    /// receivers refused such times — cannot hide every real day.
+    pub fn last_day(&self) -> Option<i32> {
+        let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+        let cap = crate::ingest::window::newest_viewable_day(now_ns);
+        self.days.iter().rev().find(|&&d| d <= cap).copied()
+    }
+
     /// The stored rows of days `from..=to`.
     pub fn frame_between(&self, from: i32, to: i32) -> PolarsResult<DataFrame> {
         if self.frame.width() == 0 {
@@ -96,9 +107,9 @@ fn load(rollups: Rollups) -> Result<Rollup, StoreError> {
         .map_err(|e| StoreError::data("reading the daily rollup", e))?;
     let rows = daily_rows(&df).map_err(|e| StoreError::data("reading the daily rollup", e))?;
     let mut tools: BTreeMap<String, Vec<DailyRow>> = BTreeMap::new();
-    let mut last_day = None;
+    let mut days = std::collections::BTreeSet::new();
     for r in rows.iter().cloned() {
-        last_day = last_day.max(Some(r.day));
+        days.insert(r.day);
         let days = tools.entry(r.tool.clone()).or_default();
         match days.iter_mut().find(|d| d.day == r.day) {
             Some(d) => {
@@ -125,7 +136,7 @@ fn load(rollups: Rollups) -> Result<Rollup, StoreError> {
     Ok(Rollup {
         tools,
         rows,
-        last_day,
+        days: days.into_iter().collect(),
         names: load_names(rollups.tool_error_names)?,
         frame: df,
     })

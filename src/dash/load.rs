@@ -27,7 +27,7 @@ pub(super) fn tool_rollup(
             format!("no tool {tool:?} in the rollup"),
         ));
     }
-    let r = range(q, rollup.last_day)?;
+    let r = range(q, rollup.last_day())?;
     Ok((rollup, r))
 }
 

@@ -10,6 +10,16 @@ fn range_params() -> Value {
     ])
 }
 
+/// `/api/tools`' parameters: the range, then the page.
+fn tools_params() -> Value {
+    let mut p = range_params();
+    if let Some(list) = p.as_array_mut() {
+        list.push(json!({"name": "page", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1}, "description": "Page number (default 1); past the last page is a 400 naming how many there are."}));
+        list.push(json!({"name": "page_size", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": super::api::TOOLS_PAGE_MAX}, "description": format!("Tools per page (default {}, at most {}).", super::api::TOOLS_PAGE, super::api::TOOLS_PAGE_MAX)}));
+    }
+    p
+}
+
 fn err() -> Value {
     json!({"description": "An error, as an HTML page naming what was expected.", "content": {"text/html": {"schema": {"type": "string"}}}})
 }
@@ -68,12 +78,19 @@ pub fn document() -> Value {
         "trace_id": {"type": "string"}, "day": {"type": "string"}, "tool": {"type": "string"}, "signal": {"type": "string"},
         "verdict": {"type": "string", "enum": ["wasted", "after_success"]}, "wasted_seconds": {"type": "number"}, "text": {"type": "string"}
     }});
+    let tool_row = json!({"type": "object", "required": ["tool", "calls", "errors", "error_rate", "baseline"], "properties": {"tool": {"type": "string"}, "calls": {"type": "integer"}, "errors": {"type": "integer"}, "error_rate": {"type": "number"}, "baseline": {"type": "number"}, "p50_ms": {"type": "number"}, "p95_ms": {"type": "number"}, "daily_calls": {"type": "array", "items": {"type": "integer"}}, "daily_errors": {"type": "array", "items": {"type": "integer"}}, "top_class": {"type": "string", "nullable": true}, "open_signals": {"type": "integer"}}});
+    let max = super::api::TOOLS_PAGE_MAX;
+    let page_schema = json!({"type": "object", "required": ["from", "to", "page", "page_size", "pages", "total_tools", "tools"], "properties": {
+        "from": {"type": "string"}, "to": {"type": "string"}, "page": {"type": "integer", "minimum": 1},
+        "page_size": {"type": "integer", "minimum": 1, "maximum": max}, "pages": {"type": "integer", "minimum": 1},
+        "total_tools": {"type": "integer", "minimum": 0}, "tools": {"type": "array", "maxItems": max, "items": tool_row}}});
+    let tools_page = json!({"description": "One page of the tools table", "content": {"application/json": {"schema": page_schema}}});
     let mut doc = json!({
         "openapi": "3.0.3",
         "info": {"title": "stormwatch API", "version": env!("CARGO_PKG_VERSION"), "description": "Daily per-tool volume, signals and traces, as the dashboard shows them. A query value is taken as given: an empty one is a bad value (400), not an absent one."},
         "paths": {
-            "/api/tools": {"get": {"summary": "Tools over a range, busiest first", "parameters": range_params(),
-                "responses": responses(json!({"description": "The tools table", "content": {"application/json": {"schema": {"type": "object", "required": ["from", "to", "tools"], "properties": {"from": {"type": "string"}, "to": {"type": "string"}, "tools": {"type": "array", "items": {"type": "object", "required": ["tool", "calls", "errors", "error_rate", "baseline"], "properties": {"tool": {"type": "string"}, "calls": {"type": "integer"}, "errors": {"type": "integer"}, "error_rate": {"type": "number"}, "baseline": {"type": "number"}, "p50_ms": {"type": "number"}, "p95_ms": {"type": "number"}, "daily_calls": {"type": "array", "items": {"type": "integer"}}, "daily_errors": {"type": "array", "items": {"type": "integer"}}, "top_class": {"type": "string", "nullable": true}, "open_signals": {"type": "integer"}}}}}}}}}), &["400"])}},
+            "/api/tools": {"get": {"summary": "Tools over a range, busiest first (then by name), a page at a time", "parameters": tools_params(),
+                "responses": responses(tools_page, &["400"])}},
             "/api/tools/{tool}/daily": {"get": {"summary": "One tool's days", "parameters": [tool, range_params()[0], range_params()[1], range_params()[2]],
                 "responses": responses(json!({"description": "Per day: calls, errors, rate, percentiles, classes", "content": {"application/json": {"schema": {"type": "object", "required": ["tool", "days"], "properties": {"tool": {"type": "string"}, "days": {"type": "array", "items": {"type": "object", "required": ["day", "calls", "errors", "error_rate"], "properties": {"day": {"type": "string"}, "calls": {"type": "integer"}, "errors": {"type": "integer"}, "error_rate": {"type": "number"}, "p50_ms": {"type": "number"}, "p95_ms": {"type": "number"}, "classes": {"type": "object", "additionalProperties": {"type": "integer"}}}}}}}}}}), &["400", "404"])}},
             "/api/signals": {"get": {"summary": "Signals, newest first", "parameters": [

@@ -18,7 +18,7 @@ pub(super) async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Res
     let q = form_fields(q);
     blocking(move || {
         let rollup = d.reads.rollup().map_err(internal)?;
-        let r = range(&q, rollup.last_day)?;
+        let r = range(&q, rollup.last_day())?;
         let key = format!("{}..{}", r.from, r.to);
         let stamp = d.stamp();
         {

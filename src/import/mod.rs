@@ -41,6 +41,10 @@ pub struct ImportReport {
     pub duplicates: usize,
     /// Spans the OTLP rules reject (invalid ids).
     pub rejected: u64,
+    /// Spans refused for a time later than the import's clock + `ingest.max_future_secs`.
+    pub rejected_future: u64,
+    /// Spans refused for a day the retention drops (none with `--retention-days 0`).
+    pub rejected_past: u64,
     /// Lines or documents that could not be decoded, skipped.
     pub bad_records: usize,
     /// UTC days of the spans submitted (days since the epoch).
@@ -60,6 +64,8 @@ impl ImportReport {
         self.spans_stored += other.spans_stored;
         self.duplicates += other.duplicates;
         self.rejected += other.rejected;
+        self.rejected_future += other.rejected_future;
+        self.rejected_past += other.rejected_past;
         self.bad_records += other.bad_records;
         self.days.extend(other.days.iter().copied());
         self.refused += other.refused;
@@ -143,8 +149,11 @@ impl<'a> Loader<'a> {
             }
         };
         self.report.records += 1;
-        let prepared = crate::ingest::prepare(&request);
-        self.report.rejected += prepared.normalized.rejected;
+        let prepared = crate::ingest::prepare_within(&request, &self.store.window_now());
+        let n = &prepared.normalized;
+        self.report.rejected += n.rejected - n.outside();
+        self.report.rejected_future += n.rejected_future;
+        self.report.rejected_past += n.rejected_past;
         if let Some(m) = prepared.normalized.reject_message() {
             tracing::warn!("{where_}: {m}");
         }

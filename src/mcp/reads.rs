@@ -110,7 +110,7 @@ pub fn list_tools(
     limit: Option<usize>,
 ) -> Result<ToolsAnswer, McpError> {
     let rollup = ctx.rollup()?;
-    let (from, to) = window(days, rollup.last_day)?;
+    let (from, to) = window(days, rollup.last_day())?;
     let lines = ctx.tool_lines(&rollup, from, to)?;
     // Fifty a page unless more are asked for: the busiest tools are where
     // an agent starts, and the next page is one call away.
@@ -167,7 +167,7 @@ pub fn tool_daily(ctx: &Context, tool: &str, days: Option<u32>) -> Result<DailyA
             "no tool {tool:?} in the rollup; list_tools names them (some: {known:?})"
         )));
     };
-    let (from, to) = window(days, rollup.last_day)?;
+    let (from, to) = window(days, rollup.last_day())?;
     let verdicts = ctx.verdicts(&rollup, today().max(to) + 1);
     // One verdict per service: the day's is its busiest service's.
     let mut by_day: BTreeMap<i32, &crate::detect::DayVerdict> = BTreeMap::new();
@@ -312,7 +312,7 @@ pub fn list_signals(
             KINDS.join(", ")
         )));
     }
-    let last_day = ctx.rollup()?.last_day;
+    let last_day = ctx.rollup()?.last_day();
     let since = f.since.map(|s| since_ns(s, last_day)).transpose()?;
     let all = ctx.signals()?;
     let mut list: Vec<&Signal> = all
@@ -503,7 +503,7 @@ pub fn retry_storms(
     limit: Option<usize>,
 ) -> Result<StormsAnswer, McpError> {
     let rollup = ctx.rollup()?;
-    let (from, to) = window(days, rollup.last_day)?;
+    let (from, to) = window(days, rollup.last_day())?;
     let state = ctx.state()?;
     let kept = state.findings_between(from, to)?;
     let min = min_rounds.unwrap_or(1);

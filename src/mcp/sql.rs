@@ -60,8 +60,11 @@ fn tables(
             "days: expected 1 to {MAX_SPAN_DAYS} (the spans table's window), got {days}"
         )));
     }
-    let stored = reader.days()?;
-    let to = stored.last().copied().or(rollup.last_day).unwrap_or(0);
+    // The newest day holding spans, never one past tomorrow (see
+    // `Rollup::last_day`).
+    let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    let cap = crate::ingest::window::newest_viewable_day(now_ns);
+    let to = reader.newest_day(cap)?.or(rollup.last_day()).unwrap_or(0);
     let from = to - days as i32 + 1;
     let (spans, pin) = reader.spans(from..=to)?.into_parts();
     let layout = reader.layout();

@@ -26,6 +26,18 @@
 //!
 //! The store's own refusal (its flusher gone) costs no IO and is read on
 //! every request. `stormwatch_readyz_probes_total` counts the probes run.
+//!
+//! A write path that fails is not ready either, though 64 KiB may still fit
+//! (a disk with 1 MiB left refuses every 2 MiB export while the probe
+//! passes). The store records its last failures ([`WritePath`]): the WAL's
+//! group commit (every acknowledgement waits on one) and the flush to
+//! Parquet, each cleared by the next success. While the last WAL write
+//! failed, the probe is a copy of it: its size (64 KiB to 8 MiB), through
+//! the WAL's own fault points (`wal_write`, `wal_fsync`), and `/readyz` is
+//! ready again only once such a probe passed after that failure — so a
+//! server that nobody sends to (a balancer took it out) still finds out
+//! that space came back. A failing flush is not ready until a retry of the
+//! flusher's (which it makes on its own) succeeds.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -36,10 +48,13 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 
-use crate::store::{Layout, Store};
+use crate::store::{Failing, Layout, Store};
 
 /// Bytes the readiness probe writes to the WAL's filesystem.
 const PROBE_BYTES: usize = 64 << 10;
+
+/// The most a probe copying a failed WAL write writes.
+const MIRROR_MAX_BYTES: usize = 8 << 20;
 
 /// How long one probe's result answers `/readyz`.
 pub const PROBE_TTL: Duration = Duration::from_secs(1);
@@ -53,6 +68,8 @@ type Check = Result<(), String>;
 #[derive(Debug, Clone)]
 struct Probed {
     at: Instant,
+    /// The probe copied a failed WAL write of this many bytes.
+    mirrored: Option<usize>,
     wal: Check,
     spans: Check,
 }
@@ -80,8 +97,10 @@ impl Readiness {
         self.probes.load(Ordering::Relaxed)
     }
 
-    /// The WAL's and the span directory's checks: cached, or probed now.
-    async fn disk(&self) -> (Check, Check) {
+    /// The WAL's and the span directory's checks, and when they ran:
+    /// cached, or probed now. `mirror`: the size of a failed WAL write the
+    /// probe is to copy (a cached plain probe does not answer for it).
+    async fn disk(&self, mirror: Option<usize>) -> (Check, Check, Option<Instant>) {
         let not_checked = || Err("not checked".to_string());
         let lock = Arc::clone(&self.last).lock_owned();
         let Ok(mut guard) = tokio::time::timeout(PROBE_WAIT, lock).await else {
@@ -91,55 +110,116 @@ impl Readiness {
                     PROBE_WAIT.as_secs()
                 )),
                 not_checked(),
+                None,
             );
         };
-        if let Some(p) = guard.as_ref().filter(|p| p.at.elapsed() < PROBE_TTL) {
-            return (p.wal.clone(), p.spans.clone());
+        let fresh =
+            |p: &&Probed| p.at.elapsed() < PROBE_TTL && p.mirrored.is_some() == mirror.is_some();
+        if let Some(p) = guard.as_ref().filter(fresh) {
+            return (p.wal.clone(), p.spans.clone(), Some(p.at));
         }
         self.probes.fetch_add(1, Ordering::Relaxed);
         let layout = self.store.layout().clone();
+        let bytes = mirror.map_or(PROBE_BYTES, |b| b.clamp(PROBE_BYTES, MIRROR_MAX_BYTES));
         let task = tokio::task::spawn_blocking(move || {
-            let (wal, spans) = probe(&layout);
+            let (wal, spans) = probe(&layout, bytes, mirror.is_some());
+            let at = Instant::now();
             *guard = Some(Probed {
-                at: Instant::now(),
+                at,
+                mirrored: mirror,
                 wal: wal.clone(),
                 spans: spans.clone(),
             });
-            (wal, spans)
+            (wal, spans, Some(at))
         });
         match tokio::time::timeout(PROBE_WAIT, task).await {
             Ok(Ok(checks)) => checks,
-            Ok(Err(e)) => (Err(format!("the probe failed: {e}")), not_checked()),
+            Ok(Err(e)) => (Err(format!("the probe failed: {e}")), not_checked(), None),
             Err(_) => (
                 Err(format!(
-                    "a 64 KiB synced write did not finish in {} s",
+                    "a {} synced write did not finish in {} s",
+                    size(bytes),
                     PROBE_WAIT.as_secs()
                 )),
                 not_checked(),
+                None,
             ),
         }
     }
 }
 
-fn write_synced(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+/// `bytes` written and synced; `as_wal`: through the WAL's fault points,
+/// not the probe's own.
+fn write_synced(path: &std::path::Path, bytes: &[u8], as_wal: bool) -> std::io::Result<()> {
     use std::io::Write;
-    crate::faults::check("readyz_probe")?;
+    let point = |wal, own| crate::faults::check(if as_wal { wal } else { own });
+    point("wal_write", "readyz_probe")?;
     let mut f = std::fs::File::create(path)?;
     f.write_all(bytes)?;
+    if as_wal {
+        crate::faults::check("wal_fsync")?;
+    }
     f.sync_all()
 }
 
-/// As much as a small request's WAL record, written and synced, so a disk
-/// too full for a write answers not ready; and the span directory listed.
-fn probe(layout: &Layout) -> (Check, Check) {
+/// `bytes` (as much as a small request's WAL record, or as the WAL write
+/// that failed last) written and synced, so a disk too full for a write
+/// answers not ready; and the span directory listed.
+fn probe(layout: &Layout, bytes: usize, as_wal: bool) -> (Check, Check) {
     let probe = layout.wal_dir().join(".ready-probe");
-    let wal = write_synced(&probe, &[0u8; PROBE_BYTES]);
+    let wal = write_synced(&probe, &vec![0u8; bytes], as_wal).map_err(|e| {
+        if as_wal {
+            format!(
+                "a synced write of {} (the size of the WAL write that failed last) failed: {e}",
+                size(bytes)
+            )
+        } else {
+            e.to_string()
+        }
+    });
     let _ = std::fs::remove_file(&probe);
     let spans = std::fs::read_dir(layout.spans_dir()).map(|_| ());
-    (
-        wal.map_err(|e| e.to_string()),
-        spans.map_err(|e| e.to_string()),
-    )
+    (wal, spans.map_err(|e| e.to_string()))
+}
+
+/// A byte count in KiB or MiB.
+fn size(bytes: usize) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+    } else {
+        format!("{} KiB", bytes.div_ceil(1024))
+    }
+}
+
+/// Whether the WAL's last group commit failed with no success and no
+/// passing probe of its size since.
+fn wal_writes(failing: Option<&Failing>, probed: Option<Instant>, probe_ok: bool) -> Check {
+    let Some(f) = failing else {
+        return Ok(());
+    };
+    if probe_ok && probed.is_some_and(|at| at > f.at) {
+        // A write of its size passed since: the next one should too.
+        return Ok(());
+    }
+    Err(format!(
+        "the last WAL write ({}) failed {} s ago, failing for {} s, none succeeded since: {}",
+        size(f.bytes),
+        f.at.elapsed().as_secs(),
+        f.since.elapsed().as_secs(),
+        f.error
+    ))
+}
+
+/// Whether flushes to Parquet are failing (the flusher retries on its own).
+fn flushes(failing: Option<&Failing>) -> Check {
+    match failing {
+        None => Ok(()),
+        Some(f) => Err(format!(
+            "flushes to Parquet have failed for {} s (the WAL keeps the acknowledged spans; the flusher retries): {}",
+            f.since.elapsed().as_secs(),
+            f.error
+        )),
+    }
 }
 
 pub fn router(readiness: Arc<Readiness>) -> Router {
@@ -150,17 +230,24 @@ pub fn router(readiness: Arc<Readiness>) -> Router {
 }
 
 async fn ready(State(r): State<Arc<Readiness>>) -> (StatusCode, Json<serde_json::Value>) {
-    let (wal, spans) = r.disk().await;
+    let path = r.store.stats().write_path();
+    let (wal, spans, probed) = r.disk(path.wal.as_ref().map(|f| f.bytes)).await;
+    let wal_writes = wal_writes(path.wal.as_ref(), probed, wal.is_ok());
+    let flushes = flushes(path.flush.as_ref());
     let writes = match r.store.refusal() {
         Some(e) => Err(e.to_string()),
         None => Ok(()),
     };
-    let ok = wal.is_ok() && spans.is_ok() && writes.is_ok();
+    let checks = [&writes, &wal, &wal_writes, &flushes, &spans];
+    let ok = checks.iter().all(|c| c.is_ok());
+    let say = |c: Check| c.err().unwrap_or_else(|| "ok".into());
     let body = serde_json::json!({
         "ready": ok,
-        "store_accepting_writes": writes.err().unwrap_or_else(|| "ok".into()),
-        "wal_writable": wal.err().unwrap_or_else(|| "ok".into()),
-        "store_readable": spans.err().unwrap_or_else(|| "ok".into()),
+        "store_accepting_writes": say(writes),
+        "wal_writable": say(wal),
+        "wal_writes": say(wal_writes),
+        "flushes": say(flushes),
+        "store_readable": say(spans),
     });
     (
         if ok {
@@ -245,6 +332,58 @@ mod tests {
             "{body}"
         );
         std::fs::create_dir_all(store.layout().wal_dir()).unwrap();
+    }
+
+    /// A failed WAL write keeps `/readyz` not ready until a probe of its
+    /// size passes after it; a failing flush until a flush succeeds.
+    #[test]
+    fn a_failed_write_is_not_ready_until_a_later_probe_passes() {
+        use crate::store::{Failing, WritePath};
+        let failed = |at: Instant| Failing {
+            since: at,
+            at,
+            error: "No space left on device (os error 28)".into(),
+            bytes: 3 << 20,
+        };
+        let t0 = Instant::now();
+        let f = failed(t0);
+        assert_eq!(wal_writes(None, None, true), Ok(()));
+        let e = wal_writes(Some(&f), None, true).unwrap_err();
+        assert!(
+            e.starts_with("the last WAL write (3.0 MiB) failed 0 s ago"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("none succeeded since: No space left on device (os error 28)"),
+            "{e}"
+        );
+        // A probe from before the failure, or one that failed, does not count.
+        assert!(wal_writes(Some(&f), Some(t0 - Duration::from_millis(1)), true).is_err());
+        assert!(wal_writes(Some(&f), Some(t0 + Duration::from_millis(1)), false).is_err());
+        assert_eq!(
+            wal_writes(Some(&f), Some(t0 + Duration::from_millis(1)), true),
+            Ok(())
+        );
+        // A success clears the record; failures in a row keep their start.
+        let mut w = WritePath::default();
+        WritePath::note(&mut w.wal, Err(("one", 10)));
+        let since = w.wal.as_ref().unwrap().since;
+        WritePath::note(&mut w.wal, Err(("two", 20)));
+        let now = w.wal.as_ref().unwrap();
+        assert_eq!(
+            (now.since, now.error.as_str(), now.bytes),
+            (since, "two", 20)
+        );
+        WritePath::note(&mut w.wal, Ok(()));
+        assert_eq!(w.wal, None);
+        assert_eq!(flushes(None), Ok(()));
+        assert!(flushes(Some(&f))
+            .unwrap_err()
+            .starts_with("flushes to Parquet have failed for 0 s"));
+        assert_eq!(
+            (size(64 << 10), size(3 << 20)),
+            ("64 KiB".into(), "3.0 MiB".into())
+        );
     }
 
     async fn futures_join<F: std::future::Future + Send + 'static>(

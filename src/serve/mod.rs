@@ -216,6 +216,23 @@ pub async fn run(
         .as_ref()
         .map(tokio::net::TcpListener::local_addr)
         .transpose()?;
+    // Alerts never go to this server's own listeners.
+    let mut own = vec![("dashboard", http_listener.local_addr()?)];
+    if let Some(l) = &otlp_listener {
+        own.push(("OTLP/HTTP", l.local_addr()?));
+    }
+    own.extend(grpc_addr.map(|a| ("OTLP/gRPC", a)));
+    let hosts = Arc::new(crate::alert::hosts::Guard {
+        policy: opts
+            .alerting
+            .as_ref()
+            .map(|a| crate::alert::hosts::HostPolicy::of(&a.cfg))
+            .unwrap_or_default(),
+        own,
+    });
+    if let Some(a) = opts.alerting.as_ref().filter(|_| detect.is_some()) {
+        check_targets(&hosts, &a.targets).await?;
+    }
     let grpc_hint = match grpc_addr {
         Some(a) => format!(", OTLP/gRPC exporters to http://{a}"),
         None => " (the OTLP/gRPC receiver is off)".to_string(),
@@ -294,6 +311,7 @@ pub async fn run(
             gate: leader
                 .clone()
                 .map(|l| l as Arc<dyn crate::alert::sender::Gate>),
+            hosts: Arc::clone(&hosts),
             ..crate::alert::commands::sender(db, &a.cfg)
         };
         outbox_db = Some(Arc::clone(&sender.db));
@@ -366,6 +384,32 @@ pub async fn run(
         Ok(Ok(Err(e))) => tracing::error!(error = %e, "final flush failed; the spans stay in the WAL and are recovered on the next start"),
         Ok(Err(e)) => tracing::error!(error = %e, "closing the store panicked"),
         Err(_) => tracing::error!("final flush did not finish in time; the spans stay in the WAL and are recovered on the next start"),
+    }
+    Ok(())
+}
+
+/// Every alert target checked against the host lists and this server's
+/// listeners before anything is served: a refused one stops the start,
+/// naming it (never its URL); one whose name does not resolve now is
+/// checked again at each attempt.
+async fn check_targets(
+    hosts: &crate::alert::hosts::Guard,
+    targets: &[crate::alert::Target],
+) -> anyhow::Result<()> {
+    use crate::alert::hosts::HostError;
+    for t in targets {
+        match hosts.check(&t.url).await {
+            Ok(()) => {}
+            Err(HostError::Unresolved(e)) => tracing::warn!(
+                target = %t.name,
+                error = %e,
+                "alert target's host does not resolve now; it is checked again before each attempt"
+            ),
+            Err(HostError::Refused(why)) => anyhow::bail!(
+                "alert target {:?}: refused: {why} (alert.allow_hosts / alert.deny_hosts; alerting.md, \"Target hosts\")",
+                t.name
+            ),
+        }
     }
     Ok(())
 }

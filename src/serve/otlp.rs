@@ -48,6 +48,10 @@ pub struct OtlpCounters {
     pub spans_accepted: AtomicU64,
     /// Spans of accepted requests rejected one by one (invalid ids).
     pub spans_rejected_invalid: AtomicU64,
+    /// Spans refused one by one for a time after the receive time's window.
+    pub spans_rejected_future: AtomicU64,
+    /// Spans refused one by one for a day the retention drops.
+    pub spans_rejected_past: AtomicU64,
     /// Spans of decoded requests the store refused (full queue, write failure).
     pub spans_refused_store: AtomicU64,
     /// Refused requests by reason.
@@ -259,7 +263,7 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
 }
 
 /// What an accepted export request did: spans rejected one by one (invalid
-/// ids) and the partial-success message naming why.
+/// ids, a time outside the window) and the partial-success message naming why.
 #[derive(Debug)]
 pub struct Accepted {
     pub rejected: u64,
@@ -283,6 +287,8 @@ pub async fn store_body(
     // Decompressed output and a parsed JSON tree are charged as they grow.
     let semaphore = Arc::clone(&state.inflight);
     let total = state.inflight_total as usize;
+    // The receive time's window: spans dated outside it are refused one by one.
+    let window = state.store.window_now();
     let decoded = tokio::task::spawn_blocking(move || {
         let mut permit = permit;
         // A request that needs more than the whole budget can never be
@@ -301,16 +307,17 @@ pub async fn store_body(
                 Err(_) => false,
             }
         };
-        let prepared = ingest::prepare_body_with(body, format, encoding, limit, &mut reserve)
-            .and_then(|p| {
-                // The decoded rows are held until the WAL takes them: charge them too.
-                let rows: usize = p.mem_bytes();
-                if reserve(rows) {
-                    Ok(p)
-                } else {
-                    Err(ingest::IngestError::Busy)
-                }
-            });
+        let prepared =
+            ingest::prepare_body_with(body, format, encoding, limit, &window, &mut reserve)
+                .and_then(|p| {
+                    // The decoded rows are held until the WAL takes them: charge them too.
+                    let rows: usize = p.mem_bytes();
+                    if reserve(rows) {
+                        Ok(p)
+                    } else {
+                        Err(ingest::IngestError::Busy)
+                    }
+                });
         let prepared = match prepared {
             Err(ingest::IngestError::Busy) if never_fits => Err(ingest::IngestError::TooLarge {
                 limit: total * 1024,
@@ -331,6 +338,10 @@ pub async fn store_body(
     let (prepared, permit) = decoded;
     let prepared = prepared.map_err(|e| AppError::from_ingest(e, format))?;
     let rejected = prepared.normalized.rejected;
+    let (future, past) = (
+        prepared.normalized.rejected_future,
+        prepared.normalized.rejected_past,
+    );
     let reject_message = prepared.normalized.reject_message();
     let accepted = prepared.spans() as u64;
     if accepted > 0 {
@@ -354,7 +365,13 @@ pub async fn store_body(
         .fetch_add(accepted, Ordering::Relaxed);
     counters
         .spans_rejected_invalid
-        .fetch_add(rejected, Ordering::Relaxed);
+        .fetch_add(rejected - future - past, Ordering::Relaxed);
+    counters
+        .spans_rejected_future
+        .fetch_add(future, Ordering::Relaxed);
+    counters
+        .spans_rejected_past
+        .fetch_add(past, Ordering::Relaxed);
     Ok(Accepted {
         rejected,
         message: reject_message,

@@ -331,6 +331,7 @@ fn flush_until_committed(
         let e = match result {
             Ok(()) => {
                 shared.stats.flushes.fetch_add(1, Ordering::Relaxed);
+                shared.stats.note_flush(Ok(()));
                 if attempt > 1 {
                     tracing::info!(
                         attempts = attempt,
@@ -343,6 +344,7 @@ fn flush_until_committed(
             Err(e) => e,
         };
         shared.stats.flush_failures.fetch_add(1, Ordering::Relaxed);
+        shared.stats.note_flush(Err(&e.to_string()));
         let waited = started.elapsed();
         if shared.closing.load(Ordering::Acquire)
             && (attempt >= CLOSING_ATTEMPTS || waited >= WAITED_RETRY_BUDGET)

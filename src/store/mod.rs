@@ -62,7 +62,7 @@ pub use layout::Layout;
 pub use read::{ReadStats, Reader, RollupStamp, Rollups, Scan};
 pub use retire::Pin;
 pub use seal::{ManifestUpdate, SealOptions, SealReport};
-pub use stats::{Stats, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
+pub use stats::{Failing, Stats, WritePath, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 
 use crate::ingest::Prepared;
 use frozen::Frozen;
@@ -106,6 +106,11 @@ pub struct StoreOptions {
     /// The data directory is a copy of this shared store (the detect
     /// role): pulled, sealed and kept by the lease holder.
     pub mirror: Option<remote::mirror::Mirror>,
+    /// The span times the receivers and `import` accept, judged at receive
+    /// time ([`Store::window_now`]): `ingest.max_future_secs` and the
+    /// retention (over a shared store the cluster's, not an ingest node's
+    /// dedup window). Replay and [`crate::ingest::prepare`] take any time.
+    pub accept: crate::ingest::TimeBounds,
 }
 
 impl Default for StoreOptions {
@@ -125,6 +130,7 @@ impl Default for StoreOptions {
             retired_grace: Duration::from_secs(600),
             node_id: None,
             mirror: None,
+            accept: crate::ingest::TimeBounds::default(),
         }
     }
 }
@@ -338,6 +344,12 @@ impl Store {
             .ok_or(StoreError::Closed)?
             .send(cmd)
             .map_err(|_| StoreError::Closed)
+    }
+
+    /// The span times accepted now: [`StoreOptions::accept`] at the clock.
+    pub fn window_now(&self) -> crate::ingest::Window {
+        let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+        self.shared.opts.accept.at(now_ns)
     }
 
     /// Queue a prepared request for the WAL. Refused at once with

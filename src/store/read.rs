@@ -122,6 +122,23 @@ impl Reader {
         self.layout.days()
     }
 
+    /// The newest day with live parts, not after `until`: a day directory
+    /// whose parts are all retired (waiting to be reclaimed) holds no span.
+    pub fn newest_day(&self, until: i32) -> Result<Option<i32>, StoreError> {
+        for day in self
+            .layout
+            .days()?
+            .into_iter()
+            .rev()
+            .filter(|d| *d <= until)
+        {
+            if !self.layout.parts(day)?.is_empty() {
+                return Ok(Some(day));
+            }
+        }
+        Ok(None)
+    }
+
     /// Keep every file listed from now on until the pin is dropped (see
     /// [`retire`]): a sweep holds one for its whole run.
     pub fn pin(&self) -> Pin {

@@ -5,7 +5,8 @@
 //! `serve`, which registers it).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::histogram::Histogram;
 
@@ -31,6 +32,47 @@ pub struct Stats {
     /// The most rows the memtable has held (WAL replay included).
     pub memtable_rows_peak: AtomicUsize,
     pub pending_bytes: AtomicUsize,
+    /// The write path's failures not yet followed by a success (`/readyz`).
+    pub write_path: Mutex<WritePath>,
+}
+
+/// A part of the write path that failed and has not succeeded since.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failing {
+    /// The first failure of this run of failures.
+    pub since: Instant,
+    /// The latest failure.
+    pub at: Instant,
+    /// The latest failure's error.
+    pub error: String,
+    /// The bytes the latest failed write carried.
+    pub bytes: usize,
+}
+
+/// What of the write path is failing now: the WAL's group commits (every
+/// acknowledgement waits on one) and the flushes to Parquet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WritePath {
+    pub wal: Option<Failing>,
+    pub flush: Option<Failing>,
+}
+
+impl WritePath {
+    /// Record a failure of `part` (`bytes` written, `error`), or its success.
+    pub fn note(part: &mut Option<Failing>, outcome: Result<(), (&str, usize)>) {
+        match outcome {
+            Ok(()) => *part = None,
+            Err((error, bytes)) => {
+                let now = Instant::now();
+                *part = Some(Failing {
+                    since: part.as_ref().map_or(now, |f| f.since),
+                    at: now,
+                    error: error.to_string(),
+                    bytes,
+                });
+            }
+        }
+    }
 }
 
 /// The flusher's maintenance tasks, as `maintenance_panics` counts them.
@@ -59,11 +101,35 @@ impl Default for Stats {
             memtable_rows: AtomicUsize::default(),
             memtable_rows_peak: AtomicUsize::default(),
             pending_bytes: AtomicUsize::default(),
+            write_path: Mutex::default(),
         }
     }
 }
 
 impl Stats {
+    /// Record how a WAL group commit of `bytes` went.
+    pub fn note_wal(&self, outcome: Result<(), &str>, bytes: usize) {
+        let mut w = self.write_path.lock().unwrap_or_else(|e| e.into_inner());
+        if outcome.is_ok() && w.wal.is_none() {
+            return;
+        }
+        WritePath::note(&mut w.wal, outcome.map_err(|e| (e, bytes)));
+    }
+
+    /// Record how a flush to Parquet went.
+    pub fn note_flush(&self, outcome: Result<(), &str>) {
+        let mut w = self.write_path.lock().unwrap_or_else(|e| e.into_inner());
+        WritePath::note(&mut w.flush, outcome.map_err(|e| (e, 0)));
+    }
+
+    /// The write path's failures now.
+    pub fn write_path(&self) -> WritePath {
+        self.write_path
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Count one WAL write (append and fdatasync) that took `took`.
     pub fn observe_wal_sync(&self, took: Duration) {
         self.wal_sync.observe(took.as_secs_f64());

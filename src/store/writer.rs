@@ -219,6 +219,8 @@ fn write_group(shared: &Shared, state: &mut WriterState, group: Vec<Submission>)
     let started = Instant::now();
     let result = state.wal.append_sync(&records);
     stats.observe_wal_sync(started.elapsed());
+    let error = result.as_ref().err().map(ToString::to_string);
+    stats.note_wal(error.as_deref().map_or(Ok(()), Err), bytes as usize);
     match result {
         Ok(()) => {
             stats.wal_bytes.fetch_add(bytes, Ordering::Relaxed);

@@ -332,7 +332,11 @@ fn empty_small_wide_and_deep_stores_all_render() {
         "a broken panel says so"
     );
     let tools: Value = serde_json::from_str(&get(&server, "/api/tools").1).unwrap();
-    assert_eq!(tools["tools"].as_array().unwrap().len(), 1005);
+    assert_eq!(tools["total_tools"], 1005);
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 200, "a page");
+    let last: Value =
+        serde_json::from_str(&get(&server, "/api/tools?page_size=1000&page=2").1).unwrap();
+    assert_eq!(last["tools"].as_array().unwrap().len(), 5);
     assert_eq!(get(&server, "/tools/tool_0007").0, 200);
     assert_eq!(get(&server, "/api/tools/tool_0007/daily?days=7").0, 200);
     let (status, body) = get(&server, &format!("/traces/{deep_trace}"));

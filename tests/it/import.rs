@@ -254,35 +254,41 @@ fn follow_pulls_new_files_and_lines_and_remembers_them() {
 }
 
 #[test]
-fn an_import_past_retention_says_whether_the_pass_removed_its_spans() {
+fn an_import_past_retention_refuses_those_spans_and_says_how_to_keep_them() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let f = dir.path().join("old.json");
     // July 29 2026: past a 30-day retention from any day this test runs.
     std::fs::write(&f, json_line(1, 3)).unwrap();
     let thirty = [("STORMWATCH_RETENTION_DAYS", "30")];
-    let (ok, _, stderr) = import_env(&data, &[&f], &thirty);
+    let (ok, stdout, stderr) = import_env(&data, &[&f], &thirty);
     assert!(ok, "{stderr}");
     assert!(
+        stdout.contains("0 span(s) stored")
+            && stdout.contains("3 refused for their time (0 later than now + ingest.max_future_secs, 3 older than the retention)"),
+        "{stdout}"
+    );
+    assert!(
         stderr.contains(
-            "every imported span (1 day(s), 2026-07-29 to 2026-07-29) is older than the 30-day retention"
+            "3 span(s) were refused: they start on days older than the retention (it keeps "
         ) && stderr.contains("--retention-days 0"),
         "{stderr}"
     );
-    // Whether the pass of this import's own store came before or after its
-    // flush, the warning tells what the store holds now.
+    // The partial-success reason, per record, names the bound.
+    assert!(
+        stderr.contains("before ") && stderr.contains("the first day the 30-day retention keeps"),
+        "{stderr}"
+    );
     let day = stormwatch::model::day_from_str("2026-07-29").unwrap();
-    let kept = !stormwatch::store::Layout::new(&data)
-        .parts(day)
-        .unwrap()
-        .is_empty();
-    let said = if kept {
-        "the next retention pass removes their spans"
-    } else {
-        "the retention pass removed their spans"
-    };
-    assert!(stderr.contains(said), "kept: {kept}: {stderr}");
-    // Beside spans of today, only the old day is named.
+    assert!(
+        stormwatch::store::Layout::new(&data)
+            .parts(day)
+            .unwrap()
+            .is_empty(),
+        "no day made for refused spans"
+    );
+    // Beside spans of today, only the old ones are refused; with
+    // --retention-days 0 (the tests' default) the old ones are kept.
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -293,12 +299,16 @@ fn an_import_past_retention_says_whether_the_pass_removed_its_spans() {
         .replace("1785354395532000000", &now_ns);
     let recent = dir.path().join("today.json");
     std::fs::write(&recent, today).unwrap();
-    let (ok, _, stderr) = import_env(&dir.path().join("data2"), &[&f, &recent], &thirty);
+    let (ok, stdout, stderr) = import_env(&dir.path().join("data2"), &[&f, &recent], &thirty);
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains(
-            "1 of the 2 imported days (2026-07-29 to 2026-07-29) are older than the 30-day retention"
-        ),
-        "{stderr}"
+        stdout.contains("2 span(s) stored") && stdout.contains("3 refused for their time"),
+        "{stdout}"
+    );
+    let (ok, stdout, stderr) = import_env(&dir.path().join("data3"), &[&f], &[]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("3 span(s) stored") && stdout.contains("0 refused for their time"),
+        "{stdout}"
     );
 }

@@ -4,6 +4,8 @@
 mod alert_bodies;
 mod alert_isolation;
 mod alerts;
+mod bounds;
+mod bounds_low;
 mod cluster;
 mod cluster_lb;
 mod common;

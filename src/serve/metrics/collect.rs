@@ -140,6 +140,8 @@ impl Collector for Ingest {
         let rejected = transports.iter().flat_map(|(t, c)| {
             [
                 ("invalid_id", load(&c.spans_rejected_invalid)),
+                ("future", load(&c.spans_rejected_future)),
+                ("past_retention", load(&c.spans_rejected_past)),
                 ("store", load(&c.spans_refused_store)),
             ]
             .map(|(reason, n)| ([("transport", *t), ("reason", reason)], n))
@@ -147,7 +149,7 @@ impl Collector for Ingest {
         counters(
             &mut e,
             "stormwatch_spans_rejected",
-            "Spans not kept, by transport and reason: invalid_id (a partial success) or store (the store refused a decoded request).",
+            "Spans not kept, by transport and reason: invalid_id, future (later than the receive time + ingest.max_future_secs), past_retention (on a day the retention drops), each a partial success; or store (the store refused a decoded request).",
             rejected,
         )?;
         gauge(

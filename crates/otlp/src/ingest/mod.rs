@@ -18,6 +18,7 @@ pub mod normalize;
 #[doc(hidden)]
 pub mod rows;
 pub mod toolcall;
+pub mod window;
 
 #[cfg(test)]
 mod tests;
@@ -27,11 +28,14 @@ mod tests_canon;
 mod tests_file;
 #[cfg(test)]
 mod tests_file_limits;
+#[cfg(test)]
+mod tests_window;
 
 pub use batch::SpanBatch;
 pub use decode::{Encoding, Format};
 pub use error::IngestError;
-pub use normalize::{normalize, Normalized};
+pub use normalize::{normalize, normalize_within, Normalized};
+pub use window::{Outside, TimeBounds, Window};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
@@ -58,26 +62,36 @@ impl Prepared {
     }
 }
 
-/// Decompress, decode and normalize one OTLP/HTTP body.
+/// Decompress, decode and normalize one OTLP/HTTP body, every span time
+/// accepted.
 pub fn prepare_body(
     body: bytes::Bytes,
     format: Format,
     encoding: Encoding,
     limit: usize,
 ) -> Result<Prepared, IngestError> {
-    prepare_body_with(body, format, encoding, limit, &mut |_| true)
+    prepare_body_with(
+        body,
+        format,
+        encoding,
+        limit,
+        &Window::unbounded(),
+        &mut |_| true,
+    )
 }
 
 /// Memory a JSON body takes while parsed, per byte of it (a `serde_json::Value` tree).
 pub const JSON_EXPANSION: usize = 6;
 
-/// `prepare_body`, asking `reserve(n)` before holding `n` more bytes
-/// (decompressed output, the parsed JSON tree); a refusal is `Busy`.
+/// `prepare_body`, spans outside `window` rejected, asking `reserve(n)`
+/// before holding `n` more bytes (decompressed output, the parsed JSON
+/// tree); a refusal is `Busy`.
 pub fn prepare_body_with(
     body: bytes::Bytes,
     format: Format,
     encoding: Encoding,
     limit: usize,
+    window: &Window,
     reserve: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Prepared, IngestError> {
     let raw = if encoding == Encoding::Identity {
@@ -93,18 +107,38 @@ pub fn prepare_body_with(
         Format::Protobuf => raw,
         Format::Json => request.encode_to_vec().into(),
     };
-    Ok(prepare_request(&request, payload))
+    Ok(prepare_request(&request, payload, window))
 }
 
-/// Normalize a decoded request; `payload` must be its protobuf encoding.
-pub fn prepare_request(request: &ExportTraceServiceRequest, payload: bytes::Bytes) -> Prepared {
+/// Normalize a decoded request, rejecting spans outside `window`; `payload`
+/// must be its protobuf encoding. When spans were refused for their time,
+/// the WAL payload is the request without them: a replay, which takes every
+/// time, must not bring them back.
+pub fn prepare_request(
+    request: &ExportTraceServiceRequest,
+    payload: bytes::Bytes,
+    window: &Window,
+) -> Prepared {
+    let normalized = normalize_within(request, window);
+    let wal_payload = if normalized.outside() > 0 {
+        window::retain_spans(request, |s| normalize::check(s, window).is_ok())
+            .encode_to_vec()
+            .into()
+    } else {
+        payload
+    };
     Prepared {
-        normalized: normalize(request),
-        wal_payload: payload,
+        normalized,
+        wal_payload,
     }
 }
 
-/// Normalize a request and encode it for the WAL.
+/// Normalize a request (every span time accepted) and encode it for the WAL.
 pub fn prepare(request: &ExportTraceServiceRequest) -> Prepared {
-    prepare_request(request, request.encode_to_vec().into())
+    prepare_within(request, &Window::unbounded())
+}
+
+/// [`prepare`], rejecting spans outside `window`.
+pub fn prepare_within(request: &ExportTraceServiceRequest, window: &Window) -> Prepared {
+    prepare_request(request, request.encode_to_vec().into(), window)
 }

@@ -1,6 +1,8 @@
 //! From a decoded OTLP request to a columnar [`SpanBatch`]: id validation
-//! (the spans the spec says to reject), tool-call detection, session, error
-//! class — each value appended straight to its column, no row in between.
+//! (the spans the spec says to reject), the time window (spans dated past
+//! the receive time's bounds, [`super::window`]), tool-call detection,
+//! session, error class — each value appended straight to its column, no
+//! row in between.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -10,13 +12,19 @@ use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
 use super::batch::{Resource, SpanBatch, NO_TOOL};
+use super::window::{Outside, Window};
 use super::{attrs, classify, toolcall};
 
 /// The spans of one request and what was rejected from it.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Normalized {
     pub batch: SpanBatch,
+    /// Spans rejected, for any reason (the partial success's count).
     pub rejected: u64,
+    /// Of those, spans dated after the receive time's window.
+    pub rejected_future: u64,
+    /// Of those, spans on a day before the retention's first.
+    pub rejected_past: u64,
     /// The first few reasons, for the partial-success message.
     pub reasons: Vec<String>,
 }
@@ -28,15 +36,29 @@ impl Normalized {
             return None;
         }
         let more = self.rejected as usize - self.reasons.len().min(self.rejected as usize);
-        let mut msg = format!(
-            "rejected {} span(s): {}",
-            self.rejected,
-            self.reasons.join("; ")
-        );
+        let mut msg = format!("rejected {} span(s)", self.rejected);
+        let by: Vec<String> = [
+            (self.rejected_future, "dated in the future"),
+            (self.rejected_past, "older than the retention"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if !by.is_empty() {
+            msg.push_str(&format!(" ({})", by.join(", ")));
+        }
+        msg.push_str(": ");
+        msg.push_str(&self.reasons.join("; "));
         if more > 0 {
             msg.push_str(&format!("; and {more} more"));
         }
         Some(msg)
+    }
+
+    /// Spans refused for their time (outside the receive time's window).
+    pub fn outside(&self) -> u64 {
+        self.rejected_future + self.rejected_past
     }
 
     /// Spans kept.
@@ -55,8 +77,14 @@ const MAX_REASONS: usize = 5;
 /// Normalize every span of a request. Spans with an invalid trace id (not 16
 /// bytes, or all zero), span id (not 8 bytes, or all zero), parent span id
 /// (neither empty nor 8 bytes, or the span's own id) or no start time are
-/// rejected, the rest kept.
+/// rejected, the rest kept. Every time is accepted (see [`normalize_within`]).
 pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
+    normalize_within(req, &Window::unbounded())
+}
+
+/// [`normalize`], also rejecting the spans whose times fall outside
+/// `window` (the receive time's, [`super::window::TimeBounds::at`]).
+pub fn normalize_within(req: &ExportTraceServiceRequest, window: &Window) -> Normalized {
     let mut out = Normalized::default();
     let spans: usize = req
         .resource_spans
@@ -79,7 +107,7 @@ pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
         });
         for ss in &rs.scope_spans {
             for span in &ss.spans {
-                match check_ids(span) {
+                match check(span, window) {
                     Ok(ids) => {
                         push(&mut out.batch, span, &ids, resource, resource_attrs);
                         if out.batch.len() == 1 {
@@ -89,8 +117,13 @@ pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
                             b.name.reserve_bytes(b.name.data_len() * spans);
                         }
                     }
-                    Err(reason) => {
+                    Err((outside, reason)) => {
                         out.rejected += 1;
+                        match outside {
+                            Some(Outside::Future) => out.rejected_future += 1,
+                            Some(Outside::PastRetention) => out.rejected_past += 1,
+                            None => {}
+                        }
                         if out.reasons.len() < MAX_REASONS {
                             out.reasons.push(format!("span {:?}: {reason}", span.name));
                         }
@@ -104,10 +137,23 @@ pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
 }
 
 /// A valid span's ids; the parent all zero for a root.
-struct Ids {
+pub(super) struct Ids {
     trace: [u8; 16],
     span: [u8; 8],
     parent: [u8; 8],
+}
+
+/// Whether a span is kept: its ids and times valid, its times inside
+/// `window`; if not, why (and which window bound, for a time outside it).
+pub(super) fn check(span: &Span, window: &Window) -> Result<Ids, (Option<Outside>, String)> {
+    let ids = check_ids(span).map_err(|reason| (None, reason))?;
+    window
+        .check(
+            span.start_time_unix_nano as i64,
+            span.end_time_unix_nano as i64,
+        )
+        .map_err(|(outside, reason)| (Some(outside), reason))?;
+    Ok(ids)
 }
 
 /// Validate the ids and the times.
