@@ -53,6 +53,11 @@ impl Rule {
                 } else if let Ok(ip) = e.trim_matches(['[', ']']).parse::<IpAddr>() {
                     let ip = canonical(ip);
                     Rule::Net(ip, if ip.is_ipv4() { 32 } else { 128 })
+                } else if let Some(class) = misspelt_class(&e) {
+                    return Err(format!(
+                        "{} (did you mean {class}? a name with no dot is taken as a host name)",
+                        bad(entry)
+                    ));
                 } else if valid_name(&e) {
                     Rule::Name(e.clone())
                 } else {
@@ -85,6 +90,33 @@ impl Rule {
             _ => false,
         }
     }
+}
+
+/// The class a one-label name is a slip of (`loopbak`, `linklocal`,
+/// `privat`): within two edits of one, which no real host name on a list
+/// like this is likely to be.
+fn misspelt_class(name: &str) -> Option<&'static str> {
+    if name.contains('.') {
+        return None;
+    }
+    ["loopback", "private", "link-local"]
+        .into_iter()
+        .find(|class| edits(name, class) <= 2)
+}
+
+/// Levenshtein distance, by the two-row table (short strings only).
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut row = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            row.push((prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1));
+        }
+        prev = row;
+    }
+    prev[b.len()]
 }
 
 fn bad(entry: &str) -> String {
@@ -280,7 +312,7 @@ impl Guard {
                         || (l_ip.is_unspecified() && is_local(ip)));
                 if reaches {
                     return Err(format!(
-                        "{ip}:{port} is this server's own {what} listener ({l}); an alert posted there would call this server's own routes"
+                        "{ip}:{port} is this server's own {what} listener ({l}); an alert posted there would call this server's own routes, so no allow_hosts entry lifts this"
                     ));
                 }
             }

@@ -28,6 +28,36 @@ pub enum Verdict {
     },
 }
 
+/// For people (`alerts test`): the reason, and what the sender does next.
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Delivered => write!(f, "delivered"),
+            Verdict::Retry {
+                after: Some(after),
+                reason,
+                ..
+            } => write!(
+                f,
+                "{reason}; the sender would try again in {} s (the target's Retry-After)",
+                after.as_secs()
+            ),
+            Verdict::Retry { reason, .. } => {
+                write!(f, "{reason}; the sender would try again, with backoff")
+            }
+            Verdict::Dead { reason } => {
+                write!(
+                    f,
+                    "{reason}; not worth retrying: the message would be dead-lettered"
+                )
+            }
+            Verdict::Disable { reason } => {
+                write!(f, "{reason}; the target would be disabled")
+            }
+        }
+    }
+}
+
 impl Verdict {
     /// Add `note` to the reason of a failure (a delivery has none).
     pub fn note(&mut self, note: &str) {

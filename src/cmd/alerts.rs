@@ -162,7 +162,7 @@ pub fn test(
             Ok(Status::Success)
         }
         other => {
-            writeln!(out, "{target}: not delivered: {other:?}")?;
+            writeln!(out, "{target}: not delivered: {other}")?;
             Ok(Status::Failure)
         }
     }

@@ -164,11 +164,9 @@ pub fn follow(
     let mut loops_warned = std::collections::HashSet::new();
     tracing::info!(dir = %dir.display(), "following; new files and new lines are loaded as they land");
     while !stop.load(Ordering::Relaxed) {
-        let walked = expand(
-            &[dir.to_path_buf()],
-            &mut loops_warned,
-            &mut ImportReport::default(),
-        );
+        // Each path that is not a regular file is counted (and warned of)
+        // once over all the polls.
+        let walked = expand(&[dir.to_path_buf()], &mut loops_warned, &mut total);
         let files = match walked {
             Ok((files, named)) => {
                 for s in named {

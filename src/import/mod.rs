@@ -261,8 +261,8 @@ fn expand(
     } = file::expand(paths)?;
     let (named, found): (Vec<Special>, Vec<Special>) = special.into_iter().partition(|s| s.named);
     for s in found {
-        report.not_regular += 1;
         if warned.insert(s.path.clone()) {
+            report.not_regular += 1;
             tracing::warn!(
                 "{}: skipped: {}, not a regular file (only regular files are read, after \
                  following symlinks)",

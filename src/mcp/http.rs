@@ -66,6 +66,16 @@ struct Probe {
 
 /// Admit an `initialize` only within the limits; everything else passes.
 async fn admit(State(sessions): State<Arc<Sessions>>, req: Request, next: Next) -> Response {
+    if req.method() == Method::DELETE {
+        // rmcp answers an ended session 202; the MCP Python SDK takes
+        // anything but 200 or 204 as a failed termination (and logs it on
+        // every exit), so the session's end is said as 204 No Content.
+        let answer = next.run(req).await;
+        if answer.status() == StatusCode::ACCEPTED {
+            return StatusCode::NO_CONTENT.into_response();
+        }
+        return answer;
+    }
     if req.method() != Method::POST || req.headers().contains_key("mcp-session-id") {
         return next.run(req).await;
     }

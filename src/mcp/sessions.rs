@@ -145,7 +145,7 @@ impl Sessions {
             return Err(ErrorData::new(
                 ErrorCode::INVALID_REQUEST,
                 format!(
-                    "request id {id} is already in flight in this session: give each call its own id (a JSON-RPC id is never reused within a session)"
+                    "request id {id} is already in flight in this session: give each call in flight its own id (an id is free again once its call is answered)"
                 ),
                 Some(serde_json::json!({"id": id.clone().into_json_value()})),
             ));

@@ -121,6 +121,8 @@ pub struct TablesAnswer {
     /// The days the `spans` and `turn_summary` tables hold by default.
     pub window: String,
     pub limits: String,
+    /// The functions a statement may call; any other is refused.
+    pub functions: Vec<String>,
 }
 
 pub fn describe(ctx: &Context) -> Result<TablesAnswer, McpError> {
@@ -152,10 +154,15 @@ pub fn describe(ctx: &Context) -> Result<TablesAnswer, McpError> {
         tables: out,
         window,
         limits: format!(
-            "one SELECT per call (the tables and its own CTEs, no file functions, no cross joins); at most {MAX_ROWS} rows; {} s and {} MiB (the query runs in a worker process, stopped at either); spans of at most {MAX_SPAN_DAYS} days (`days`)",
+            "one SELECT per call (the tables and its own CTEs, no file functions, no cross joins: a join's ON equates a column of each side; expressions nested at most {} deep; only the `functions` listed); at most {MAX_ROWS} rows; {} s and {} MiB (the query runs in a worker process, stopped at either); spans of at most {MAX_SPAN_DAYS} days (`days`)",
+            stormwatch_sqlguard::MAX_EXPR_DEPTH,
             ctx.sandbox.limits.time.as_secs(),
             ctx.sandbox.limits.memory_bytes >> 20
         ),
+        functions: stormwatch_sqlguard::FUNCTIONS
+            .iter()
+            .map(|f| f.to_string())
+            .collect(),
     })
 }
 

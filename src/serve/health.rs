@@ -170,8 +170,10 @@ fn probe(layout: &Layout, bytes: usize, as_wal: bool) -> (Check, Check) {
     let wal = write_synced(&probe, &vec![0u8; bytes], as_wal).map_err(|e| {
         if as_wal {
             format!(
-                "a synced write of {} (the size of the WAL write that failed last) failed: {e}",
-                size(bytes)
+                "a synced write of {} (the size of the WAL write that failed last, within {} to {}) failed: {e}",
+                size(bytes),
+                size(PROBE_BYTES),
+                size(MIRROR_MAX_BYTES)
             )
         } else {
             e.to_string()

@@ -406,7 +406,7 @@ async fn check_targets(
                 "alert target's host does not resolve now; it is checked again before each attempt"
             ),
             Err(HostError::Refused(why)) => anyhow::bail!(
-                "alert target {:?}: refused: {why} (alert.allow_hosts / alert.deny_hosts; alerting.md, \"Target hosts\")",
+                "alert target {:?}: refused: {why} (docs/alerting.md, \"Target hosts\")",
                 t.name
             ),
         }

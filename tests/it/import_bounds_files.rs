@@ -217,7 +217,7 @@ fn follow_capped(
     extra: &str,
     spans: usize,
     (within, bound): (Duration, u64),
-) -> (String, Duration, u64) {
+) -> (String, Duration, u64, String) {
     let cfg = dir.join("follow.toml");
     std::fs::write(
         &cfg,
@@ -254,7 +254,7 @@ fn follow_capped(
         cgroup as f64 / (1 << 20) as f64
     );
     let peak = rss.max(cgroup);
-    let (_, stderr) = sigterm(child);
+    let (stdout, stderr) = sigterm(child);
     assert_eq!(cap.oom_kills(), 0);
     assert_eq!(stored(&data), spans, "nothing more after the wait");
     eprintln!(
@@ -266,7 +266,7 @@ fn follow_capped(
         peak < bound,
         "peak {peak} bytes over the {bound}-byte bound"
     );
-    (stderr, took, peak)
+    (stderr, took, peak, stdout)
 }
 
 #[cfg(unix)]
@@ -274,7 +274,7 @@ fn follow_capped(
 fn follow_never_blocks_on_a_fifo_first_and_skips_a_link_to_dev_zero_loading_the_file_after() {
     let dir = tempfile::tempdir().unwrap();
     let watched = hostile_dir(dir.path(), "watched");
-    let (stderr, took, _) = follow_capped(
+    let (stderr, took, _, stdout) = follow_capped(
         dir.path(),
         &watched,
         "",
@@ -282,6 +282,10 @@ fn follow_never_blocks_on_a_fifo_first_and_skips_a_link_to_dev_zero_loading_the_
         (Duration::from_secs(10), PEAK_BOUND),
     );
     assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(
+        stdout.contains("3 not regular skipped"),
+        "each counted once over the polls: {stdout}"
+    );
     for (name, what) in HOSTILE {
         let lines = lines_naming(&stderr, name);
         assert_eq!(
@@ -347,7 +351,7 @@ fn a_file_past_max_file_bytes_is_refused_naming_the_cap_and_a_growing_log_loads_
     assert!(log.len() > 8 << 20, "{}", log.len());
     std::fs::write(watched.join("c-log.jsonl"), log).unwrap();
     std::fs::write(watched.join("d-good.json"), json_line(4, 4)).unwrap();
-    let (stderr, _, _) = follow_capped(
+    let (stderr, _, _, _) = follow_capped(
         dir.path(),
         &watched,
         extra,

@@ -12,7 +12,10 @@
 //!   `UNNEST`, `TABLE(...)`, `LATERAL`, `PIVOT`, JSON or XML tables);
 //! - every function called is in [`FUNCTIONS`], by one plain name;
 //! - no join multiplies rows blindly: no comma list, no `CROSS JOIN`, no
-//!   join without `ON`/`USING`/`NATURAL`;
+//!   join without `ON`/`USING`/`NATURAL`, and an `ON` equates a column of
+//!   one side with a column of the other (`ON 1 = 1`, `ON true` and
+//!   inequalities alone are cross joins too);
+//! - no expression nests deeper than [`MAX_EXPR_DEPTH`];
 //! - string growers take a literal length of at most [`MAX_PAD`];
 //! - the text is at most [`MAX_SQL_BYTES`].
 //!
@@ -35,145 +38,26 @@ use sqlparser::ast::{
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::{Parser, ParserOptions};
 
+mod functions;
+mod oracle;
+
+pub use functions::FUNCTIONS;
+pub use oracle::tokens_oracle;
+
 /// The tables a statement may read.
 pub const TABLES: [&str; 3] = ["tool_daily", "turn_summary", "spans"];
 
 /// The longest statement accepted, in bytes.
 pub const MAX_SQL_BYTES: usize = 16 * 1024;
 
+/// The deepest an expression may nest (`1 + 1 + … + 1` nests one level a
+/// term). polars plans an expression recursively: thousands of levels
+/// overflow its stack, hundreds take seconds; a query a person writes
+/// nests a few dozen at most.
+pub const MAX_EXPR_DEPTH: usize = 256;
+
 /// The longest literal length `lpad`/`rpad` may pad to.
 pub const MAX_PAD: i64 = 10_000;
-
-/// The functions a statement may call: polars-sql's scalar, aggregate and
-/// window functions, less `unnest` (rows multiplied by list length) and the
-/// `columns` selector. Lowercase; matched case-insensitively.
-pub const FUNCTIONS: &[&str] = &[
-    // math
-    "abs",
-    "cbrt",
-    "ceil",
-    "ceiling",
-    "div",
-    "exp",
-    "floor",
-    "ln",
-    "log",
-    "log10",
-    "log1p",
-    "log2",
-    "mod",
-    "pi",
-    "pow",
-    "power",
-    "round",
-    "trunc",
-    "truncate",
-    "sign",
-    "sqrt",
-    "degrees",
-    "radians",
-    "cos",
-    "sin",
-    "tan",
-    "cot",
-    "acos",
-    "asin",
-    "atan",
-    "atan2",
-    // bits
-    "bit_and",
-    "bit_or",
-    "bit_xor",
-    "bit_not",
-    "bit_count",
-    // conditionals
-    "coalesce",
-    "greatest",
-    "if",
-    "ifnull",
-    "least",
-    "nullif",
-    // dates and times
-    "date",
-    "date_part",
-    "strftime",
-    "strptime",
-    "timestamp",
-    "datetime",
-    "time",
-    // strings
-    "bit_length",
-    "concat",
-    "concat_ws",
-    "ends_with",
-    "initcap",
-    "left",
-    "length",
-    "char_length",
-    "character_length",
-    "lower",
-    "lpad",
-    "ltrim",
-    "normalize",
-    "octet_length",
-    "regexp_like",
-    "replace",
-    "reverse",
-    "right",
-    "rpad",
-    "rtrim",
-    "split_part",
-    "starts_with",
-    "strpos",
-    "substr",
-    "upper",
-    // aggregates
-    "avg",
-    "corr",
-    "count",
-    "covar_pop",
-    "covar_samp",
-    "covar",
-    "first",
-    "last",
-    "max",
-    "median",
-    "min",
-    "quantile_cont",
-    "quantile_disc",
-    "stdev",
-    "stddev",
-    "stdev_samp",
-    "stddev_samp",
-    "string_agg",
-    "listagg",
-    "group_concat",
-    "sum",
-    "total",
-    "var",
-    "variance",
-    "var_samp",
-    "array_agg",
-    // lists
-    "array_contains",
-    "array_get",
-    "array_length",
-    "array_lower",
-    "array_mean",
-    "array_reverse",
-    "array_sum",
-    "array_to_string",
-    "array_unique",
-    "array_upper",
-    // windows
-    "dense_rank",
-    "first_value",
-    "last_value",
-    "lag",
-    "lead",
-    "rank",
-    "row_number",
-];
 
 /// Why a statement was refused: one sentence, from the statement alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,6 +124,7 @@ pub fn check(sql: &str) -> Result<BTreeSet<String>, Refusal> {
     let mut walk = Allowlist {
         allowed: &allowed,
         read: BTreeSet::new(),
+        depth: 0,
     };
     if let ControlFlow::Break(why) = query.visit(&mut walk) {
         return refuse(why);
@@ -283,6 +168,8 @@ impl Visitor for CteNames {
 struct Allowlist<'a> {
     allowed: &'a BTreeSet<String>,
     read: BTreeSet<String>,
+    /// How deep the walk is inside expressions now.
+    depth: usize,
 }
 
 const TABLES_HINT: &str =
@@ -347,10 +234,20 @@ impl Allowlist<'_> {
                         ))
                     }
                 };
-                if matches!(constraint, JoinConstraint::None) {
-                    return ControlFlow::Break(
-                        "a join without ON or USING is a cross join, which is not allowed".into(),
-                    );
+                match constraint {
+                    JoinConstraint::None => {
+                        return ControlFlow::Break(
+                            "a join without ON or USING is a cross join, which is not allowed"
+                                .into(),
+                        )
+                    }
+                    JoinConstraint::On(on) if !has_equi_key(on) => {
+                        return ControlFlow::Break(format!(
+                            "the join ON {} equates no column of one side with a column of the other, so it is a cross join, which is not allowed; join on a key, e.g. ON a.trace_id = b.trace_id",
+                            first_words(&on.to_string())
+                        ))
+                    }
+                    _ => {}
                 }
             }
         }
@@ -370,7 +267,7 @@ impl Allowlist<'_> {
                 ""
             };
             return ControlFlow::Break(format!(
-                "the function {shown:?} is not allowed{hint}; allowed: the usual math, string, date, aggregate and window functions (lower, length, date_part, count, avg, quantile_cont, row_number, …)"
+                "the function {shown:?} is not allowed{hint}; allowed: the usual math, string, date, aggregate and window functions (lower, length, date_part, count, avg, quantile_cont, row_number, …; the whole list is describe_tables' `functions`)"
             ));
         };
         if !matches!(f.parameters, FunctionArguments::None) {
@@ -415,6 +312,52 @@ fn other_join_text(op: &JoinOperator) -> &'static str {
         JoinOperator::AsOf { .. } => "ASOF JOIN",
         JoinOperator::StraightJoin(_) => "STRAIGHT_JOIN",
         _ => "ARRAY JOIN",
+    }
+}
+
+/// Whether a join's `ON` has a key: one of its `AND`-ed terms equates two
+/// different column references (`a.x = b.y`, `x = y`), never two names of
+/// one side (`a.x = a.y`). polars joins on those terms and filters by the
+/// rest; without one it joins every row with every row.
+fn has_equi_key(on: &Expr) -> bool {
+    use sqlparser::ast::BinaryOperator;
+    match on {
+        Expr::Nested(inner) => has_equi_key(inner),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => has_equi_key(left) || has_equi_key(right),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => match (column(left), column(right)) {
+            (Some(l), Some(r)) => match (&l.0, &r.0) {
+                (Some(lq), Some(rq)) => lq != rq,
+                _ => l != r,
+            },
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// A column reference as (its qualifier, its name), lowercased.
+fn column(e: &Expr) -> Option<(Option<String>, String)> {
+    match e {
+        Expr::Nested(inner) => column(inner),
+        Expr::Identifier(i) => Some((None, i.value.to_lowercase())),
+        Expr::CompoundIdentifier(parts) => {
+            let (last, rest) = parts.split_last()?;
+            let qualifier = rest
+                .iter()
+                .map(|p| p.value.to_lowercase())
+                .collect::<Vec<_>>()
+                .join(".");
+            Some((Some(qualifier), last.value.to_lowercase()))
+        }
+        _ => None,
     }
 }
 
@@ -490,10 +433,21 @@ impl Visitor for Allowlist<'_> {
     }
 
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<String> {
+        self.depth += 1;
+        if self.depth > MAX_EXPR_DEPTH {
+            return ControlFlow::Break(format!(
+                "an expression nests more than {MAX_EXPR_DEPTH} levels deep (a long chain of + or AND nests one level a term); write it shorter, e.g. with IN (…) or sum(…)"
+            ));
+        }
         match expr {
             Expr::Function(f) => self.function(f),
             _ => ControlFlow::Continue(()),
         }
+    }
+
+    fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<String> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
     }
 }
 
@@ -509,72 +463,6 @@ fn set_expr(body: &SetExpr) -> ControlFlow<String> {
         SetExpr::Table(_) => ControlFlow::Break("TABLE … is not allowed; use SELECT".into()),
         _ => ControlFlow::Break("only SELECT is allowed (read-only)".into()),
     }
-}
-
-/// An oracle apart from the check, over the statement's tokens, for the
-/// fuzz target and the property tests: no word that is not a keyword is
-/// called (`word(`) unless it is an allowed function, and nothing named
-/// like a file function is called or read at all. `Err` names the token.
-pub fn tokens_oracle(sql: &str) -> Result<(), String> {
-    use sqlparser::keywords::Keyword;
-    use sqlparser::tokenizer::{Token, Tokenizer};
-    let tokens = Tokenizer::new(&GenericDialect, sql)
-        .tokenize()
-        .map_err(|e| format!("does not tokenize: {e}"))?;
-    let significant: Vec<&Token> = tokens
-        .iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_)))
-        .collect();
-    for (i, t) in significant.iter().enumerate() {
-        let Token::Word(w) = t else { continue };
-        let name = w.value.to_lowercase();
-        let mut called = matches!(significant.get(i + 1), Some(Token::LParen));
-        // `name (columns) AS (...)` (a CTE) or `AS alias (columns)`: no call.
-        let after_as =
-            i > 0 && matches!(significant[i - 1], Token::Word(p) if p.keyword == Keyword::AS);
-        // `name (SELECT …)`: a CTE written without AS, or a subquery.
-        let query_inside = matches!(significant.get(i + 2), Some(Token::Word(q)) if matches!(q.keyword, Keyword::SELECT | Keyword::WITH | Keyword::VALUES));
-        // `spans t (columns)`: an alias after a name, no AS.
-        let after_name = i > 0
-            && matches!(significant[i - 1], Token::Word(p) if p.keyword == Keyword::NoKeyword);
-        if called
-            && (after_as || after_name || query_inside || closes_before_as(&significant, i + 1))
-        {
-            called = false;
-        }
-        if called && is_file_function_name(&name) {
-            return Err(format!("{name}( is called"));
-        }
-        if called && w.keyword == Keyword::NoKeyword && !FUNCTIONS.contains(&name.as_str()) {
-            return Err(format!("{name}( is not an allowed function"));
-        }
-        let after_from = i > 0
-            && matches!(significant[i - 1], Token::Word(p) if matches!(p.keyword, Keyword::FROM | Keyword::JOIN));
-        if after_from && is_file_function_name(&name) {
-            return Err(format!("FROM {name} names a file function"));
-        }
-    }
-    Ok(())
-}
-
-/// Whether the parenthesis at `open` closes right before `AS`.
-fn closes_before_as(tokens: &[&sqlparser::tokenizer::Token], open: usize) -> bool {
-    use sqlparser::keywords::Keyword;
-    use sqlparser::tokenizer::Token;
-    let mut depth = 0usize;
-    for (j, t) in tokens.iter().enumerate().skip(open) {
-        match t {
-            Token::LParen => depth += 1,
-            Token::RParen => {
-                depth -= 1;
-                if depth == 0 {
-                    return matches!(tokens.get(j + 1), Some(Token::Word(w)) if w.keyword == Keyword::AS);
-                }
-            }
-            _ => {}
-        }
-    }
-    false
 }
 
 #[cfg(test)]

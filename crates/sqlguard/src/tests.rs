@@ -90,6 +90,54 @@ fn cross_joins_and_string_growers_are_refused_before_they_run() {
 }
 
 #[test]
+fn a_join_on_no_key_is_a_cross_join_and_refused() {
+    for on in [
+        "1 = 1",
+        "true",
+        "(1 = 1)",
+        "a.kind = a.kind",
+        "a.kind = 'x'",
+        "a.start_ns < b.start_ns",
+        "a.kind <> b.kind",
+        "a.kind = a.name OR b.kind = b.name",
+    ] {
+        let sql = format!("SELECT count(*) FROM spans a JOIN spans b ON {on}");
+        assert!(refused(&sql).contains("cross join"), "{sql}");
+    }
+    for on in [
+        "a.trace_id = b.trace_id",
+        "(a.trace_id = b.trace_id)",
+        "a.trace_id = b.trace_id AND a.start_ns < b.start_ns",
+        "a.start_ns < b.start_ns AND (b.span_id = a.parent_span_id)",
+        "trace_id = parent_span_id",
+    ] {
+        let sql = format!("SELECT count(*) FROM spans a JOIN spans b ON {on}");
+        assert!(check(&sql).is_ok(), "{sql}: {:?}", check(&sql));
+    }
+}
+
+#[test]
+fn an_expression_nested_past_the_limit_is_refused_not_planned() {
+    let chain = |n: usize| format!("SELECT {} AS x", vec!["1"; n].join(" + "));
+    assert!(check(&chain(100)).is_ok());
+    assert!(refused(&chain(MAX_EXPR_DEPTH + 1)).contains("nests more than"));
+    // Just under the size cap: the check itself neither overflows nor slows.
+    let long = format!("SELECT {} AS x", vec!["1"; 8150].join("+"));
+    assert!(long.len() <= MAX_SQL_BYTES);
+    let started = std::time::Instant::now();
+    assert!(refused(&long).contains("nests more than"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    let ors = (0..200)
+        .map(|i| format!("kind = 'k{i}'"))
+        .collect::<Vec<_>>();
+    assert!(check(&format!(
+        "SELECT count(*) FROM spans WHERE {}",
+        ors.join(" OR ")
+    ))
+    .is_ok());
+}
+
+#[test]
 fn functions_outside_the_allowlist_are_refused() {
     assert!(refused("SELECT unnest(x) FROM spans").contains("\"unnest\""));
     assert!(refused("SELECT my_udf(1)").contains("\"my_udf\""));
@@ -231,4 +279,27 @@ proptest! {
             prop_assert!(tokens_oracle(&sql).is_ok(), "{sql}: {:?}", tokens_oracle(&sql));
         }
     }
+}
+
+#[test]
+fn docs_list_exactly_the_allowed_functions() {
+    let docs = include_str!("../../../docs/mcp.md");
+    let start = docs
+        .find("<!-- functions:")
+        .expect("docs/mcp.md's functions list");
+    let end = docs[start..]
+        .find("<!-- end functions -->")
+        .expect("its end")
+        + start;
+    let listed: BTreeSet<&str> = docs[start..end].split('`').skip(1).step_by(2).collect();
+    let allowed: BTreeSet<&str> = FUNCTIONS.iter().copied().collect();
+    assert_eq!(
+        listed, allowed,
+        "docs/mcp.md lists other functions than FUNCTIONS"
+    );
+    assert_eq!(
+        FUNCTIONS.len(),
+        allowed.len(),
+        "FUNCTIONS holds a name twice"
+    );
 }

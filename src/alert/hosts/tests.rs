@@ -146,6 +146,11 @@ fn a_bad_entry_is_an_error_naming_key_and_entry_and_a_broken_policy_refuses_all(
         ("", false),
         ("a..b", false),
         ("*.", false),
+        ("loopbak", false),
+        ("linklocal", false),
+        ("privat", false),
+        ("localhost", true),
+        ("alertmanager", true),
     ] {
         let r = HostPolicy::parse(&[], &[entry.to_string()]);
         assert_eq!(r.is_ok(), ok, "{entry:?}: {r:?}");

@@ -147,6 +147,14 @@ pub(super) struct Ids {
 /// `window`; if not, why (and which window bound, for a time outside it).
 pub(super) fn check(span: &Span, window: &Window) -> Result<Ids, (Option<Outside>, String)> {
     let ids = check_ids(span).map_err(|reason| (None, reason))?;
+    if i64::try_from(span.start_time_unix_nano).is_err()
+        || i64::try_from(span.end_time_unix_nano).is_err()
+    {
+        // Later than any time stored: in the future, whenever the window
+        // bounds the future (counted so); a bad value all the same.
+        let outside = (window.latest_ns() < i64::MAX).then_some(Outside::Future);
+        return Err((outside, "timestamp past the year 2262".to_string()));
+    }
     window
         .check(
             span.start_time_unix_nano as i64,
@@ -178,11 +186,6 @@ fn check_ids(span: &Span) -> Result<Ids, String> {
     }
     if span.start_time_unix_nano == 0 {
         return Err("start time is missing".to_string());
-    }
-    if i64::try_from(span.start_time_unix_nano).is_err()
-        || i64::try_from(span.end_time_unix_nano).is_err()
-    {
-        return Err("timestamp past the year 2262".to_string());
     }
     let parent = match span.parent_span_id.len() {
         0 => [0; 8],

@@ -99,14 +99,19 @@ fn refused_spans_are_counted_by_reason_and_named_with_the_window() {
             trace_id: vec![1; 3],
             ..span(5, NOW, NOW)
         },
+        // An end no i64 holds: past any time stored, so in the future.
+        Span {
+            end_time_unix_nano: u64::MAX,
+            ..span(6, NOW, NOW)
+        },
     ]);
     let n = normalize_within(&req, &bounds(Some(90)).at(NOW));
     assert_eq!(n.spans(), 1);
-    assert_eq!(n.rejected, 4);
-    assert_eq!((n.rejected_future, n.rejected_past, n.outside()), (2, 1, 3));
+    assert_eq!(n.rejected, 5);
+    assert_eq!((n.rejected_future, n.rejected_past, n.outside()), (3, 1, 4));
     let msg = n.reject_message().unwrap();
     assert!(
-        msg.starts_with("rejected 4 span(s) (2 dated in the future, 1 older than the retention): "),
+        msg.starts_with("rejected 5 span(s) (3 dated in the future, 1 older than the retention): "),
         "{msg}"
     );
     assert!(
@@ -121,9 +126,14 @@ fn refused_spans_are_counted_by_reason_and_named_with_the_window() {
         "{msg}"
     );
     assert!(msg.contains("trace id must be 16 bytes, got 3"), "{msg}");
-    // Unbounded, the same request keeps all but the bad id.
+    assert!(
+        msg.contains("span \"span-6\": timestamp past the year 2262"),
+        "{msg}"
+    );
+    // Unbounded, the same request keeps all but the bad id and the end no
+    // time column holds.
     let all = normalize(&req);
-    assert_eq!((all.spans(), all.rejected, all.outside()), (4, 1, 0));
+    assert_eq!((all.spans(), all.rejected, all.outside()), (4, 2, 0));
 }
 
 #[test]
