@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreOptions;
 
+mod admission;
+pub use admission::AdmissionConfig;
+
 /// The whole file. Every section and key is optional.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -20,6 +23,7 @@ pub struct Config {
     pub signals: SignalsConfig,
     pub alert: crate::alert::AlertConfig,
     pub cluster: ClusterConfig,
+    pub admission: AdmissionConfig,
 }
 
 /// `[cluster]`: nodes over a shared store (`--store s3://…`).
@@ -292,6 +296,9 @@ impl Config {
                 "ingest.max_inflight_bytes",
                 "must be at least ingest.max_body_bytes",
             );
+        }
+        if let Err((key, why)) = self.admission.check() {
+            return bad(key, &why);
         }
         if self.store.flush_interval_secs == 0 {
             return bad("store.flush_interval_secs", "must be at least 1");
