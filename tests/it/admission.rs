@@ -21,7 +21,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter as _};
 
 use crate::common::{sample, Server};
-use crate::memcap::{peak_rss, MemCap};
+use crate::memcap::{peak_rss, rss, MemCap};
 
 const MIB: u64 = 1 << 20;
 
@@ -146,19 +146,27 @@ fn keep_exporting(server: &Server, grpc: bool, run: Duration) -> Exports {
 /// once, then a byte every 250 ms; whenever the server answers or closes,
 /// the answer's first line and how long the upload lasted are noted and
 /// it starts again, until `stop`.
-fn upload(addr: SocketAddr, declared: usize, burst: usize, stop: &AtomicBool, cuts: &Mutex<Vec<(Duration, String)>>) {
+fn upload(
+    addr: SocketAddr,
+    declared: usize,
+    burst: usize,
+    stop: &AtomicBool,
+    cuts: &Mutex<Vec<(Duration, String)>>,
+) {
     while !stop.load(Ordering::Relaxed) {
         let Ok(mut s) = TcpStream::connect(addr) else {
             std::thread::sleep(Duration::from_millis(100));
             continue;
         };
-        s.set_read_timeout(Some(Duration::from_millis(250))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(250)))
+            .unwrap();
         let head = format!(
             "POST /v1/traces HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/x-protobuf\r\n\
              content-length: {declared}\r\n\r\n"
         );
         let opened = Instant::now();
-        let mut sent = s.write_all(head.as_bytes()).is_ok() && s.write_all(&vec![0x0a; burst]).is_ok();
+        let mut sent =
+            s.write_all(head.as_bytes()).is_ok() && s.write_all(&vec![0x0a; burst]).is_ok();
         let mut answer = Vec::new();
         while sent && !stop.load(Ordering::Relaxed) {
             let mut buf = [0u8; 4096];
@@ -175,7 +183,12 @@ fn upload(addr: SocketAddr, declared: usize, burst: usize, stop: &AtomicBool, cu
                         break;
                     }
                 }
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
                     sent = s.write_all(&[0x0a]).is_ok();
                 }
                 Err(_) => break,
@@ -225,7 +238,12 @@ fn four_trickling_64_mib_uploads_do_not_starve_a_real_exporter() {
         peak / MIB
     );
     for (exports, what) in [(&http, "http"), (&grpc, "grpc")] {
-        assert!(exports.failed().is_empty(), "{what}: {:?}\n{}", exports.failed(), server.log_text());
+        assert!(
+            exports.failed().is_empty(),
+            "{what}: {:?}\n{}",
+            exports.failed(),
+            server.log_text()
+        );
         let (_, _, max) = quantiles(exports.0.iter().map(|(d, _)| *d).collect());
         assert!(max < Duration::from_secs(1), "{}", exports.summary(what));
     }
@@ -257,7 +275,10 @@ fn uploads_that_take_the_general_budget_and_stall_leave_the_reserve_to_exporters
             scope.spawn(|| upload(server.otlp, 16 << 20, 12 << 20, &stop, &cuts));
         }
         std::thread::sleep(Duration::from_secs(1));
-        let available = sample(&server.metrics(), "stormwatch_ingest_inflight_kib_available");
+        let available = sample(
+            &server.metrics(),
+            "stormwatch_ingest_inflight_kib_available",
+        );
         eprintln!("stalled uploads: {available} KiB of the budget free while they hold");
         let http = keep_exporting(&server, false, Duration::from_secs(10));
         stop.store(true, Ordering::Relaxed);
@@ -269,7 +290,10 @@ fn uploads_that_take_the_general_budget_and_stall_leave_the_reserve_to_exporters
     eprintln!(
         "stalled uploads: {} cut: {:?}; server peak RSS {} MiB",
         cuts.len(),
-        cuts.iter().map(|c| (c.0, c.1.lines().next().unwrap_or(""))).take(4).collect::<Vec<_>>(),
+        cuts.iter()
+            .map(|c| (c.0, c.1.lines().next().unwrap_or("")))
+            .take(4)
+            .collect::<Vec<_>>(),
         peak / MIB
     );
     assert!(http.failed().is_empty(), "{:?}", http.failed());
@@ -316,7 +340,9 @@ async fn send_compressed(
         .header("content-type", "application/grpc")
         .header("te", "trailers")
         .header("grpc-encoding", "zstd")
-        .body(tonic::body::Body::new(http_body_util::Full::new(bytes::Bytes::from(frame))))
+        .body(tonic::body::Body::new(http_body_util::Full::new(
+            bytes::Bytes::from(frame),
+        )))
         .unwrap();
     let resp = match channel.oneshot(req).await {
         Ok(r) => r,
@@ -402,9 +428,18 @@ fn zstd_bombs_over_grpc_do_not_stall_the_server() {
         peak / MIB
     );
     eprintln!("zstd bombs: past the cap: {over:?}");
+    eprintln!(
+        "zstd bombs: server RSS after the attack {} MiB",
+        rss(server.child.id()) / MIB
+    );
     let others: Vec<_> = answers
         .iter()
-        .filter(|a| !matches!(a.0, tonic::Code::ResourceExhausted | tonic::Code::InvalidArgument))
+        .filter(|a| {
+            !matches!(
+                a.0,
+                tonic::Code::ResourceExhausted | tonic::Code::InvalidArgument
+            )
+        })
         .take(3)
         .collect();
     assert!(others.is_empty(), "{others:?}");
@@ -412,7 +447,10 @@ fn zstd_bombs_over_grpc_do_not_stall_the_server() {
     assert_eq!(over.0, tonic::Code::ResourceExhausted, "{over:?}");
     assert!(!over.2, "past the cap is not retryable: {over:?}");
     assert!(over.1.contains("67108864"), "{over:?}");
-    assert!(p99 < Duration::from_millis(200) && max < Duration::from_millis(500), "/healthz p99 {p99:?} max {max:?}");
+    assert!(
+        p99 < Duration::from_millis(200) && max < Duration::from_millis(500),
+        "/healthz p99 {p99:?} max {max:?}"
+    );
     assert!(peak < 768 * MIB, "peak RSS {} MiB", peak / MIB);
     server.stop();
 }

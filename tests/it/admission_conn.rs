@@ -15,7 +15,11 @@ use crate::common::{sample, Server};
 fn server(dir: &std::path::Path, admission: &str) -> Server {
     let path = dir.join("stormwatch.toml");
     std::fs::write(&path, format!("[admission]\n{admission}")).unwrap();
-    Server::start(&dir.join("data"), &["--config", path.to_str().unwrap()], &[])
+    Server::start(
+        &dir.join("data"),
+        &["--config", path.to_str().unwrap()],
+        &[],
+    )
 }
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -103,7 +107,12 @@ fn closed_within(s: &mut TcpStream, limit: Duration) -> Option<Instant> {
         match s.read(&mut buf) {
             Ok(0) => return Some(Instant::now()),
             Ok(_) => continue,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 return None
             }
             Err(_) => return Some(Instant::now()),
@@ -121,7 +130,11 @@ fn http_answer(s: &mut TcpStream) -> String {
         if let Some(end) = text.find("\r\n\r\n") {
             let len: usize = text[..end]
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap())
+                })
                 .unwrap_or(0);
             if all.len() >= end + 4 + len {
                 return text;
@@ -136,13 +149,24 @@ fn http_answer(s: &mut TcpStream) -> String {
 #[test]
 fn half_a_header_is_closed_within_the_header_timeout_on_all_three_ports() {
     let dir = tempfile::tempdir().unwrap();
-    let server = server(dir.path(), "header_timeout_secs = 2\nidle_timeout_secs = 20\n");
+    let server = server(
+        dir.path(),
+        "header_timeout_secs = 2\nidle_timeout_secs = 20\n",
+    );
     let mut grpc_half = PREFACE.to_vec();
     grpc_half.extend(frame(SETTINGS, 0, 0, &[]));
     grpc_half.extend(&frame(HEADERS, END_HEADERS, 1, &literal(":method", "POST"))[..6]);
     let cases: Vec<(&str, SocketAddr, Vec<u8>)> = vec![
-        ("otlp_http", server.otlp, b"POST /v1/traces HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-typ".to_vec()),
-        ("http", server.http, b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nacc".to_vec()),
+        (
+            "otlp_http",
+            server.otlp,
+            b"POST /v1/traces HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-typ".to_vec(),
+        ),
+        (
+            "http",
+            server.http,
+            b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nacc".to_vec(),
+        ),
         ("http, nothing sent", server.http, Vec::new()),
         ("otlp_grpc", server.grpc, grpc_half),
     ];
@@ -154,7 +178,10 @@ fn half_a_header_is_closed_within_the_header_timeout_on_all_three_ports() {
                     let mut s = TcpStream::connect(addr).unwrap();
                     let begun = Instant::now();
                     s.write_all(bytes).unwrap();
-                    (*name, closed_within(&mut s, Duration::from_secs(8)).map(|at| at - begun))
+                    (
+                        *name,
+                        closed_within(&mut s, Duration::from_secs(8)).map(|at| at - begun),
+                    )
                 })
             })
             .collect();
@@ -170,7 +197,9 @@ fn half_a_header_is_closed_within_the_header_timeout_on_all_three_ports() {
     }
     let m = server.metrics();
     for port in ["otlp_http", "otlp_grpc"] {
-        let series = format!("stormwatch_connections_closed_total{{port=\"{port}\",reason=\"header_timeout\"}}");
+        let series = format!(
+            "stormwatch_connections_closed_total{{port=\"{port}\",reason=\"header_timeout\"}}"
+        );
         assert_eq!(sample(&m, &series), 1.0, "{series}\n{m}");
     }
     server.stop();
@@ -179,11 +208,15 @@ fn half_a_header_is_closed_within_the_header_timeout_on_all_three_ports() {
 #[test]
 fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout_on_all_three_ports() {
     let dir = tempfile::tempdir().unwrap();
-    let server = server(dir.path(), "header_timeout_secs = 10\nidle_timeout_secs = 3\n");
+    let server = server(
+        dir.path(),
+        "header_timeout_secs = 10\nidle_timeout_secs = 3\n",
+    );
     let http = std::thread::scope(|scope| {
         let dash = scope.spawn(|| {
             let mut s = TcpStream::connect(server.http).unwrap();
-            s.write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").unwrap();
+            s.write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+                .unwrap();
             let answer = http_answer(&mut s);
             assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
             let at = Instant::now();
@@ -215,7 +248,11 @@ fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout_on_all_three_p
             let closed = Instant::now() - at;
             (closed < Duration::from_secs(10)).then_some(closed)
         });
-        [("http", dash.join().unwrap()), ("otlp_http", otlp.join().unwrap()), ("otlp_grpc", grpc.join().unwrap())]
+        [
+            ("http", dash.join().unwrap()),
+            ("otlp_http", otlp.join().unwrap()),
+            ("otlp_grpc", grpc.join().unwrap()),
+        ]
     });
     eprintln!("idle keep-alive (idle_timeout_secs = 3): closed after {http:?}");
     for (name, idle) in &http {
@@ -227,7 +264,9 @@ fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout_on_all_three_p
     }
     let m = server.metrics();
     for port in ["otlp_http", "otlp_grpc", "http"] {
-        let series = format!("stormwatch_connections_closed_total{{port=\"{port}\",reason=\"idle_timeout\"}}");
+        let series = format!(
+            "stormwatch_connections_closed_total{{port=\"{port}\",reason=\"idle_timeout\"}}"
+        );
         assert!(sample(&m, &series) >= 1.0, "{series}\n{m}");
     }
     server.stop();
@@ -237,11 +276,17 @@ fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout_on_all_three_p
 fn a_peer_past_its_connection_cap_is_told_so_and_closed() {
     let dir = tempfile::tempdir().unwrap();
     let server = server(dir.path(), "max_connections_per_peer = 4\n");
-    for (name, addr) in [("otlp_http", server.otlp), ("http", server.http), ("otlp_grpc", server.grpc)] {
+    for (name, addr) in [
+        ("otlp_http", server.otlp),
+        ("http", server.http),
+        ("otlp_grpc", server.grpc),
+    ] {
         let held: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
         std::thread::sleep(Duration::from_millis(200));
         let mut fifth = TcpStream::connect(addr).unwrap();
-        fifth.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        fifth
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         if name == "otlp_grpc" {
             fifth.write_all(PREFACE).unwrap();
             let mut goaway = None;
@@ -254,14 +299,26 @@ fn a_peer_past_its_connection_cap_is_told_so_and_closed() {
             let g = goaway.unwrap_or_else(|| panic!("{name}: no GOAWAY"));
             assert_eq!(&g[4..8], &[0, 0, 0, 0xb], "ENHANCE_YOUR_CALM");
             let debug = String::from_utf8_lossy(&g[8..]);
-            assert!(debug.contains("too many connections from 127.0.0.1"), "{debug}");
-            assert!(debug.contains("admission.max_connections_per_peer"), "{debug}");
+            assert!(
+                debug.contains("too many connections from 127.0.0.1"),
+                "{debug}"
+            );
+            assert!(
+                debug.contains("admission.max_connections_per_peer"),
+                "{debug}"
+            );
             eprintln!("peer cap, {name}: GOAWAY ENHANCE_YOUR_CALM {debug:?}");
         } else {
             let mut all = String::new();
             let _ = fifth.read_to_string(&mut all);
-            assert!(all.starts_with("HTTP/1.1 429 Too Many Requests"), "{name}: {all}");
-            assert!(all.contains("admission.max_connections_per_peer"), "{name}: {all}");
+            assert!(
+                all.starts_with("HTTP/1.1 429 Too Many Requests"),
+                "{name}: {all}"
+            );
+            assert!(
+                all.contains("admission.max_connections_per_peer"),
+                "{name}: {all}"
+            );
             eprintln!("peer cap, {name}: {:?}", all.lines().last());
         }
         drop(held);
@@ -269,7 +326,8 @@ fn a_peer_past_its_connection_cap_is_told_so_and_closed() {
     std::thread::sleep(Duration::from_millis(300));
     let m = server.metrics();
     for port in ["otlp_http", "otlp_grpc", "http"] {
-        let series = format!("stormwatch_connections_closed_total{{port=\"{port}\",reason=\"peer_cap\"}}");
+        let series =
+            format!("stormwatch_connections_closed_total{{port=\"{port}\",reason=\"peer_cap\"}}");
         assert_eq!(sample(&m, &series), 1.0, "{series}\n{m}");
     }
     server.stop();
