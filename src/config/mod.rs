@@ -10,6 +10,8 @@ use crate::store::StoreOptions;
 
 mod mcp;
 pub use mcp::McpConfig;
+mod admission;
+pub use admission::AdmissionConfig;
 
 /// The whole file. Every section and key is optional.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -24,6 +26,7 @@ pub struct Config {
     pub alert: crate::alert::AlertConfig,
     pub cluster: ClusterConfig,
     pub mcp: McpConfig,
+    pub admission: AdmissionConfig,
 }
 
 /// `[cluster]`: nodes over a shared store (`--store s3://…`).
@@ -329,6 +332,9 @@ impl Config {
                     self.ingest.max_future_secs
                 ),
             );
+        }
+        if let Err((key, why)) = self.admission.check() {
+            return bad(key, &why);
         }
         if self.store.flush_interval_secs == 0 {
             return bad("store.flush_interval_secs", "must be at least 1");

@@ -4,11 +4,13 @@
 //! decode, normalization and durable acknowledgement (`otlp::store_body`):
 //! an answer is sent only once the spans are in the WAL on disk.
 //!
-//! The request message is taken as bytes (`RawCodec`), not decoded by the
-//! generated prost codec on the async thread: the decoding runs on a blocking
-//! thread under the memory budget, and the WAL records the bytes as they came.
-//! tonic itself does the gRPC framing, the gzip/zstd decompression (capped at
-//! `max_body_bytes`) and the status trailers.
+//! The request message is taken as bytes, framing and all
+//! (`grpc_message`), not by a tonic codec: its bytes are charged to the
+//! in-flight budget as they arrive, a compressed message (`grpc-encoding`
+//! gzip, zstd or deflate) is decompressed on a blocking thread under the
+//! same cap and budget as an HTTP body, and the WAL records the bytes as
+//! they came. tonic's server does the HTTP/2, the keepalive pings and the
+//! deadline.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,17 +19,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::{Buf, Bytes};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     trace_service_server::SERVICE_NAME, ExportTracePartialSuccess, ExportTraceServiceResponse,
 };
 use prost::Message;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::codegen::{http, Body as HttpBody, Service};
+use tonic::codegen::{http, Service};
 use tonic::{Code, Status};
 
-use super::otlp::{kib, store_body, OtlpCounters, OtlpState};
+use super::admission::{BodyLimits, Intake};
+use super::grpc_message::{self, PREFIX};
+use super::otlp::{store_body, OtlpState};
 use super::response::{AppError, ProtoAny, RpcStatus};
 use crate::ingest::{Encoding, Format};
 
@@ -58,7 +59,9 @@ pub fn routes(service: TraceService) -> tonic::service::Routes {
                     Err(never) => match never {},
                 }
             }
-        });
+        })
+        // Each request in flight on its connection (`conn`'s idle limit).
+        .layer(axum::middleware::from_fn(super::conn::track));
     tonic::service::Routes::from(router)
 }
 
@@ -105,21 +108,10 @@ impl Service<http::Request<tonic::body::Body>> for TraceService {
             counters.requests.fetch_add(1, Ordering::Relaxed);
             let response = match svc.refuse_early(&req) {
                 Some(status) => status.into_http(),
-                None => {
-                    // The body is charged to the in-flight budget as it
-                    // arrives, before tonic buffers the whole message.
-                    let held = Held::new(&svc.state);
-                    let (parts, body) = req.into_parts();
-                    let charged = Charged {
-                        inner: body,
-                        held: held.clone(),
-                        bytes: 0,
-                    };
-                    let req = http::Request::from_parts(parts, tonic::body::Body::new(charged));
-                    export(&svc.state, req, held).await
-                }
+                None => export(&svc.state, req)
+                    .await
+                    .unwrap_or_else(Status::into_http),
             };
-            let response = rewrite_too_large(response, svc.state.max_body_bytes);
             if let Some(reason) = refusal_reason(&response) {
                 counters.refuse(reason);
             }
@@ -180,225 +172,62 @@ impl TraceService {
     }
 }
 
-/// Decode the message with tonic (framing, decompression, size cap) and
-/// hand its bytes to the shared path.
+/// Read the message under admission and hand its bytes, still compressed
+/// if they came so, to the shared path.
 async fn export(
     state: &Arc<OtlpState>,
     req: http::Request<tonic::body::Body>,
-    held: Held,
-) -> http::Response<tonic::body::Body> {
-    let mut grpc = tonic::server::Grpc::new(RawCodec { held })
-        .accept_compressed(CompressionEncoding::Gzip)
-        .accept_compressed(CompressionEncoding::Zstd)
-        .max_decoding_message_size(state.max_body_bytes);
-    grpc.unary(
-        ExportMethod {
-            state: Arc::clone(state),
-        },
-        req,
+) -> Result<http::Response<tonic::body::Body>, Status> {
+    let encoding = grpc_message::request_encoding(req.headers())?;
+    let max = state.max_body_bytes;
+    let limits = BodyLimits {
+        max_bytes: max + PREFIX,
+        ..state.body_limits
+    };
+    let mut intake = Intake::new(req.into_body(), &state.budget, limits);
+    let read = grpc_message::read(&mut intake, max).await;
+    let (_, mut permit) = intake.into_parts();
+    let message = read?;
+    permit.shrink_to(message.bytes.len());
+    let encoding = match (message.compressed, encoding) {
+        (false, _) => Encoding::Identity,
+        (true, Encoding::Identity) => {
+            return Err(Status::internal(
+                "protocol error: a message with the compressed flag but no grpc-encoding",
+            ))
+        }
+        (true, e) => e,
+    };
+    let done = store_body(
+        state,
+        &state.grpc,
+        message.bytes,
+        Format::Protobuf,
+        encoding,
+        permit,
     )
     .await
-}
-
-/// The in-flight budget's permits a request holds so far: taken by its body
-/// as frames arrive, topped up by the decoder for the decompressed message,
-/// then handed on with the message.
-#[derive(Clone)]
-struct Held {
-    budget: Arc<Semaphore>,
-    /// The whole budget, in KiB permits.
-    total: u32,
-    permit: Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>,
-}
-
-impl Held {
-    fn new(state: &OtlpState) -> Held {
-        Held {
-            budget: Arc::clone(&state.inflight),
-            total: state.inflight_total,
-            permit: Arc::default(),
+    .map_err(|e| {
+        if e.status == http::StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(error = %e.message, "refused a gRPC export request: the store cannot take it; the exporter retries");
         }
-    }
-
-    /// Hold permits for at least `bytes`, taking the difference from the
-    /// budget: `never_fits` past the whole budget (not retryable), `busy`
-    /// when the rest is not free now.
-    fn at_least(&self, bytes: usize) -> Result<(), Status> {
-        let want = kib(bytes);
-        if want > self.total {
-            return Err(never_fits(bytes, self.total));
-        }
-        let mut held = self.permit.lock().unwrap_or_else(|e| e.into_inner());
-        let have = held.as_ref().map_or(0, |p| p.num_permits() as u32);
-        if want > have {
-            let more = Arc::clone(&self.budget)
-                .try_acquire_many_owned(want - have)
-                .map_err(|_| busy())?;
-            match held.as_mut() {
-                Some(p) => p.merge(more),
-                None => *held = Some(more),
-            }
-        }
-        Ok(())
-    }
+        to_status(e)
+    })?;
+    Ok(grpc_message::answer(&ExportTraceServiceResponse {
+        partial_success: done.message.map(|m| ExportTracePartialSuccess {
+            rejected_spans: done.rejected as i64,
+            error_message: m,
+        }),
+    }))
 }
 
-/// A request body that charges its bytes to the in-flight budget as they
-/// arrive; past the budget it ends with `RESOURCE_EXHAUSTED` + `RetryInfo`
-/// (tonic answers a body's `Status` error as that status), so memory stays
-/// bounded however many requests stream in at once.
-struct Charged {
-    inner: tonic::body::Body,
-    held: Held,
-    bytes: usize,
-}
-
-impl HttpBody for Charged {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
-        let frame = match Pin::new(&mut self.inner).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => frame,
-            other => return other,
-        };
-        if let Some(data) = frame.data_ref() {
-            self.bytes += data.len();
-            if let Err(refusal) = self.held.at_least(self.bytes) {
-                return Poll::Ready(Some(Err(refusal)));
-            }
-        }
-        Poll::Ready(Some(Ok(frame)))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// Not retryable: the same request is refused again however long one waits.
-fn never_fits(bytes: usize, total_kib: u32) -> Status {
-    Status::resource_exhausted(format!(
-        "a request of {bytes} bytes or more can never fit the in-flight budget of {total_kib} KiB \
-         (ingest.max_inflight_bytes); send smaller batches"
-    ))
-}
-
-fn busy() -> Status {
+/// Overload: `RESOURCE_EXHAUSTED` with `RetryInfo` (retry in a second).
+pub fn busy() -> Status {
     retry_later(
         Code::ResourceExhausted,
         "too many request bytes in flight; retry later",
         1,
     )
-}
-
-/// A request message's bytes, with the in-flight budget's permits for them.
-pub struct Admitted {
-    bytes: Bytes,
-    permit: OwnedSemaphorePermit,
-}
-
-/// The codec: requests stay bytes (charged against the in-flight budget as
-/// they are taken), responses are prost-encoded.
-struct RawCodec {
-    held: Held,
-}
-
-impl Codec for RawCodec {
-    type Encode = ExportTraceServiceResponse;
-    type Decode = Admitted;
-    type Encoder = ResponseEncoder;
-    type Decoder = Held;
-
-    fn encoder(&mut self) -> ResponseEncoder {
-        ResponseEncoder
-    }
-
-    fn decoder(&mut self) -> Held {
-        self.held.clone()
-    }
-}
-
-struct ResponseEncoder;
-
-impl Encoder for ResponseEncoder {
-    type Item = ExportTraceServiceResponse;
-    type Error = Status;
-
-    fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        item.encode(dst)
-            .map_err(|e| Status::internal(format!("encoding the response: {e}")))
-    }
-}
-
-/// Decoding a message takes its bytes with the permits held for them.
-impl Decoder for Held {
-    type Item = Admitted;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Admitted>, Status> {
-        let len = src.remaining();
-        // The body's bytes are charged already; a decompressed message may
-        // need more.
-        self.at_least(len)?;
-        let permit = self
-            .permit
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(busy)?;
-        Ok(Some(Admitted {
-            bytes: src.copy_to_bytes(len),
-            permit,
-        }))
-    }
-}
-
-/// The unary method: the shared path, its refusals as gRPC statuses.
-struct ExportMethod {
-    state: Arc<OtlpState>,
-}
-
-impl tonic::server::UnaryService<Admitted> for ExportMethod {
-    type Response = ExportTraceServiceResponse;
-    type Future =
-        Pin<Box<dyn Future<Output = Result<tonic::Response<Self::Response>, Status>> + Send>>;
-
-    fn call(&mut self, request: tonic::Request<Admitted>) -> Self::Future {
-        let state = Arc::clone(&self.state);
-        Box::pin(async move {
-            let Admitted { bytes, permit } = request.into_inner();
-            let counters: &OtlpCounters = &state.grpc;
-            let done = store_body(
-                &state,
-                counters,
-                bytes,
-                Format::Protobuf,
-                Encoding::Identity,
-                permit,
-            )
-            .await
-            .map_err(|e| {
-                if e.status == http::StatusCode::SERVICE_UNAVAILABLE {
-                    tracing::warn!(error = %e.message, "refused a gRPC export request: the store cannot take it; the exporter retries");
-                }
-                to_status(e)
-            })?;
-            Ok(tonic::Response::new(ExportTraceServiceResponse {
-                partial_success: done.message.map(|m| ExportTracePartialSuccess {
-                    rejected_spans: done.rejected as i64,
-                    error_message: m,
-                }),
-            }))
-        })
-    }
 }
 
 /// An HTTP-shaped refusal of the shared path as the OTLP spec's gRPC status:
@@ -469,32 +298,6 @@ pub fn retry_later(code: Code, message: impl Into<String>, secs: u64) -> Status 
     status
 }
 
-/// tonic answers a message longer than the cap `OUT_OF_RANGE`, which OTLP
-/// exporters retry; it can never fit, so say `RESOURCE_EXHAUSTED` without
-/// `RetryInfo` (not retryable), as the HTTP receiver's 413 does.
-fn rewrite_too_large(
-    mut response: http::Response<tonic::body::Body>,
-    limit: usize,
-) -> http::Response<tonic::body::Body> {
-    let out_of_range = response
-        .headers()
-        .get(Status::GRPC_STATUS)
-        .is_some_and(|v| v.as_bytes() == b"11");
-    if out_of_range {
-        let found = Status::from_header_map(response.headers())
-            .map(|s| s.message().to_string())
-            .unwrap_or_default();
-        let status = Status::resource_exhausted(format!(
-            "the request is larger than this receiver's limit of {limit} bytes (max_body_bytes): {found}; \
-             send smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)"
-        ));
-        response.headers_mut().remove(Status::GRPC_MESSAGE);
-        response.headers_mut().remove(Status::GRPC_STATUS_DETAILS);
-        let _ = status.add_header(response.headers_mut());
-    }
-    response
-}
-
 /// The `/metrics` reason of a refused request, from its trailers-only status.
 fn refusal_reason(response: &http::Response<tonic::body::Body>) -> Option<&'static str> {
     let code = response.headers().get(Status::GRPC_STATUS)?;
@@ -507,6 +310,7 @@ fn refusal_reason(response: &http::Response<tonic::body::Body>) -> Option<&'stat
         Code::ResourceExhausted if has_retry_info => "overloaded",
         Code::ResourceExhausted => "too_large",
         Code::Unavailable => "store_unavailable",
+        Code::DeadlineExceeded => "body_timeout",
         Code::Unimplemented => "unimplemented",
         _ => "other",
     })

@@ -54,6 +54,8 @@ pub struct Sources {
     pub alerts: Arc<AlertStats>,
     pub http: Arc<HttpCounts>,
     pub readiness: Arc<super::health::Readiness>,
+    /// The three ports' connections.
+    pub connections: Arc<super::conn::Connections>,
 }
 
 /// Dashboard and API responses by status code.
@@ -109,6 +111,7 @@ pub fn registry(s: &Sources) -> Registry {
     r.register_collector(Box::new(collect::StoreStats(Arc::clone(&s.store))));
     r.register_collector(Box::new(collect::Sweeps(Arc::clone(&s.sweeper))));
     r.register_collector(Box::new(collect::Readyz(Arc::clone(&s.readiness))));
+    r.register_collector(Box::new(collect::Conns(Arc::clone(&s.connections))));
     r.register_collector(Box::new(state::StateDb(Arc::clone(&s.store))));
     r.register_collector(Box::new(Arc::clone(&s.alerts)));
     r

@@ -8,8 +8,11 @@
 //! transaction or another process for seconds). Every such call is in
 //! `spawn_blocking`, a sweep's blocking task, or a thread of the store's.
 
+pub mod admission;
 pub mod auth;
+pub mod conn;
 pub mod grpc;
+pub mod grpc_message;
 pub mod health;
 pub mod leader;
 pub mod metrics;
@@ -128,12 +131,15 @@ pub async fn run(
     .map_err(anyhow::Error::msg)?;
     let otlp_state = Arc::new(otlp::OtlpState {
         token: opts.ingest_token.clone(),
-        ..otlp::OtlpState::new(
+        ..otlp::OtlpState::with_admission(
             Arc::clone(&store),
             opts.max_body_bytes,
             opts.max_inflight_bytes,
+            &opts.config.admission,
         )
     });
+    let conn_limits = conn::ConnLimits::from_config(&opts.config.admission);
+    let connections = Arc::new(conn::Connections::default());
     let public_host = url_host(&opts.public_url);
     let otlp_app = guard(
         otlp::router(Arc::clone(&otlp_state)),
@@ -170,6 +176,7 @@ pub async fn run(
         alerts: Arc::clone(&alert_stats),
         http: Arc::default(),
         readiness: Arc::new(health::Readiness::new(Arc::clone(&store))),
+        connections: Arc::clone(&connections),
     };
     let http_app = if detect.is_some() {
         http_router(
@@ -263,9 +270,17 @@ pub async fn run(
     let wait = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
+    // Every connection is guarded: a cap per peer, header and idle time
+    // limits (`conn`); the apps see each request in flight.
+    let guarded =
+        |l, port| conn::GuardedListener::new(l, port, conn_limits, Arc::clone(&connections));
+    let tracked = |app: Router| {
+        app.layer(axum::middleware::from_fn(conn::track))
+            .into_make_service_with_connect_info::<conn::Peer>()
+    };
     let otlp = otlp_listener.map(|l| {
         tokio::spawn(
-            axum::serve(l, otlp_app)
+            axum::serve(guarded(l, conn::Port::OtlpHttp), tracked(otlp_app))
                 .with_graceful_shutdown(wait(stop_rx.clone()))
                 .into_future(),
         )
@@ -275,14 +290,14 @@ pub async fn run(
             grpc::server()
                 .add_routes(grpc::routes(service))
                 .serve_with_incoming_shutdown(
-                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    guarded(listener, conn::Port::OtlpGrpc).into_incoming(),
                     wait(stop_rx.clone()),
                 ),
         )),
         _ => None,
     };
     let http = tokio::spawn(
-        axum::serve(http_listener, http_app)
+        axum::serve(guarded(http_listener, conn::Port::Http), tracked(http_app))
             .with_graceful_shutdown(wait(stop_rx.clone()))
             .into_future(),
     );

@@ -18,6 +18,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use prost::Message;
 use tokio::sync::Semaphore;
 
+use super::admission::{BodyLimits, Budget, Charge, Cut, Intake, Short};
 use super::response::AppError;
 use crate::ingest::{self, Encoding, Format};
 use crate::store::Store;
@@ -27,15 +28,15 @@ pub struct OtlpState {
     pub store: Arc<Store>,
     pub max_body_bytes: usize,
     /// Bytes of request bodies held in memory at once, in KiB permits.
-    pub inflight: Arc<Semaphore>,
+    pub budget: Arc<Budget>,
+    /// How fast and how soon a body must arrive.
+    pub body_limits: BodyLimits,
     /// What the OTLP/HTTP receiver did.
     pub counters: OtlpCounters,
     /// What the OTLP/gRPC receiver did.
     pub grpc: OtlpCounters,
     /// The bearer token exporters must send, when one is set.
     pub token: Option<Arc<super::auth::Token>>,
-    /// The in-flight budget's size, in KiB permits.
-    pub inflight_total: u32,
     /// Refused bodies being read and dropped at once (bounded: shedding load
     /// must not cost unbounded reads).
     pub drains: Arc<Semaphore>,
@@ -87,15 +88,34 @@ pub fn refusal_reason(status: StatusCode) -> &'static str {
 }
 
 impl OtlpState {
+    /// With the default `[admission]` settings.
     pub fn new(store: Arc<Store>, max_body_bytes: usize, max_inflight_bytes: usize) -> OtlpState {
+        let admission = crate::config::AdmissionConfig::default();
+        OtlpState::with_admission(store, max_body_bytes, max_inflight_bytes, &admission)
+    }
+
+    pub fn with_admission(
+        store: Arc<Store>,
+        max_body_bytes: usize,
+        max_inflight_bytes: usize,
+        admission: &crate::config::AdmissionConfig,
+    ) -> OtlpState {
         OtlpState {
             store,
             max_body_bytes,
-            inflight: Arc::new(Semaphore::new(kib(max_inflight_bytes) as usize)),
+            budget: Arc::new(Budget::new(
+                max_inflight_bytes,
+                admission.reserved_share,
+                max_body_bytes,
+            )),
+            body_limits: BodyLimits {
+                max_bytes: max_body_bytes,
+                min_rate: admission.min_body_rate_bytes,
+                timeout: std::time::Duration::from_secs(admission.body_timeout_secs),
+            },
             counters: OtlpCounters::default(),
             grpc: OtlpCounters::default(),
             token: None,
-            inflight_total: kib(max_inflight_bytes),
             drains: Arc::new(Semaphore::new(MAX_DRAINS)),
         }
     }
@@ -160,12 +180,7 @@ async fn drain(state: &OtlpState, body: Body, limit: usize, mut answer: AppError
     answer
 }
 
-/// A request body must arrive within this.
-const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-pub fn kib(bytes: usize) -> u32 {
-    (bytes.div_ceil(1024)).clamp(1, u32::MAX as usize) as u32
-}
+pub use super::admission::kib;
 
 async fn export(
     State(state): State<Arc<OtlpState>>,
@@ -216,50 +231,60 @@ async fn handle(state: &OtlpState, headers: &HeaderMap, body: Body) -> Result<Re
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large(false));
     }
-    // Memory admission: a body is held only with permits for its bytes; a
-    // body of unknown length is charged the whole limit up front.
-    let busy = || AppError::busy("too many request bytes in flight; retry later", format);
-    let permit =
-        match Arc::clone(&state.inflight).try_acquire_many_owned(kib(declared.unwrap_or(limit))) {
-            Ok(p) => p,
-            Err(_) => return Err(drain(state, body, limit, busy()).await),
-        };
-    let read = http_body_util::Limited::new(body, limit).collect();
-    let body = tokio::time::timeout(BODY_READ_TIMEOUT, read)
-        .await
-        .map_err(|_| {
-            AppError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                format!(
-                    "the request body did not arrive within {} s",
-                    BODY_READ_TIMEOUT.as_secs()
-                ),
-                format,
-            )
-        })?
-        .map_err(|e| {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                too_large(false)
-            } else {
-                AppError::new(
-                    StatusCode::BAD_REQUEST,
-                    format!("could not read the request body: {e}"),
-                    format,
-                )
-            }
-        })?
-        .to_bytes();
-    // A body of unknown length was charged the whole limit: give back what
-    // it did not use, so what follows is judged by its real size.
+    // Memory admission: a body holds permits for the bytes that arrived,
+    // and must keep arriving.
+    let mut intake = Intake::new(body, &state.budget, state.body_limits);
+    let read = intake.read_all().await;
+    let (body, permit) = intake.into_parts();
+    let body = match read {
+        Ok(bytes) => bytes,
+        Err(cut) => {
+            drop(permit);
+            return Err(refuse_cut(state, body, cut, format).await);
+        }
+    };
+    // Whatever the body was charged for beyond its own bytes is given back.
     let mut permit = permit;
-    let used = kib(body.len()) as usize;
-    if permit.num_permits() > used {
-        drop(permit.split(permit.num_permits() - used));
-    }
+    permit.shrink_to(body.len());
     let done = store_body(state, &state.counters, body, format, encoding, permit).await?;
     Ok(success(format, done.rejected, done.message))
+}
+
+/// A body not taken whole, as the answer: a body refused for the budget
+/// is drained (so the client reads its 429 and Retry-After); one too slow
+/// or too late is answered and its connection closed.
+async fn refuse_cut(state: &OtlpState, body: Body, cut: Cut, format: Format) -> AppError {
+    let message = cut.to_string();
+    match cut {
+        Cut::TooLarge { limit } => {
+            let too_large = ingest::IngestError::TooLarge {
+                limit,
+                decompressed: false,
+            };
+            let mut e = AppError::from_ingest(too_large, format);
+            e.close = true;
+            e
+        }
+        Cut::NeverFits { .. } => {
+            let mut e = AppError::new(StatusCode::PAYLOAD_TOO_LARGE, message, format);
+            e.close = true;
+            e
+        }
+        Cut::Busy => {
+            let busy = AppError::busy(message, format);
+            drain(state, body, state.max_body_bytes, busy).await
+        }
+        Cut::TooSlow { .. } | Cut::Timeout { .. } => {
+            let mut e = AppError::new(StatusCode::REQUEST_TIMEOUT, message, format);
+            e.close = true;
+            e
+        }
+        Cut::Read(_) => {
+            let mut e = AppError::new(StatusCode::BAD_REQUEST, message, format);
+            e.close = true;
+            e
+        }
+    }
 }
 
 /// What an accepted export request did: spans rejected one by one (invalid
@@ -281,12 +306,11 @@ pub async fn store_body(
     body: bytes::Bytes,
     format: Format,
     encoding: Encoding,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    permit: Charge,
 ) -> Result<Accepted, AppError> {
     let limit = state.max_body_bytes;
     // Decompressed output and a parsed JSON tree are charged as they grow.
-    let semaphore = Arc::clone(&state.inflight);
-    let total = state.inflight_total as usize;
+    let total = state.budget.total_kib() as usize;
     // The receive time's window: spans dated outside it are refused one by one.
     let window = state.store.window_now();
     let decoded = tokio::task::spawn_blocking(move || {
@@ -294,30 +318,28 @@ pub async fn store_body(
         // A request that needs more than the whole budget can never be
         // admitted: that is a 413, not a 429 to retry forever.
         let mut never_fits = false;
-        let mut reserve = |bytes: usize| {
-            if permit.num_permits() + kib(bytes) as usize > total {
-                never_fits = true;
-                return false;
-            }
-            match Arc::clone(&semaphore).try_acquire_many_owned(kib(bytes)) {
-                Ok(more) => {
-                    permit.merge(more);
-                    true
+        let prepared = {
+            let mut reserve = |bytes: usize| match permit.add_work(bytes) {
+                Ok(()) => true,
+                Err(short) => {
+                    never_fits |= short == Short::NeverFits;
+                    false
                 }
-                Err(_) => false,
-            }
-        };
-        let prepared =
+            };
             ingest::prepare_body_with(body, format, encoding, limit, &window, &mut reserve)
-                .and_then(|p| {
-                    // The decoded rows are held until the WAL takes them: charge them too.
-                    let rows: usize = p.mem_bytes();
-                    if reserve(rows) {
-                        Ok(p)
-                    } else {
-                        Err(ingest::IngestError::Busy)
-                    }
-                });
+        };
+        let prepared = prepared.and_then(|p| {
+            // Of what decompressing and decoding held, the payload is left;
+            // the decoded rows are held until the WAL takes them too.
+            permit.shrink_to(p.wal_payload.len());
+            match permit.add_work(p.mem_bytes()) {
+                Ok(()) => Ok(p),
+                Err(short) => {
+                    never_fits |= short == Short::NeverFits;
+                    Err(ingest::IngestError::Busy)
+                }
+            }
+        });
         let prepared = match prepared {
             Err(ingest::IngestError::Busy) if never_fits => Err(ingest::IngestError::TooLarge {
                 limit: total * 1024,

@@ -306,11 +306,13 @@ pub fn assert_manifest_stored(
     list.len()
 }
 
-/// An OTLP/HTTP request that holds `bytes` of the server's in-flight budget
-/// (its permits are taken when the headers arrive) and never sends its
-/// body: with `max_inflight_bytes = bytes`, every other export is refused
-/// as overloaded until this is dropped (the body read fails and the
-/// permits return), or the server's 30 s body timeout.
+/// An OTLP/HTTP request that holds `bytes` of the server's in-flight budget:
+/// it declares `bytes`, sends all but the last one (a body is charged for
+/// what arrived) and stalls. On a server of [`server_with_budget`]
+/// (`max_inflight_bytes = bytes`, so no reserve, and no minimum body rate)
+/// every other export is refused as overloaded until this is dropped (the
+/// body read fails and the permits return), or the server's 30 s body
+/// timeout.
 pub struct BudgetHold(std::net::TcpStream);
 
 impl BudgetHold {
@@ -325,6 +327,7 @@ impl BudgetHold {
                 server.otlp
             )
             .unwrap();
+            s.write_all(&vec![0xffu8; bytes - 1]).unwrap();
             s.flush().unwrap();
             s.set_nonblocking(true).unwrap();
             s
@@ -332,9 +335,9 @@ impl BudgetHold {
         let mut hold = open();
         // Held once a small request is refused 429 (before that, its
         // undecodable body is a 400 and stores nothing). Were the small one
-        // admitted first, the hold itself is refused (its answer arrives
-        // once the server gave up reading its body, 5 s on): take it again.
-        // A head start makes that rare.
+        // charged while the hold's last bytes arrived, the hold itself is
+        // refused (its answer arrives once the server gave up reading its
+        // body, 5 s on): take it again. A head start makes that rare.
         std::thread::sleep(Duration::from_millis(100));
         let client = reqwest_blocking::blocking::Client::new();
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -409,13 +412,18 @@ pub fn exporter_manifest(
     })
 }
 
-/// A server whose body cap and in-flight budget are both `budget` bytes.
+/// A server whose body cap and in-flight budget are both `budget` bytes
+/// (so the budget has no reserve), with no minimum body rate: a
+/// [`BudgetHold`] can hold it.
 pub fn server_with_budget(dir: &Path, budget: usize) -> (PathBuf, Server) {
     let data = dir.join("data");
     let config = dir.join("stormwatch.toml");
     std::fs::write(
         &config,
-        format!("[ingest]\nmax_body_bytes = {budget}\nmax_inflight_bytes = {budget}\n"),
+        format!(
+            "[ingest]\nmax_body_bytes = {budget}\nmax_inflight_bytes = {budget}\n\n\
+             [admission]\nmin_body_rate_bytes = 0\n"
+        ),
     )
     .unwrap();
     let server = Server::start(&data, &["--config", config.to_str().unwrap()], &[]);

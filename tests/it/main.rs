@@ -1,6 +1,8 @@
 //! The integration tests, one binary (STYLE.md): the real `stormwatch`
 //! binary, real OpenTelemetry exporters, real sockets and files.
 
+mod admission;
+mod admission_conn;
 mod alert_bodies;
 mod alert_isolation;
 mod alerts;

@@ -327,9 +327,7 @@ async fn the_ingest_token_is_checked_in_metadata() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_budget_is_resource_exhausted_with_retry_info_and_a_retry_goes_in() {
     let rig = rig_with(64 << 10, 64 << 10, None, true).await;
-    let all = Arc::clone(&rig.state.inflight)
-        .try_acquire_many_owned(64)
-        .unwrap();
+    let all = rig.state.budget.try_hold(64).unwrap();
     let mut client = rig.client().await;
     let err = client.export(request(8, 2)).await.unwrap_err();
     assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
@@ -426,7 +424,7 @@ async fn a_message_larger_than_the_whole_budget_is_refused_while_it_streams() {
     assert_eq!(retry_delay_secs(&err), None, "{err:?}");
     assert!(err.message().contains("never fit"), "{}", err.message());
     // Every permit is back.
-    assert_eq!(rig.state.inflight.available_permits(), 64);
+    assert_eq!(rig.state.budget.available_kib(), 64);
     rig.client().await.export(request(12, 5)).await.unwrap();
     assert_eq!(rig.frame().await.height(), 5);
 }

@@ -440,11 +440,9 @@ impl http_body::Body for Chunks {
 
 #[tokio::test]
 async fn a_full_write_path_answers_429_with_retry_after() {
-    // In-flight body bytes exhausted: refused before the body is read.
+    // In-flight body bytes exhausted: refused as the body arrives.
     let rig = rig_with(64 << 10, 64 << 10, StoreOptions::default());
-    let _all = Arc::clone(&rig.state.inflight)
-        .try_acquire_many_owned(64)
-        .unwrap();
+    let _all = rig.state.budget.try_hold(64).unwrap();
     let (status, headers, _) = rig
         .send(post(
             "/v1/traces",

@@ -20,6 +20,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
+use crate::serve::conn::{Connections, Port, Reason};
 use crate::serve::health::Readiness;
 use crate::serve::otlp::OtlpState;
 use crate::serve::scheduler::Sweeper;
@@ -157,7 +158,7 @@ impl Collector for Ingest {
             "stormwatch_ingest_inflight_kib_available",
             "Request-body memory budget left (KiB), shared by both transports; 429 / RESOURCE_EXHAUSTED when a request does not fit.",
             None,
-            otlp.inflight.available_permits(),
+            otlp.budget.available_kib(),
         )
     }
 }
@@ -371,6 +372,41 @@ impl Collector for Readyz {
             "Filesystem probes /readyz ran (its answers are cached for a second).",
             None,
             self.0.probes(),
+        )
+    }
+}
+
+/// The three ports' connections: open now, and closed by their limits.
+pub struct Conns(pub Arc<Connections>);
+
+impl std::fmt::Debug for Conns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Conns")
+    }
+}
+
+impl Collector for Conns {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), Error> {
+        let c = &self.0;
+        gauges(
+            &mut e,
+            "stormwatch_connections_open",
+            "Connections open now, by port (otlp_http, otlp_grpc, http).",
+            Port::ALL.map(|p| ([("port", p.name())], c.open(p))),
+        )?;
+        let closed = Port::ALL.into_iter().flat_map(|p| {
+            Reason::ALL.map(|r| {
+                (
+                    [("port", p.name()), ("reason", r.name())],
+                    c.closed_for(p, r),
+                )
+            })
+        });
+        counters(
+            &mut e,
+            "stormwatch_connections_closed",
+            "Connections refused or closed by the admission limits, by port and reason: peer_cap (refused past admission.max_connections_per_peer), header_timeout, idle_timeout, write_stall (the peer stopped reading).",
+            closed,
         )
     }
 }
