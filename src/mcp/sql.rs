@@ -38,10 +38,33 @@ const TABLES: [(&str, &str); 3] = [
 /// its name, allowed functions only, no cross join); the message says what
 /// was refused and why, from the statement alone.
 pub fn check(sql: &str) -> Result<(), McpError> {
-    stormwatch_sqlguard::check(sql)
-        .map(|_| ())
-        .map_err(|r| McpError::Refused(r.to_string()))
+    // The guard walks the parsed statement recursively (and prints a part
+    // of it for a refusal): thousands of nested terms fit in 16 KiB and
+    // need more stack than a runtime thread's 2 MiB, so it runs on a
+    // thread of its own with room for the deepest statement accepted.
+    let verdict = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("sql-guard".into())
+            .stack_size(GUARD_STACK_BYTES)
+            .spawn_scoped(scope, || stormwatch_sqlguard::check(sql))
+            .map(|h| h.join())
+    });
+    match verdict {
+        Ok(Ok(checked)) => checked
+            .map(|_| ())
+            .map_err(|r| McpError::Refused(r.to_string())),
+        Ok(Err(_)) => Err(McpError::Refused(
+            "query refused: the statement could not be checked (the check failed), so it was not run".into(),
+        )),
+        Err(e) => Err(McpError::Refused(format!(
+            "query refused: the statement could not be checked ({e}), so it was not run"
+        ))),
+    }
 }
+
+/// The guard's thread stack: 64 MiB, mapped, touched only as deep as a
+/// statement goes (a 16 KiB chain of 8 000 terms uses a few MiB).
+const GUARD_STACK_BYTES: usize = 64 << 20;
 
 /// The tables by name, the window they hold in words, and the pin that
 /// keeps the span parts they scan (hold it until the query is collected).

@@ -184,13 +184,18 @@ impl Stormwatch {
 
     /// Read-only polars SQL: one SELECT over tool_daily, turn_summary and
     /// spans (a window of at most 7 days). At most 500 rows, 10 s and
-    /// 1 GiB by default; no writes, no file functions, no cross joins.
+    /// 1 GiB by default; no writes, no file functions, no cross joins (a
+    /// join's ON equates a column of each side).
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn query(
         &self,
         Parameters(a): Parameters<QueryArgs>,
     ) -> Result<Json<sql::QueryAnswer>, String> {
-        sql::check(&a.sql).map_err(|e| e.to_string())?;
+        let statement = a.sql.clone();
+        tokio::task::spawn_blocking(move || sql::check(&statement))
+            .await
+            .map_err(|e| format!("the statement check's thread failed: {e}"))?
+            .map_err(|e| e.to_string())?;
         let Some(permit) = self.ctx.queries_permit() else {
             return Err("query refused: another query is still running (one at a time); try again when it ends".into());
         };

@@ -2,8 +2,10 @@
 //! low item): a connection that sends half a request's headers (or, on the
 //! gRPC port, the HTTP/2 preface and half a frame) is closed within the
 //! header timeout; a kept-alive connection left idle after an answer is
-//! closed after the idle timeout; a peer past its connection cap is told
-//! which limit it hit (a 429, or a GOAWAY with the message) and closed.
+//! closed after the idle timeout; an answer HTTP/2 flow control holds back
+//! (a client that grants no window) is closed as a write stall after the
+//! idle timeout; a peer past its connection cap is told which limit it hit
+//! (a 429, or a GOAWAY with the message) and closed.
 //! Raw TCP clients, HTTP/2 frames written by hand.
 
 use std::io::{Read, Write};
@@ -330,5 +332,43 @@ fn a_peer_past_its_connection_cap_is_told_so_and_closed() {
             format!("stormwatch_connections_closed_total{{port=\"{port}\",reason=\"peer_cap\"}}");
         assert_eq!(sample(&m, &series), 1.0, "{series}\n{m}");
     }
+    server.stop();
+}
+
+#[test]
+fn an_answer_held_back_by_http2_flow_control_is_closed_as_a_write_stall() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(
+        dir.path(),
+        "header_timeout_secs = 10\nidle_timeout_secs = 3\n",
+    );
+    // The export, but the client's SETTINGS grant no window
+    // (SETTINGS_INITIAL_WINDOW_SIZE = 0): the answer's DATA can never be
+    // sent, and no socket write ever blocks. PINGs are answered.
+    let mut bytes = grpc_export(server.grpc);
+    let empty = frame(SETTINGS, 0, 0, &[]);
+    bytes.splice(
+        PREFACE.len()..PREFACE.len() + empty.len(),
+        frame(SETTINGS, 0, 0, &[0x00, 0x04, 0, 0, 0, 0]),
+    );
+    let mut s = TcpStream::connect(server.grpc).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let begun = Instant::now();
+    s.write_all(&bytes).unwrap();
+    let mut data = false;
+    let open = h2_until(&mut s, |kind, _, stream, _| {
+        data |= kind == DATA && stream == 1;
+        false
+    });
+    let took = begun.elapsed();
+    eprintln!("an answer held by a zero window (idle_timeout_secs = 3): closed after {took:?}");
+    assert!(!open && !data, "no DATA is sent into a zero window");
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(8),
+        "closed after {took:?} (15 s: never)"
+    );
+    let m = server.metrics();
+    let series = "stormwatch_connections_closed_total{port=\"otlp_grpc\",reason=\"write_stall\"}";
+    assert_eq!(sample(&m, series), 1.0, "{series}\n{m}");
     server.stop();
 }

@@ -185,15 +185,25 @@ impl tonic::transport::server::Connected for Guarded {
 }
 
 /// An answer's body, holding its request in flight until it is sent (or
-/// dropped).
+/// dropped), and waiting to be taken from when it is made and after each
+/// frame until polled again (the connection's write-stall deadline).
 pub(super) struct Tracked<B> {
     inner: B,
-    _busy: InFlight,
+    id: u64,
+    busy: InFlight,
 }
 
 impl<B> Tracked<B> {
     pub(super) fn new(inner: B, busy: InFlight) -> Tracked<B> {
-        Tracked { inner, _busy: busy }
+        let id = busy.0.answer_id();
+        busy.0.unsent(id, Some(Instant::now()));
+        Tracked { inner, id, busy }
+    }
+}
+
+impl<B> Drop for Tracked<B> {
+    fn drop(&mut self) {
+        self.busy.0.unsent(self.id, None);
     }
 }
 
@@ -205,10 +215,18 @@ where
     type Error = B::Error;
 
     fn poll_frame(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, B::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let this = self.get_mut();
+        // Polled: the connection is taking the answer. Waiting on the body
+        // itself (an event stream between events) is no stall.
+        this.busy.0.unsent(this.id, None);
+        let frame = Pin::new(&mut this.inner).poll_frame(cx);
+        if matches!(frame, Poll::Ready(Some(Ok(_)))) && !this.inner.is_end_stream() {
+            this.busy.0.unsent(this.id, Some(Instant::now()));
+        }
+        frame
     }
 
     fn is_end_stream(&self) -> bool {

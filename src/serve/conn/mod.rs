@@ -140,6 +140,7 @@ impl GuardedListener {
     }
 
     fn take_slot(&self, ip: IpAddr) -> Option<Slot> {
+        let ip = peer_key(ip);
         let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         let open = peers.entry(ip).or_insert(0);
         if self.limits.max_per_peer > 0 && *open >= self.limits.max_per_peer {
@@ -241,6 +242,21 @@ impl Connected<IncomingStream<'_, GuardedListener>> for Peer {
     }
 }
 
+/// The address a connection counts against: every loopback address
+/// (127.0.0.0/8, ::1, and those written as IPv4-mapped IPv6) is one peer,
+/// since a local client may connect from any of them.
+fn peer_key(ip: IpAddr) -> IpAddr {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    if ip.is_loopback() {
+        IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
+    } else {
+        ip
+    }
+}
+
 /// What a connection is doing, for its time limits.
 #[derive(Debug)]
 struct Activity {
@@ -263,6 +279,12 @@ struct State {
     /// connection: when it opened).
     head_from: Option<Instant>,
     requests: u64,
+    /// Answers (by id) handed over to be sent and not taken since: a
+    /// body that produced a frame and was not polled again, or one not
+    /// polled at all. HTTP/2 flow control (a peer that grants no window)
+    /// stalls an answer here without ever blocking a socket write.
+    unsent: HashMap<u64, Instant>,
+    next_answer: u64,
 }
 
 impl Activity {
@@ -274,6 +296,8 @@ impl Activity {
                 idle_since: now,
                 head_from: Some(now),
                 requests: 0,
+                unsent: HashMap::new(),
+                next_answer: 0,
             }),
             reader: futures::task::AtomicWaker::new(),
             limits,
@@ -294,11 +318,16 @@ impl Activity {
     }
 
     /// When the connection must be closed if nothing changes, and why;
-    /// `None` while a request is in flight (judged again later).
+    /// `None` while a request is in flight and no answer waits to be sent
+    /// (judged again later). An answer the connection has not taken for the
+    /// idle timeout closes it as a write stall.
     fn deadline(&self, now: Instant) -> (Instant, Option<Reason>) {
         let s = self.lock();
         if s.inflight > 0 {
-            return (now + self.limits.idle_timeout, None);
+            return match s.unsent.values().min() {
+                Some(since) => (*since + self.limits.idle_timeout, Some(Reason::WriteStall)),
+                None => (now + self.limits.idle_timeout, None),
+            };
         }
         match s.head_from {
             Some(from) => (
@@ -309,6 +338,35 @@ impl Activity {
                 s.idle_since + self.limits.idle_timeout,
                 Some(Reason::IdleTimeout),
             ),
+        }
+    }
+
+    /// A new answer's id.
+    fn answer_id(&self) -> u64 {
+        let mut s = self.lock();
+        s.next_answer += 1;
+        s.next_answer
+    }
+
+    /// Answer `id` waits to be taken since `since`, or (`None`) was taken.
+    /// The reader is woken when the first one starts waiting, so the
+    /// deadline is armed.
+    fn unsent(&self, id: u64, since: Option<Instant>) {
+        let first = {
+            let mut s = self.lock();
+            match since {
+                Some(at) => {
+                    s.unsent.insert(id, at);
+                    s.unsent.len() == 1
+                }
+                None => {
+                    s.unsent.remove(&id);
+                    false
+                }
+            }
+        };
+        if first {
+            self.reader.wake();
         }
     }
 

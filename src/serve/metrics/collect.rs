@@ -405,7 +405,7 @@ impl Collector for Conns {
         counters(
             &mut e,
             "stormwatch_connections_closed",
-            "Connections refused or closed by the admission limits, by port and reason: peer_cap (refused past admission.max_connections_per_peer), header_timeout, idle_timeout, write_stall (the peer stopped reading).",
+            "Connections refused or closed by the admission limits, by port and reason: peer_cap (refused past admission.max_connections_per_peer), header_timeout, idle_timeout, write_stall (the peer stopped reading an answer, or granted it no HTTP/2 window).",
             closed,
         )
     }

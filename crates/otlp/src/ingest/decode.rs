@@ -140,14 +140,19 @@ pub fn decompress_with(
                     decompressed: true,
                 });
             }
-            // A frame that says how long it is needs a window no longer.
-            let window = declared.map_or(1 << ZSTD_WINDOW_LOG_MAX, |n| {
+            // A frame that says how long it is needs a window no longer,
+            // when the body is that one frame: a later frame may ask for a
+            // window of its own, up to the largest.
+            let one_frame = zstd::zstd_safe::find_frame_compressed_size(&body)
+                .is_ok_and(|n| n == body.len());
+            let sized = declared.filter(|_| one_frame);
+            let window = sized.map_or(1 << ZSTD_WINDOW_LOG_MAX, |n| {
                 (n as usize).min(1 << ZSTD_WINDOW_LOG_MAX)
             });
             if !reserve(window) {
                 return Err(IngestError::Busy);
             }
-            if let Some(n) = declared {
+            if let Some(n) = sized {
                 first = (n as usize).max(1);
             }
             let mut d = zstd::stream::read::Decoder::with_buffer(&body[..]).map_err(failed)?;
@@ -267,6 +272,15 @@ mod tests {
             })
         ));
         assert!(asked.is_empty(), "{asked:?}");
+    }
+
+    #[test]
+    fn a_small_first_frame_does_not_size_the_window_of_the_frames_after_it() {
+        let mut z = zstd::bulk::compress(b"x", 3).unwrap();
+        z.extend(zstd::bulk::compress(&vec![7u8; 3 << 20], 3).unwrap());
+        let (out, asked) = charged(&z, Encoding::Zstd, 4 << 20);
+        assert_eq!(out.unwrap(), (3 << 20) + 1);
+        assert_eq!(asked[0], 1 << ZSTD_WINDOW_LOG_MAX, "{asked:?}");
     }
 
     #[test]
