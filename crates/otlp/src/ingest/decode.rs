@@ -143,8 +143,8 @@ pub fn decompress_with(
             // A frame that says how long it is needs a window no longer,
             // when the body is that one frame: a later frame may ask for a
             // window of its own, up to the largest.
-            let one_frame = zstd::zstd_safe::find_frame_compressed_size(&body)
-                .is_ok_and(|n| n == body.len());
+            let one_frame =
+                zstd::zstd_safe::find_frame_compressed_size(&body).is_ok_and(|n| n == body.len());
             let sized = declared.filter(|_| one_frame);
             let window = sized.map_or(1 << ZSTD_WINDOW_LOG_MAX, |n| {
                 (n as usize).min(1 << ZSTD_WINDOW_LOG_MAX)
