@@ -299,7 +299,7 @@ fn a_peer_past_its_connection_cap_is_told_so_and_closed() {
                 kind == GOAWAY
             });
             let g = goaway.unwrap_or_else(|| panic!("{name}: no GOAWAY"));
-            assert_eq!(&g[4..8], &[0, 0, 0, 0xb], "ENHANCE_YOUR_CALM");
+            assert_eq!(&g[4..8], &[0, 0, 0, 0x7], "REFUSED_STREAM");
             let debug = String::from_utf8_lossy(&g[8..]);
             assert!(
                 debug.contains("too many connections from 127.0.0.1"),
@@ -309,7 +309,7 @@ fn a_peer_past_its_connection_cap_is_told_so_and_closed() {
                 debug.contains("admission.max_connections_per_peer"),
                 "{debug}"
             );
-            eprintln!("peer cap, {name}: GOAWAY ENHANCE_YOUR_CALM {debug:?}");
+            eprintln!("peer cap, {name}: GOAWAY REFUSED_STREAM {debug:?}");
         } else {
             let mut all = String::new();
             let _ = fifth.read_to_string(&mut all);

@@ -1,7 +1,10 @@
 //! The answer to a connection past its peer's cap, written before any of
 //! its request is read: on the HTTP ports a `429` with `Retry-After`, on
 //! the gRPC port the server's HTTP/2 preface and a `GOAWAY`
-//! (`ENHANCE_YOUR_CALM`) whose debug data says which limit was hit. Then
+//! (`REFUSED_STREAM`: nothing was processed, a retry is safe) whose debug
+//! data says which limit was hit. Not `ENHANCE_YOUR_CALM`: gRPC clients
+//! read that as "too many pings" and change their keepalive (grpcio 1.85
+//! aborted on it). Then
 //! the write side is closed and what the peer sends is read and dropped for
 //! a moment, so the answer is not lost to a reset.
 
@@ -56,7 +59,7 @@ fn too_many(message: &str) -> Vec<u8> {
 /// HTTP/2 frame types and the error code used.
 const SETTINGS: u8 = 0x4;
 const GOAWAY: u8 = 0x7;
-const ENHANCE_YOUR_CALM: u32 = 0xb;
+const REFUSED_STREAM: u32 = 0x7;
 
 /// The server preface (an empty SETTINGS frame), then GOAWAY with no stream
 /// processed and `message` as its debug data.
@@ -64,7 +67,7 @@ fn goaway(message: &str) -> Vec<u8> {
     let mut out = frame(SETTINGS, &[]);
     let mut payload = Vec::with_capacity(8 + message.len());
     payload.extend_from_slice(&0u32.to_be_bytes());
-    payload.extend_from_slice(&ENHANCE_YOUR_CALM.to_be_bytes());
+    payload.extend_from_slice(&REFUSED_STREAM.to_be_bytes());
     payload.extend_from_slice(message.as_bytes());
     out.extend(frame(GOAWAY, &payload));
     out
@@ -94,7 +97,7 @@ mod tests {
         assert_eq!(&g[..3], &[0, 0, 16]);
         assert_eq!(g[3], GOAWAY);
         assert_eq!(&g[9..13], &[0, 0, 0, 0]);
-        assert_eq!(&g[13..17], &[0, 0, 0, 0xb]);
+        assert_eq!(&g[13..17], &[0, 0, 0, 0x7]);
         assert_eq!(&g[17..], b"too many");
     }
 
