@@ -20,9 +20,3 @@ for scenario in storm healthy; do
     capture "vercel-ai-$sdk-$scenario" "$node" scripts/frameworks/vercel-ai/agent.mjs --sdk "$sdk" "$scenario" --endpoint '{endpoint}'
   done
 done
-# MCP over stdio (venv-mcp-frameworks): pydantic-ai's MCPToolset -> FastMCP client ->
-# MCP SDK 2.x client -> scripts/frameworks/mcp_fare_server.py; both processes export here.
-py_mcp="${STORMWATCH_PY_MCP_FRAMEWORKS:-$cache/venv-mcp-frameworks/bin/python}"
-for scenario in mcp-storm mcp-healthy; do
-  capture "pydantic-ai-$scenario" "$py_mcp" scripts/frameworks/pydantic_ai_mcp_agent.py "$scenario" --endpoint '{endpoint}'
-done

@@ -97,8 +97,6 @@ ensure_venv venv-browser "$here/requirements-browser.txt" "playwright.sync_api"
   || die "'$python' must be Python >= 3.11 for venv-frameworks (pydantic-ai 2.x needs 3.11+)"
 ensure_venv venv-frameworks "$here/requirements-frameworks.txt" \
   "pydantic_ai, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
-ensure_venv venv-mcp-frameworks "$here/requirements-mcp-frameworks.txt" \
-  "pydantic_ai.mcp, fastmcp.client.transports, mcp.server.mcpserver, opentelemetry.exporter.otlp.proto.http.trace_exporter"
 ensure_venv venv-bench "$here/../bench/requirements.txt" "duckdb"
 ensure_venv venv-mcp "$here/requirements-mcp.txt" "mcp.client.client, mcp.client.stdio, jsonschema"
 ensure_venv venv-s3 "$here/requirements-s3.txt" "moto.server, duckdb, duckdb_extension_httpfs"
