@@ -130,6 +130,9 @@ impl Day<'_> {
             attributes: "{}".into(),
             events: "[]".into(),
             resource: self.resource.clone(),
+            scope_name: None,
+            scope_version: None,
+            tool_args_recorded: None,
         });
     }
 
@@ -190,6 +193,9 @@ impl Day<'_> {
             attributes: "{}".into(),
             events: "[]".into(),
             resource: self.resource.clone(),
+            scope_name: None,
+            scope_version: None,
+            tool_args_recorded: Some(true),
         });
     }
 }

@@ -177,6 +177,11 @@ pub struct IngestConfig {
     /// A span starting or ending later than this after it was received is
     /// refused (partial success); 1 to 86400 seconds.
     pub max_future_secs: u64,
+    /// Result shapes of the user's own tools that say a call failed
+    /// (`[[ingest.result_failures]]`, docs/detection.md §3), tried before
+    /// the documented ones.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub result_failures: Vec<crate::ingest::ResultShape>,
 }
 
 impl Default for IngestConfig {
@@ -185,6 +190,7 @@ impl Default for IngestConfig {
             max_body_bytes: 64 << 20,
             max_inflight_bytes: 256 << 20,
             max_future_secs: crate::ingest::window::DEFAULT_MAX_FUTURE.as_secs(),
+            result_failures: Vec::new(),
         }
     }
 }
@@ -322,6 +328,11 @@ impl Config {
         }
         if self.import.max_file_bytes < 1024 {
             return bad("import.max_file_bytes", "must be at least 1024");
+        }
+        for (i, shape) in self.ingest.result_failures.iter().enumerate() {
+            if let Some((key, why)) = shape.problem() {
+                return bad(&format!("ingest.result_failures[{i}].{key}"), &why);
+            }
         }
         let max_future = crate::ingest::window::MAX_FUTURE_LIMIT.as_secs();
         if !(1..=max_future).contains(&self.ingest.max_future_secs) {
@@ -470,6 +481,9 @@ impl Config {
                 max_future: Duration::from_secs(self.ingest.max_future_secs),
                 retention_days: (days > 0).then_some(days),
             },
+            result_shapes: std::sync::Arc::new(crate::ingest::ResultShapes(
+                self.ingest.result_failures.clone(),
+            )),
             ..StoreOptions::default()
         }
     }
@@ -517,6 +531,26 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("retention_dayz"), "{msg}");
         assert!(msg.contains("x.toml"), "{msg}");
+    }
+
+    #[test]
+    fn result_shapes_are_read_and_checked_naming_the_key() {
+        let ok = "[[ingest.result_failures]]\npointer = \"/outcome/state\"\nequals = [\"FAILED\"]\nmessage = \"/outcome/reason\"\ntools = [\"book_*\"]\n";
+        let c = Config::parse(ok, Path::new("x.toml")).unwrap();
+        assert_eq!(c.ingest.result_failures.len(), 1);
+        let shapes = c.store_options(None).result_shapes;
+        assert_eq!(shapes.0[0].pointer, "/outcome/state");
+        let bad = "[[ingest.result_failures]]\npointer = \"outcome\"\n";
+        let err = Config::parse(bad, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ingest.result_failures[0].pointer"), "{err}");
+        assert!(err.contains("\"outcome\""), "what came: {err}");
+        let unknown = "[[ingest.result_failures]]\npointer = \"/s\"\nequal = [\"x\"]\n";
+        let err = Config::parse(unknown, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("equal"), "{err}");
     }
 
     #[test]

@@ -149,7 +149,11 @@ impl<'a> Loader<'a> {
             }
         };
         self.report.records += 1;
-        let prepared = crate::ingest::prepare_within(&request, &self.store.window_now());
+        let prepared = crate::ingest::prepare_within(
+            &request,
+            &self.store.window_now(),
+            &self.store.result_shapes(),
+        );
         let n = &prepared.normalized;
         self.report.rejected += n.rejected - n.outside();
         self.report.rejected_future += n.rejected_future;

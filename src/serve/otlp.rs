@@ -313,6 +313,7 @@ pub async fn store_body(
     let total = state.budget.total_kib() as usize;
     // The receive time's window: spans dated outside it are refused one by one.
     let window = state.store.window_now();
+    let shapes = state.store.result_shapes();
     let decoded = tokio::task::spawn_blocking(move || {
         let mut permit = permit;
         // A request that needs more than the whole budget can never be
@@ -326,7 +327,14 @@ pub async fn store_body(
                     false
                 }
             };
-            ingest::prepare_body_with(body, format, encoding, limit, &window, &mut reserve)
+            ingest::prepare_body_with(
+                body,
+                format,
+                encoding,
+                limit,
+                (&window, &shapes),
+                &mut reserve,
+            )
         };
         let prepared = prepared.and_then(|p| {
             // Of what decompressing and decoding held, the payload is left;

@@ -44,7 +44,10 @@ pub fn schema() -> Schema {
         ("output_tokens", DataType::Int64),
         ("attributes", s.clone()),
         ("events", s.clone()),
-        ("resource", s),
+        ("resource", s.clone()),
+        ("scope_name", s.clone()),
+        ("scope_version", s),
+        ("tool_args_recorded", DataType::Boolean),
     ] {
         schema.with_column(name.into(), dtype);
     }
@@ -108,6 +111,9 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         strs("attributes", rows, |r| Some(&r.attributes)),
         strs("events", rows, |r| Some(&r.events)),
         strs("resource", rows, |r| Some(r.resource.as_ref())),
+        strs("scope_name", rows, |r| r.scope_name.as_deref()),
+        strs("scope_version", rows, |r| r.scope_version.as_deref()),
+        bools("tool_args_recorded", |r| r.tool_args_recorded),
     ];
     let df = DataFrame::new(rows.len(), columns)?;
     // Casting pins the declared types even for an all-null column.
@@ -136,6 +142,30 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
     let services: Vec<&str> = b.resources.values().iter().map(|r| &*r.service).collect();
     let resource_json: Vec<&str> = b.resources.values().iter().map(|r| &*r.json).collect();
     let tools: Vec<&str> = b.tools.values().iter().map(|t| &**t).collect();
+    let scope_names: Vec<&str> = b
+        .resources
+        .values()
+        .iter()
+        .map(|r| r.scope_name.as_deref().unwrap_or(""))
+        .collect();
+    let scope_versions: Vec<&str> = b
+        .resources
+        .values()
+        .iter()
+        .map(|r| r.scope_version.as_deref().unwrap_or(""))
+        .collect();
+    let resources = &b.resources;
+    let scope_ids = |version: bool| {
+        b.resource.iter().map(move |&r| {
+            let res = resources.get(r);
+            let present = if version {
+                res.scope_version.is_some()
+            } else {
+                res.scope_name.is_some()
+            };
+            present.then_some(r)
+        })
+    };
     let tool_ids = || b.tool.iter().map(|&t| (t != NO_TOOL).then_some(t));
     let durations: Vec<i64> = b
         .end_ns
@@ -204,6 +234,10 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
             &resource_json,
             b.resource.iter().map(|&r| Some(r)),
         )?,
+        dict_column("scope_name", &scope_names, scope_ids(false))?,
+        dict_column("scope_version", &scope_versions, scope_ids(true))?,
+        BooleanChunked::from_slice_options("tool_args_recorded".into(), &b.tool_args_recorded)
+            .into_column(),
     ];
     for (at, name, c) in [
         (3, "name", b.name),

@@ -111,6 +111,10 @@ pub struct StoreOptions {
     /// retention (over a shared store the cluster's, not an ingest node's
     /// dedup window). Replay and [`crate::ingest::prepare`] take any time.
     pub accept: crate::ingest::TimeBounds,
+    /// The result shapes users declared for their own tools
+    /// (`[[ingest.result_failures]]`): read at receive time and on replay
+    /// alike, so a replayed span is classified as it was acknowledged.
+    pub result_shapes: std::sync::Arc<crate::ingest::ResultShapes>,
 }
 
 impl Default for StoreOptions {
@@ -131,6 +135,7 @@ impl Default for StoreOptions {
             node_id: None,
             mirror: None,
             accept: crate::ingest::TimeBounds::default(),
+            result_shapes: Default::default(),
         }
     }
 }
@@ -350,6 +355,11 @@ impl Store {
     pub fn window_now(&self) -> crate::ingest::Window {
         let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
         self.shared.opts.accept.at(now_ns)
+    }
+
+    /// The result shapes users declared ([`StoreOptions::result_shapes`]).
+    pub fn result_shapes(&self) -> std::sync::Arc<crate::ingest::ResultShapes> {
+        std::sync::Arc::clone(&self.shared.opts.result_shapes)
     }
 
     /// Queue a prepared request for the WAL. Refused at once with

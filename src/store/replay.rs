@@ -53,7 +53,12 @@ pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
             report.records += 1;
             match ExportTraceServiceRequest::decode(record.as_slice()) {
                 Ok(req) => {
-                    let batch = crate::ingest::normalize(&req).batch;
+                    let batch = crate::ingest::normalize_with(
+                        &req,
+                        &crate::ingest::Window::unbounded(),
+                        &shared.opts.result_shapes,
+                    )
+                    .batch;
                     load_days(shared, &mut seen, &mem, None, &batch)?;
                     let (stored, _) = insert_batch(&mut mem, &mut seen, &batch);
                     report.spans += stored;

@@ -151,6 +151,9 @@ pub struct SpanRow {
     pub tool_args_hash: Option<String>,
     /// Hash of the recorded result, when there is one (loops and polling).
     pub tool_result_hash: Option<String>,
+    /// A tool call's arguments were recorded, empty ones too (they have no
+    /// hash); `None` for other spans. The coverage report's "with arguments".
+    pub tool_args_recorded: Option<bool>,
     pub tool_convention: Option<ToolConvention>,
     pub session_id: Option<String>,
     pub turn_id: Option<String>,
@@ -170,6 +173,9 @@ pub struct SpanRow {
     pub events: String,
     /// Resource attributes as a JSON object, shared by every span of the resource.
     pub resource: Arc<str>,
+    /// The instrumentation scope that made the span (coverage is per scope).
+    pub scope_name: Option<Arc<str>>,
+    pub scope_version: Option<Arc<str>>,
 }
 
 impl SpanRow {

@@ -10,17 +10,24 @@ use std::sync::Arc;
 pub use super::column::{Dict, HeapSize, StrColumn};
 use crate::model::{day_of_ns, to_hex, ErrorClass, SpanKey, SpanRow, ToolConvention};
 
-/// What every span of one OTLP resource shares.
+/// What every span of one OTLP resource and instrumentation scope shares.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Resource {
     pub service: Arc<str>,
     /// The resource attributes as a JSON object.
     pub json: Arc<str>,
+    /// The instrumentation scope's name and version (`None` when empty).
+    pub scope_name: Option<Arc<str>>,
+    pub scope_version: Option<Arc<str>>,
 }
 
 impl HeapSize for Resource {
     fn heap_bytes(&self) -> usize {
-        self.service.len() + self.json.len() + 32
+        self.service.len()
+            + self.json.len()
+            + self.scope_name.as_ref().map_or(0, |s| s.len())
+            + self.scope_version.as_ref().map_or(0, |s| s.len())
+            + 64
     }
 }
 
@@ -75,6 +82,9 @@ pub struct SpanBatch {
     /// Big-endian bytes of the 128-bit hash (its text is their hex).
     pub tool_args_hash: Vec<Option<[u8; 16]>>,
     pub tool_result_hash: Vec<Option<[u8; 16]>>,
+    /// A tool call's arguments were recorded (empty ones too, which have no
+    /// hash); `None` for other spans.
+    pub tool_args_recorded: Vec<Option<bool>>,
     pub name: StrColumn,
     pub status_message: StrColumn,
     pub tool_call_id: StrColumn,
@@ -110,6 +120,7 @@ macro_rules! fixed_columns {
         $m!(output_tokens);
         $m!(tool_args_hash);
         $m!(tool_result_hash);
+        $m!(tool_args_recorded);
     };
 }
 
@@ -285,6 +296,7 @@ impl SpanBatch {
             tool_call_id: owned(&self.tool_call_id),
             tool_args_hash: self.tool_args_hash[i].map(|h| to_hex(&h)),
             tool_result_hash: self.tool_result_hash[i].map(|h| to_hex(&h)),
+            tool_args_recorded: self.tool_args_recorded[i],
             tool_convention: self.tool_convention[i],
             session_id: owned(&self.session_id),
             turn_id: None,
@@ -301,6 +313,8 @@ impl SpanBatch {
             attributes: owned(&self.attributes).unwrap_or_default(),
             events: owned(&self.events).unwrap_or_default(),
             resource: Arc::clone(&resource.json),
+            scope_name: resource.scope_name.clone(),
+            scope_version: resource.scope_version.clone(),
         }
     }
 

@@ -5,8 +5,9 @@
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{span::Event, status::StatusCode, Status};
 
+use super::results::{Recorded, ResultShapes};
 use super::{attrs, message};
-use crate::model::ErrorClass;
+use crate::model::{ErrorClass, ToolConvention};
 
 /// What classification found out about one span.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +32,32 @@ pub const RESULT_KEYS: &[&str] = &[
     "tool_response",
 ];
 
+/// The verdict on a span that may be a tool call: its result, when one
+/// of [`RESULT_KEYS`] holds it, may say the call failed.
 pub fn classify(attrs: &[KeyValue], status: Option<&Status>, events: &[Event]) -> Verdict {
+    let result = RESULT_KEYS.iter().find_map(|k| attrs::get(attrs, k));
+    classify_call(
+        attrs,
+        status,
+        events,
+        result.map(|value| Recorded {
+            tool: "",
+            value,
+            convention: ToolConvention::Fallback,
+        }),
+        ResultShapes::NONE,
+    )
+}
+
+/// The verdict on a span, with the result its convention read (a tool
+/// call's; `None` for other spans) and the result shapes users declared.
+pub fn classify_call(
+    attrs: &[KeyValue],
+    status: Option<&Status>,
+    events: &[Event],
+    result: Option<Recorded<'_>>,
+    shapes: &ResultShapes,
+) -> Verdict {
     let http_status = attrs::int(attrs, "http.response.status_code")
         .or_else(|| attrs::int(attrs, "http.status_code"))
         .and_then(|s| i32::try_from(s).ok());
@@ -79,7 +105,7 @@ pub fn classify(attrs: &[KeyValue], status: Option<&Status>, events: &[Event]) -
                 .flatten(),
             )
         })
-        .or_else(|| tool_result_failed(attrs))
+        .or_else(|| result.and_then(|r| r.failure(shapes)))
         .unwrap_or(if failed {
             ErrorClass::Unknown
         } else {
@@ -127,54 +153,4 @@ pub fn from_grpc(code: i32) -> Option<ErrorClass> {
 /// phrase in it first).
 pub fn from_text(text: &str) -> Option<ErrorClass> {
     message::classify([text])
-}
-
-/// A tool result that says it failed: `unknown`, unless a status inside decides.
-fn tool_result_failed(attrs: &[KeyValue]) -> Option<ErrorClass> {
-    let value = RESULT_KEYS.iter().find_map(|k| attrs::json(attrs, k))?;
-    let obj = value.as_object()?;
-    let flag = |k: &str, failed: bool| obj.get(k).and_then(|v| v.as_bool()) == Some(failed);
-    let error = obj.get("error").filter(|e| match e {
-        serde_json::Value::Null => false,
-        serde_json::Value::String(s) => !s.is_empty(),
-        serde_json::Value::Bool(b) => *b,
-        serde_json::Value::Object(o) => !o.is_empty(),
-        _ => true,
-    });
-    if !(flag("isError", true) || flag("ok", false) || flag("success", false) || error.is_some()) {
-        return None;
-    }
-    let status_in = |o: &serde_json::Map<String, serde_json::Value>| {
-        ["status", "statusCode", "status_code", "code"]
-            .iter()
-            .filter_map(|k| o.get(*k))
-            .find_map(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
-            .and_then(|s| i32::try_from(s).ok())
-            .and_then(from_http)
-    };
-    let inner = error.and_then(|e| match e {
-        serde_json::Value::Object(o) => status_in(o).or_else(|| {
-            ["type", "message"]
-                .iter()
-                .filter_map(|k| o.get(*k)?.as_str())
-                .find_map(from_text)
-        }),
-        serde_json::Value::String(s) => from_text(s),
-        _ => None,
-    });
-    // An MCP `CallToolResult` with `isError`: its text content says why.
-    let content = || {
-        let items = obj.get("content")?.as_array()?;
-        message::classify(
-            items
-                .iter()
-                .filter_map(|i| i.get("text").and_then(|t| t.as_str())),
-        )
-    };
-    Some(
-        inner
-            .or_else(|| status_in(obj))
-            .or_else(content)
-            .unwrap_or(ErrorClass::Unknown),
-    )
 }

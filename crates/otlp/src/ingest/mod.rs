@@ -8,6 +8,7 @@ pub mod batch;
 mod canon;
 pub mod classify;
 pub mod column;
+pub mod conventions;
 pub mod decode;
 mod error;
 pub mod file;
@@ -15,6 +16,7 @@ pub mod file_limits;
 pub mod json;
 pub mod message;
 pub mod normalize;
+pub mod results;
 #[doc(hidden)]
 pub mod rows;
 pub mod toolcall;
@@ -34,7 +36,8 @@ mod tests_window;
 pub use batch::SpanBatch;
 pub use decode::{Encoding, Format};
 pub use error::IngestError;
-pub use normalize::{normalize, normalize_within, Normalized};
+pub use normalize::{normalize, normalize_with, normalize_within, Normalized};
+pub use results::{ResultShape, ResultShapes};
 pub use window::{Outside, TimeBounds, Window};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -75,7 +78,7 @@ pub fn prepare_body(
         format,
         encoding,
         limit,
-        &Window::unbounded(),
+        (&Window::unbounded(), ResultShapes::NONE),
         &mut |_| true,
     )
 }
@@ -83,7 +86,8 @@ pub fn prepare_body(
 /// Memory a JSON body takes while parsed, per byte of it (a `serde_json::Value` tree).
 pub const JSON_EXPANSION: usize = 6;
 
-/// `prepare_body`, spans outside `window` rejected, asking `reserve(n)`
+/// `prepare_body`, spans outside `window` rejected, tool results read with
+/// the users' `shapes` too, asking `reserve(n)`
 /// before holding `n` more bytes (decompressed output, the parsed JSON
 /// tree); a refusal is `Busy`.
 pub fn prepare_body_with(
@@ -91,7 +95,7 @@ pub fn prepare_body_with(
     format: Format,
     encoding: Encoding,
     limit: usize,
-    window: &Window,
+    (window, shapes): (&Window, &ResultShapes),
     reserve: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Prepared, IngestError> {
     let raw = if encoding == Encoding::Identity {
@@ -107,10 +111,11 @@ pub fn prepare_body_with(
         Format::Protobuf => raw,
         Format::Json => request.encode_to_vec().into(),
     };
-    Ok(prepare_request(&request, payload, window))
+    Ok(prepare_request(&request, payload, window, shapes))
 }
 
-/// Normalize a decoded request, rejecting spans outside `window`; `payload`
+/// Normalize a decoded request (tool results read with the users'
+/// `shapes` too), rejecting spans outside `window`; `payload`
 /// must be its protobuf encoding. When spans were refused for their time,
 /// the WAL payload is the request without them: a replay, which takes every
 /// time, must not bring them back.
@@ -118,8 +123,9 @@ pub fn prepare_request(
     request: &ExportTraceServiceRequest,
     payload: bytes::Bytes,
     window: &Window,
+    shapes: &ResultShapes,
 ) -> Prepared {
-    let normalized = normalize_within(request, window);
+    let normalized = normalize_with(request, window, shapes);
     let wal_payload = if normalized.outside() > 0 {
         window::retain_spans(request, |s| normalize::check(s, window).is_ok())
             .encode_to_vec()
@@ -135,10 +141,18 @@ pub fn prepare_request(
 
 /// Normalize a request (every span time accepted) and encode it for the WAL.
 pub fn prepare(request: &ExportTraceServiceRequest) -> Prepared {
-    prepare_within(request, &Window::unbounded())
+    prepare_within(request, &Window::unbounded(), ResultShapes::NONE)
 }
 
-/// [`prepare`], rejecting spans outside `window`.
-pub fn prepare_within(request: &ExportTraceServiceRequest, window: &Window) -> Prepared {
-    prepare_request(request, request.encode_to_vec().into(), window)
+/// [`prepare`], rejecting spans outside `window`, tool results read with
+/// the users' `shapes` too.
+pub fn prepare_within(
+    request: &ExportTraceServiceRequest,
+    window: &Window,
+    shapes: &ResultShapes,
+) -> Prepared {
+    prepare_request(request, request.encode_to_vec().into(), window, shapes)
 }
+
+#[cfg(test)]
+mod tests_conventions;

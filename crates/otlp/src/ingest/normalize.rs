@@ -6,12 +6,16 @@
 
 use std::borrow::Cow;
 use std::fmt::Write;
+use std::sync::Arc;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::{InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
 use super::batch::{Resource, SpanBatch, NO_TOOL};
+use super::conventions::SpanView;
+use super::results::ResultShapes;
+use super::toolcall::ToolRef;
 use super::window::{Outside, Window};
 use super::{attrs, classify, toolcall};
 
@@ -85,6 +89,16 @@ pub fn normalize(req: &ExportTraceServiceRequest) -> Normalized {
 /// [`normalize`], also rejecting the spans whose times fall outside
 /// `window` (the receive time's, [`super::window::TimeBounds::at`]).
 pub fn normalize_within(req: &ExportTraceServiceRequest, window: &Window) -> Normalized {
+    normalize_with(req, window, ResultShapes::NONE)
+}
+
+/// [`normalize_within`], reading tool results with the shapes users
+/// declared besides the documented ones.
+pub fn normalize_with(
+    req: &ExportTraceServiceRequest,
+    window: &Window,
+    shapes: &ResultShapes,
+) -> Normalized {
     let mut out = Normalized::default();
     let spans: usize = req
         .resource_spans
@@ -99,17 +113,30 @@ pub fn normalize_within(req: &ExportTraceServiceRequest, window: &Window) -> Nor
             .as_ref()
             .map(|r| r.attributes.as_slice())
             .unwrap_or(&[]);
-        let service = attrs::string_cow(resource_attrs, "service.name")
-            .unwrap_or(Cow::Borrowed("unknown_service"));
-        let resource = out.batch.resources.intern(&Resource {
-            service: service.as_ref().into(),
-            json: attrs::to_json(resource_attrs).into(),
-        });
+        let service: Arc<str> = attrs::string_cow(resource_attrs, "service.name")
+            .unwrap_or(Cow::Borrowed("unknown_service"))
+            .as_ref()
+            .into();
+        let json: Arc<str> = attrs::to_json(resource_attrs).into();
         for ss in &rs.scope_spans {
+            let (scope, scope_name, scope_version) = scope_of(ss.scope.as_ref());
+            let resource = out.batch.resources.intern(&Resource {
+                service: Arc::clone(&service),
+                json: Arc::clone(&json),
+                scope_name,
+                scope_version,
+            });
             for span in &ss.spans {
                 match check(span, window) {
                     Ok(ids) => {
-                        push(&mut out.batch, span, &ids, resource, resource_attrs);
+                        push(
+                            &mut out.batch,
+                            span,
+                            &ids,
+                            resource,
+                            resource_attrs,
+                            (scope, shapes),
+                        );
                         if out.batch.len() == 1 {
                             // The first span's texts size the rest (one growth, not a dozen).
                             let b = &mut out.batch;
@@ -207,15 +234,44 @@ fn check_ids(span: &Span) -> Result<Ids, String> {
     })
 }
 
+/// A scope's name (`""` when none) and its stored name and version.
+pub(super) fn scope_of(
+    scope: Option<&InstrumentationScope>,
+) -> (&str, Option<Arc<str>>, Option<Arc<str>>) {
+    let text = |s: &str| (!s.is_empty()).then(|| Arc::from(s));
+    match scope {
+        Some(s) => (s.name.as_str(), text(&s.name), text(&s.version)),
+        None => ("", None, None),
+    }
+}
+
 /// Append one valid span to every column.
-fn push(b: &mut SpanBatch, span: &Span, ids: &Ids, resource: u32, resource_attrs: &[KeyValue]) {
+fn push(
+    b: &mut SpanBatch,
+    span: &Span,
+    ids: &Ids,
+    resource: u32,
+    resource_attrs: &[KeyValue],
+    (scope, shapes): (&str, &ResultShapes),
+) {
     let a = span.attributes.as_slice();
     let start_ns = span.start_time_unix_nano as i64;
     // A span whose end precedes its start (clock skew) is stored with its
     // start as end, never with a negative duration.
     let end_ns = (span.end_time_unix_nano as i64).max(start_ns);
-    let verdict = classify::classify(a, span.status.as_ref(), &span.events);
-    let tool = toolcall::detect_ref(&span.name, a);
+    let tool = toolcall::detect_view(&SpanView {
+        name: &span.name,
+        attrs: a,
+        events: &span.events,
+        scope,
+    });
+    let verdict = classify::classify_call(
+        a,
+        span.status.as_ref(),
+        &span.events,
+        tool.as_ref().and_then(ToolRef::recorded),
+        shapes,
+    );
     let status = match span.status.as_ref().map(|s| s.code) {
         Some(c) if c == StatusCode::Error as i32 => 2,
         Some(c) if c == StatusCode::Ok as i32 => 1,
@@ -259,6 +315,8 @@ fn push(b: &mut SpanBatch, span: &Span, ids: &Ids, resource: u32, resource_attrs
             .and_then(|t| t.result_hash)
             .map(u128::to_be_bytes),
     );
+    b.tool_args_recorded
+        .push(tool.as_ref().map(|t| t.args_recorded));
     b.tool_convention.push(tool.as_ref().map(|t| t.convention));
     b.session_id
         .push_opt(toolcall::session_id_cow(a, resource_attrs).as_deref());

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
+use super::conventions::SpanView;
 use super::{attrs, classify, toolcall};
 use crate::model::{to_hex, SpanRow};
 
@@ -25,9 +26,20 @@ pub fn normalize_rows(req: &ExportTraceServiceRequest) -> Vec<SpanRow> {
             .into();
         let resource_json: Arc<str> = attrs::to_json(resource_attrs).into();
         for ss in &rs.scope_spans {
+            let scope = super::normalize::scope_of(ss.scope.as_ref());
             for span in &ss.spans {
                 if let Ok(parent) = check_ids(span) {
-                    rows.push(row(span, parent, &service, resource_attrs, &resource_json));
+                    let mut r = row(
+                        span,
+                        parent,
+                        &service,
+                        resource_attrs,
+                        &resource_json,
+                        scope.0,
+                    );
+                    r.scope_name = scope.1.clone();
+                    r.scope_version = scope.2.clone();
+                    rows.push(r);
                 }
             }
         }
@@ -81,14 +93,34 @@ fn row(
     service: &Arc<str>,
     resource_attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue],
     resource_json: &Arc<str>,
+    scope: &str,
 ) -> SpanRow {
     let a = span.attributes.as_slice();
     let start_ns = span.start_time_unix_nano as i64;
     // A span whose end precedes its start (clock skew) is stored with its
     // start as end, never with a negative duration.
     let end_ns = (span.end_time_unix_nano as i64).max(start_ns);
-    let verdict = classify::classify(a, span.status.as_ref(), &span.events);
-    let tool = toolcall::detect(&span.name, a);
+    let found = toolcall::detect_view(&SpanView {
+        name: &span.name,
+        attrs: a,
+        events: &span.events,
+        scope,
+    });
+    let verdict = classify::classify_call(
+        a,
+        span.status.as_ref(),
+        &span.events,
+        found.as_ref().and_then(toolcall::ToolRef::recorded),
+        super::results::ResultShapes::NONE,
+    );
+    let tool = found.map(|t| toolcall::ToolCall {
+        name: t.name.into_owned(),
+        call_id: t.call_id.map(std::borrow::Cow::into_owned),
+        args_hash: t.args_hash.map(toolcall::hash_hex),
+        result_hash: t.result_hash.map(toolcall::hash_hex),
+        args_recorded: t.args_recorded,
+        convention: t.convention,
+    });
     let status_code = match span.status.as_ref().map(|s| s.code) {
         Some(c) if c == StatusCode::Error as i32 => "error",
         Some(c) if c == StatusCode::Ok as i32 => "ok",
@@ -115,6 +147,7 @@ fn row(
         tool_call_id: tool.as_ref().and_then(|t| t.call_id.clone()),
         tool_args_hash: tool.as_ref().and_then(|t| t.args_hash.clone()),
         tool_result_hash: tool.as_ref().and_then(|t| t.result_hash.clone()),
+        tool_args_recorded: tool.as_ref().map(|t| t.args_recorded),
         tool_convention: tool.as_ref().map(|t| t.convention),
         session_id: toolcall::session_id(a, resource_attrs),
         turn_id: None,
@@ -131,6 +164,8 @@ fn row(
         attributes: attrs::to_json(a),
         events: events_json(span),
         resource: Arc::clone(resource_json),
+        scope_name: None,
+        scope_version: None,
     }
 }
 

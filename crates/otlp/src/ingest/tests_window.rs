@@ -144,7 +144,7 @@ fn the_wal_payload_leaves_out_what_the_window_refused() {
         span(2, NOW + 10 * HOUR, NOW + 10 * HOUR),
     ]);
     let w = bounds(None).at(NOW);
-    let p = prepare_within(&req, &w);
+    let p = prepare_within(&req, &w, ResultShapes::NONE);
     assert_eq!((p.spans(), p.normalized.rejected_future), (1, 1));
     let replayed = ExportTraceServiceRequest::decode(p.wal_payload.as_ref()).unwrap();
     assert_eq!(replayed, request(vec![kept]));
@@ -152,12 +152,13 @@ fn the_wal_payload_leaves_out_what_the_window_refused() {
     assert_eq!(normalize(&replayed).batch, p.normalized.batch);
     // Nothing refused: the payload is the request as it came.
     let fine = request(vec![span(1, NOW, NOW)]);
-    let p = prepare_within(&fine, &w);
+    let p = prepare_within(&fine, &w, ResultShapes::NONE);
     assert_eq!(p.wal_payload.as_ref(), fine.encode_to_vec().as_slice());
     // All refused: nothing kept, an empty payload, no day.
     let p = prepare_within(
         &request(vec![span(2, NOW + 10 * HOUR, NOW + 10 * HOUR)]),
         &w,
+        ResultShapes::NONE,
     );
     assert_eq!(p.spans(), 0);
     assert!(p.normalized.batch.days().is_empty());
@@ -180,7 +181,7 @@ fn a_body_is_judged_by_the_window_it_is_given() {
         Format::Protobuf,
         Encoding::Identity,
         1 << 20,
-        &w,
+        (&w, ResultShapes::NONE),
         &mut |_| true,
     )
     .unwrap();

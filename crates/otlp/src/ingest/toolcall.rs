@@ -7,6 +7,7 @@ use opentelemetry_proto::tonic::common::v1::{any_value::Value, KeyValue};
 
 use super::attrs;
 use super::canon::{self, Hashed};
+use super::conventions::{self, ArgsShape, Reading, SpanView};
 use crate::model::ToolConvention;
 
 /// A span recognised as a tool call.
@@ -19,6 +20,8 @@ pub struct ToolCall {
     pub args_hash: Option<String>,
     /// Hash of the canonical JSON of the result, when it was recorded.
     pub result_hash: Option<String>,
+    /// The arguments were recorded, empty ones too.
+    pub args_recorded: bool,
     pub convention: ToolConvention,
 }
 
@@ -34,93 +37,83 @@ const SESSION_KEYS: &[&str] = &[
 
 /// A tool call as [`detect_ref`] finds it: strings borrowed from the span
 /// where they can be, hashes as numbers (`to_hex` of their big-endian bytes
-/// is the stored text).
+/// is the stored text), the result as recorded (for [`super::classify`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolRef<'a> {
     pub name: Cow<'a, str>,
     pub call_id: Option<Cow<'a, str>>,
     pub args_hash: Option<u128>,
     pub result_hash: Option<u128>,
+    /// The arguments were recorded, empty ones too (they have no hash).
+    pub args_recorded: bool,
+    pub result: Option<&'a Value>,
     pub convention: ToolConvention,
 }
 
-/// The tool call a span describes, if any. An MCP `tools/call` span is an
-/// MCP call whatever else it carries (the OTel MCP conventions also set
-/// `gen_ai.operation.name = execute_tool` on it); otherwise the first
-/// convention that marks it wins (GenAI, OpenInference, OpenLLMetry, Vercel
-/// AI SDK, bare `gen_ai.tool.name` / `tool.name`).
+/// The tool call a span of only a name and attributes describes, if any
+/// ([`detect_view`] with no events and no scope).
 pub fn detect(span_name: &str, attrs: &[KeyValue]) -> Option<ToolCall> {
     detect_ref(span_name, attrs).map(|t| ToolCall {
         name: t.name.into_owned(),
         call_id: t.call_id.map(Cow::into_owned),
         args_hash: t.args_hash.map(hash_hex),
         result_hash: t.result_hash.map(hash_hex),
+        args_recorded: t.args_recorded,
         convention: t.convention,
     })
 }
 
 /// [`detect`] without copying the strings the span holds.
 pub fn detect_ref<'a>(span_name: &'a str, attrs: &'a [KeyValue]) -> Option<ToolRef<'a>> {
-    let is = |key: &str, value: &str| attrs::str_ref(attrs, key) == Some(value);
-    let s = |key: &str| attrs::string_cow(attrs, key);
-    let (convention, name, call_id, args_keys): (_, _, _, &[&str]) =
-        if is("mcp.method.name", "tools/call") {
-            (
-                ToolConvention::Mcp,
-                s("gen_ai.tool.name").or_else(|| s("mcp.tool.name")),
-                s("gen_ai.tool.call.id").or_else(|| s("jsonrpc.request.id")),
-                &["gen_ai.tool.call.arguments"],
-            )
-        } else if is("gen_ai.operation.name", "execute_tool") {
-            (
-                ToolConvention::GenAi,
-                s("gen_ai.tool.name"),
-                s("gen_ai.tool.call.id"),
-                &["gen_ai.tool.call.arguments", "tool_arguments"],
-            )
-        } else if is("openinference.span.kind", "TOOL") {
-            (
-                ToolConvention::OpenInference,
-                s("tool.name"),
-                s("tool_call.id"),
-                &["tool.parameters", "input.value"],
-            )
-        } else if is("traceloop.span.kind", "tool") {
-            (
-                ToolConvention::OpenLlmetry,
-                s("traceloop.entity.name"),
-                None,
-                &["traceloop.entity.input"],
-            )
-        } else if let Some(name) = s("ai.toolCall.name") {
-            (
-                ToolConvention::VercelAi,
-                Some(name),
-                s("ai.toolCall.id"),
-                &["ai.toolCall.args", "ai.toolCall.input"],
-            )
-        } else if let Some(name) = s("gen_ai.tool.name").or_else(|| s("tool.name")) {
-            (
-                ToolConvention::Fallback,
-                Some(name),
-                s("gen_ai.tool.call.id"),
-                &["gen_ai.tool.call.arguments", "tool_arguments"],
-            )
-        } else {
-            return None;
-        };
-    let name = name.unwrap_or_else(|| Cow::Borrowed(name_from_span(span_name, convention)));
-    let args = args_keys.iter().find_map(|k| attrs::get(attrs, k));
-    let result = super::classify::RESULT_KEYS
-        .iter()
-        .find_map(|k| attrs::get(attrs, k));
+    detect_view(&SpanView::bare(span_name, attrs))
+}
+
+/// The tool call a span describes, as the first convention of
+/// [`conventions::CONVENTIONS`] that marks it reads it; `None` for a span
+/// no convention marks, and for protocol and bookkeeping spans.
+pub fn detect_view<'a>(span: &SpanView<'a>) -> Option<ToolRef<'a>> {
+    let Reading::Call(r) = conventions::read(span) else {
+        return None;
+    };
+    let args_hash = r.args.and_then(|v| match r.args_shape {
+        ArgsShape::Plain => attribute_hash(v).non_empty(),
+        ArgsShape::Wrapped => wrapped_hash(v),
+    });
     Some(ToolRef {
-        name,
-        call_id,
-        args_hash: args.and_then(|v| attribute_hash(v).non_empty()),
-        result_hash: result.map(|v| attribute_hash(v).hash()),
-        convention,
+        name: r.name,
+        call_id: r.call_id,
+        args_hash,
+        result_hash: r.result.map(|v| attribute_hash(v).hash()),
+        args_recorded: r.args.is_some(),
+        result: r.result,
+        convention: r.convention.id,
     })
+}
+
+impl<'a> ToolRef<'a> {
+    /// The call's recorded result, for classification.
+    pub fn recorded(&self) -> Option<super::results::Recorded<'_>> {
+        Some(super::results::Recorded {
+            tool: &self.name,
+            value: self.result?,
+            convention: self.convention,
+        })
+    }
+}
+
+/// The hash of arguments an instrumentor may have wrapped
+/// ([`ArgsShape::Wrapped`]): of what the wrapper holds, else of the value.
+fn wrapped_hash(v: &Value) -> Option<u128> {
+    let parsed = match v {
+        Value::StringValue(s) if s.trim_start().starts_with('{') => serde_json::from_str(s).ok(),
+        Value::KvlistValue(_) => Some(attrs::to_value(v)),
+        _ => None,
+    };
+    match parsed.as_ref().and_then(conventions::unwrap_args) {
+        Some(inner) if is_empty(&inner) => None,
+        Some(inner) => Some(value_hash128(&inner)),
+        None => attribute_hash(v).non_empty(),
+    }
 }
 
 /// The hash of an attribute's value as [`attrs::json`] reads it (a string
@@ -149,16 +142,6 @@ fn is_empty(v: &serde_json::Value) -> bool {
         serde_json::Value::String(s) => s.trim().is_empty(),
         _ => false,
     }
-}
-
-/// The tool name when no attribute gave one: the span name, less the
-/// `execute_tool ` (or MCP `tools/call `) prefix the conventions put there.
-fn name_from_span(span_name: &str, convention: ToolConvention) -> &str {
-    let prefix = match convention {
-        ToolConvention::Mcp => "tools/call ",
-        _ => "execute_tool ",
-    };
-    span_name.strip_prefix(prefix).unwrap_or(span_name).trim()
 }
 
 /// Hash of the arguments' canonical JSON (keys sorted, no whitespace); text

@@ -1,0 +1,545 @@
+//! The conventions layer on the span shapes the frameworks send
+//! (docs/detection.md §1): each case is a shape seen from a real framework
+//! (the issue that found it names the framework and version), read as the
+//! call a person reading the trace would see.
+
+use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::{span::Event, Status};
+
+use super::conventions::SpanView;
+use super::{classify, toolcall};
+use crate::model::{ErrorClass, ToolConvention};
+
+fn s(key: &str, v: &str) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(Value::StringValue(v.into())),
+        }),
+        ..Default::default()
+    }
+}
+
+fn event(name: &str, attrs: Vec<KeyValue>) -> Event {
+    Event {
+        name: name.into(),
+        attributes: attrs,
+        ..Default::default()
+    }
+}
+
+/// (tool name, convention, args hash, class) of a span, or `None` when it is no call.
+fn read(
+    name: &str,
+    attrs: &[KeyValue],
+    events: &[Event],
+    scope: &str,
+    status: Option<Status>,
+) -> Option<(String, ToolConvention, Option<u128>, ErrorClass)> {
+    let view = SpanView {
+        name,
+        attrs,
+        events,
+        scope,
+    };
+    let t = toolcall::detect_view(&view)?;
+    let v = classify::classify_call(
+        attrs,
+        status.as_ref(),
+        events,
+        t.recorded(),
+        super::results::ResultShapes::NONE,
+    );
+    Some((t.name.into_owned(), t.convention, t.args_hash, v.class))
+}
+
+const SCHEMA: &str =
+    r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#;
+
+fn openinference_tool(input: &str, output: &str) -> Vec<KeyValue> {
+    vec![
+        s("openinference.span.kind", "TOOL"),
+        s("tool.name", "get_weather"),
+        s("tool.parameters", SCHEMA),
+        s("input.value", input),
+        s("output.value", output),
+    ]
+}
+
+#[test]
+fn openinference_arguments_are_the_input_not_the_tool_schema() {
+    let hash = |city: &str| {
+        read(
+            "get_weather",
+            &openinference_tool(&format!(r#"{{"city": "{city}"}}"#), "sunny"),
+            &[],
+            "openinference.instrumentation.openai_agents",
+            None,
+        )
+        .unwrap()
+        .2
+    };
+    assert_ne!(
+        hash("Paris"),
+        hash("Lisbon"),
+        "eight cities are eight requests"
+    );
+    assert!(hash("Paris").is_some());
+    // smolagents wraps the call: its kwargs are the arguments, and they hash
+    // as the same arguments sent plain by any other convention.
+    let wrapped = read(
+        "get_weather",
+        &openinference_tool(
+            r#"{"args": [], "sanitize_inputs_outputs": true, "kwargs": {"city": "Paris"}}"#,
+            "sunny",
+        ),
+        &[],
+        "openinference.instrumentation.smolagents",
+        None,
+    )
+    .unwrap()
+    .2;
+    assert_eq!(wrapped, hash("Paris"));
+    let kwargs_only = read(
+        "get_weather",
+        &openinference_tool(r#"{"kwargs": {"city": "Paris"}}"#, "sunny"),
+        &[],
+        "",
+        None,
+    )
+    .unwrap()
+    .2;
+    assert_eq!(kwargs_only, hash("Paris"));
+    let genai = read(
+        "execute_tool get_weather",
+        &[
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "get_weather"),
+            s("gen_ai.tool.call.arguments", r#"{"city":"Paris"}"#),
+        ],
+        &[],
+        "",
+        None,
+    )
+    .unwrap()
+    .2;
+    assert_eq!(genai, hash("Paris"));
+    // Positional arguments count too; an empty wrapper is no arguments.
+    let positional = read(
+        "get_weather",
+        &openinference_tool(r#"{"args": ["Paris"], "kwargs": {}}"#, "sunny"),
+        &[],
+        "",
+        None,
+    )
+    .unwrap()
+    .2;
+    assert!(positional.is_some() && positional != hash("Paris"));
+    let empty = read(
+        "get_weather",
+        &openinference_tool(r#"{"args": [], "kwargs": {}}"#, "sunny"),
+        &[],
+        "",
+        None,
+    )
+    .unwrap()
+    .2;
+    assert_eq!(empty, None);
+}
+
+#[test]
+fn mcp_client_spans_name_their_tool_and_protocol_spans_are_no_calls() {
+    let client = read(
+        "MCP send tools/call lookup_fare",
+        &[
+            s("mcp.method.name", "tools/call"),
+            s("jsonrpc.request.id", "3"),
+        ],
+        &[],
+        "mcp-python-sdk",
+        None,
+    )
+    .unwrap();
+    assert_eq!(client.0, "lookup_fare");
+    assert_eq!(client.1, ToolConvention::Mcp);
+    let server = read(
+        "tools/call lookup_fare",
+        &[
+            s("mcp.method.name", "tools/call"),
+            s("gen_ai.tool.name", "lookup_fare"),
+            s("error.type", "tool_error"),
+        ],
+        &[],
+        "mcp-python-sdk",
+        None,
+    )
+    .unwrap();
+    assert_eq!(server.0, "lookup_fare");
+    for (name, method) in [
+        ("MCP send initialize", "initialize"),
+        ("MCP send tools/list", "tools/list"),
+        ("tools/list", "tools/list"),
+        ("server/discover", "server/discover"),
+        ("notifications/initialized", "notifications/initialized"),
+    ] {
+        // Protocol, even with a tool name or GenAI operation beside it.
+        let attrs = [
+            s("mcp.method.name", method),
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "lookup_fare"),
+        ];
+        assert_eq!(read(name, &attrs, &[], "", None), None, "{name}");
+    }
+}
+
+#[test]
+fn smolagents_final_answer_is_bookkeeping() {
+    let attrs = [
+        s("openinference.span.kind", "TOOL"),
+        s("tool.name", "final_answer"),
+        s(
+            "input.value",
+            r#"{"args": [], "kwargs": {"answer": "done"}}"#,
+        ),
+    ];
+    assert_eq!(
+        read(
+            "FinalAnswerTool",
+            &attrs,
+            &[],
+            "openinference.instrumentation.smolagents",
+            None
+        ),
+        None
+    );
+    // Another framework's tool of that name is a call like any other.
+    assert!(read("final_answer", &attrs, &[], "my-app", None).is_some());
+}
+
+#[test]
+fn adk_failures_handled_before_the_span_ends_are_read_from_the_result() {
+    let span = |result: &str| {
+        vec![
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "search_flights"),
+            s("gen_ai.tool.call.result", result),
+        ]
+    };
+    let class = |result: &str| {
+        read(
+            "execute_tool search_flights",
+            &span(result),
+            &[],
+            "gcp.vertex.agent",
+            None,
+        )
+        .unwrap()
+        .3
+    };
+    assert_eq!(
+        class(
+            r#"{"response_type": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN", "error_type": "RuntimeError", "error_details": "HTTP 503 Service Unavailable", "retry_count": 3}"#
+        ),
+        ErrorClass::Unavailable
+    );
+    assert_eq!(
+        class(r#"{"status": "error", "error_message": "HTTP 503 Service Unavailable"}"#),
+        ErrorClass::Unavailable
+    );
+    assert_eq!(
+        class(r#"{"result": {"status": "error", "error_message": "HTTP 404 Not Found"}}"#),
+        ErrorClass::NotFound
+    );
+    assert_eq!(
+        class(r#"{"status": "error", "error_message": "the upstream said no"}"#),
+        ErrorClass::Unknown
+    );
+    // A status that is not a failure, and a successful result, stay ok.
+    assert_eq!(
+        class(r#"{"status": "running", "progress": 36}"#),
+        ErrorClass::Ok
+    );
+    assert_eq!(
+        class(r#"{"status": "success", "report": "sunny"}"#),
+        ErrorClass::Ok
+    );
+}
+
+#[test]
+fn the_openai_agents_sdks_error_text_is_a_failure_only_in_its_convention() {
+    let out = "Error executing tool lookup_fare: HTTP 503 Service Unavailable";
+    let got = read(
+        "lookup_fare",
+        &openinference_tool(r#"{"origin":"SFO"}"#, out),
+        &[],
+        "openinference.instrumentation.openai_agents",
+        None,
+    )
+    .unwrap();
+    assert_eq!(got.3, ErrorClass::Unavailable);
+    let default_fn = read(
+        "lookup_fare",
+        &openinference_tool(
+            r#"{"origin":"SFO"}"#,
+            "An error occurred while running the tool. Please try again. Error: boom",
+        ),
+        &[],
+        "",
+        None,
+    )
+    .unwrap();
+    assert_eq!(default_fn.3, ErrorClass::Unknown);
+    // The same words as a GenAI tool's text result are a result, not a failure.
+    let genai = read(
+        "execute_tool lookup_fare",
+        &[
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "lookup_fare"),
+            s("gen_ai.tool.call.result", out),
+        ],
+        &[],
+        "",
+        None,
+    )
+    .unwrap();
+    assert_eq!(genai.3, ErrorClass::Ok);
+}
+
+#[test]
+fn strands_legacy_arguments_and_results_live_in_events() {
+    let attrs = [
+        s("gen_ai.operation.name", "execute_tool"),
+        s("gen_ai.tool.name", "search_flights"),
+        s("gen_ai.tool.call.id", "tooluse_1"),
+    ];
+    let events = [
+        event(
+            "gen_ai.tool.message",
+            vec![
+                s("role", "tool"),
+                s("content", r#"{"origin": "SFO", "destination": "JFK"}"#),
+                s("id", "tooluse_1"),
+            ],
+        ),
+        event(
+            "gen_ai.choice",
+            vec![
+                s(
+                    "message",
+                    r#"{"status": "error", "content": [{"text": "Error: HTTP 503 Service Unavailable"}], "toolUseId": "tooluse_1"}"#,
+                ),
+                s("id", "tooluse_1"),
+            ],
+        ),
+    ];
+    let got = read(
+        "execute_tool search_flights",
+        &attrs,
+        &events,
+        "strands.telemetry.tracer",
+        None,
+    )
+    .unwrap();
+    let latest = read(
+        "execute_tool search_flights",
+        &[
+            attrs[0].clone(),
+            attrs[1].clone(),
+            s(
+                "gen_ai.tool.call.arguments",
+                r#"{"destination":"JFK","origin":"SFO"}"#,
+            ),
+        ],
+        &[],
+        "",
+        None,
+    )
+    .unwrap();
+    assert!(got.2.is_some());
+    assert_eq!(got.2, latest.2, "the event's arguments are the attribute's");
+    assert_eq!(got.3, ErrorClass::Unavailable);
+}
+
+#[test]
+fn a_result_shape_a_user_declared_reads_their_own_tools_failures() {
+    use super::results::{ResultShape, ResultShapes};
+    let shapes = ResultShapes(vec![ResultShape {
+        pointer: "/outcome/state".into(),
+        equals: vec!["FAILED".into(), "REJECTED".into()],
+        message: Some("/outcome/reason".into()),
+        tools: vec!["book_*".into()],
+    }]);
+    assert_eq!(shapes.0[0].problem(), None);
+    let class = |tool: &str, result: &str| {
+        let attrs = [
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", tool),
+            s("gen_ai.tool.call.result", result),
+        ];
+        let t = toolcall::detect_view(&SpanView::bare("execute_tool", &attrs)).unwrap();
+        classify::classify_call(&attrs, None, &[], t.recorded(), &shapes).class
+    };
+    let failed = r#"{"outcome": {"state": "FAILED", "reason": "upstream 503"}}"#;
+    assert_eq!(class("book_flight", failed), ErrorClass::Unavailable);
+    assert_eq!(
+        class(
+            "book_hotel",
+            r#"{"outcome": {"state": "REJECTED", "reason": "card declined"}}"#
+        ),
+        ErrorClass::Unknown
+    );
+    assert_eq!(
+        class("book_flight", r#"{"outcome": {"state": "CONFIRMED"}}"#),
+        ErrorClass::Ok
+    );
+    // Another tool's result of the same shape is not read by it.
+    assert_eq!(class("search_flights", failed), ErrorClass::Ok);
+    // What the documented shapes say still holds beside it.
+    assert_eq!(
+        class(
+            "book_flight",
+            r#"{"ok": false, "error": "HTTP 429 Too Many Requests"}"#
+        ),
+        ErrorClass::RateLimited
+    );
+    // No `equals`: any value but null, false, 0 and "" fails the call.
+    let any = ResultShapes(vec![ResultShape {
+        pointer: "/err".into(),
+        equals: vec![],
+        message: Some("/err".into()),
+        tools: vec![],
+    }]);
+    let with = |result: &str| {
+        let v =
+            opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(result.into());
+        any.failure("t", &v)
+    };
+    assert_eq!(
+        with(r#"{"err": "Gateway Timeout"}"#),
+        Some(ErrorClass::Timeout)
+    );
+    assert_eq!(with(r#"{"err": null}"#), None);
+    assert_eq!(with(r#"{"err": false}"#), None);
+    assert_eq!(with(r#"{"err": ""}"#), None);
+}
+
+#[test]
+fn a_result_shape_names_what_is_wrong_with_it() {
+    use super::results::ResultShape;
+    let shape = |pointer: &str, message: Option<&str>, tools: &[&str]| ResultShape {
+        pointer: pointer.into(),
+        equals: vec![],
+        message: message.map(Into::into),
+        tools: tools.iter().map(|t| t.to_string()).collect(),
+    };
+    let (key, why) = shape("status", None, &[]).problem().unwrap();
+    assert_eq!(key, "pointer");
+    assert!(why.contains("\"status\""), "{why}");
+    assert_eq!(
+        shape("/s", Some("reason"), &[]).problem().unwrap().0,
+        "message"
+    );
+    assert_eq!(shape("/s", None, &[""]).problem().unwrap().0, "tools");
+    assert_eq!(shape("", None, &["a*b*c"]).problem(), None);
+}
+
+#[test]
+fn a_result_cut_short_by_a_length_limit_is_read_as_far_as_it_goes() {
+    // ADK's ReflectAndRetryToolPlugin answer (1 300+ characters) cut at 400
+    // by an attribute length limit: no longer JSON, its first members whole.
+    let whole = r#"{"response_type": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN", "error_type": "HTTPError", "error_details": "HTTP 503 Service Unavailable", "retry_count": 2, "reflection_guidance": "The call to tool `search_flights` failed. Think about why, and \"try\" {something} else"}"#;
+    let cut = &whole[..whole.len() - 40];
+    assert!(serde_json::from_str::<serde_json::Value>(cut).is_err());
+    let read = super::results::cut_object(cut).unwrap();
+    assert_eq!(read["retry_count"], 2);
+    assert!(read.get("reflection_guidance").is_none());
+    let attrs = [
+        s("gen_ai.operation.name", "execute_tool"),
+        s("gen_ai.tool.name", "search_flights"),
+        s("gen_ai.tool.call.result", cut),
+    ];
+    let got = read_span(&attrs);
+    assert_eq!(got, ErrorClass::Unavailable);
+    // Cut inside the first member: nothing whole, nothing read.
+    assert_eq!(super::results::cut_object(&whole[..30]), None);
+    assert_eq!(super::results::cut_object("not json"), None);
+}
+
+fn read_span(attrs: &[KeyValue]) -> ErrorClass {
+    read("execute_tool", attrs, &[], "", None).unwrap().3
+}
+
+#[test]
+fn a_langchain_tool_message_with_status_error_is_a_failure() {
+    // LangGraph's ToolNode answering a ToolException: the TOOL span ends OK,
+    // the failure only in the serialized ToolMessage (OpenInference output.value).
+    let out = r#"{"type": "tool", "data": {"content": "HTTP 503 Service Unavailable", "type": "tool", "name": "search_flights", "tool_call_id": "call_02", "status": "error"}}"#;
+    let attrs = openinference_tool(r#"{"origin": "SFO"}"#, out);
+    assert_eq!(
+        read(
+            "search_flights",
+            &attrs,
+            &[],
+            "openinference.instrumentation.langchain",
+            None
+        )
+        .unwrap()
+        .3,
+        ErrorClass::Unavailable
+    );
+    let ok = out.replace(r#""status": "error""#, r#""status": "success""#);
+    let attrs = openinference_tool(r#"{"origin": "SFO"}"#, &ok);
+    assert_eq!(
+        read(
+            "search_flights",
+            &attrs,
+            &[],
+            "openinference.instrumentation.langchain",
+            None
+        )
+        .unwrap()
+        .3,
+        ErrorClass::Ok
+    );
+}
+
+#[test]
+fn an_mcp_error_handed_on_as_a_text_content_block_is_a_failure() {
+    // The OpenAI Agents SDK's tool span for an MCP isError result: OK, the
+    // MCP SDK's error text in a content block.
+    let out = r#"{"type": "text", "text": "Error executing tool lookup_fare: HTTP 503 Service Unavailable"}"#;
+    let attrs = openinference_tool(r#"{"origin": "SFO"}"#, out);
+    let got = read(
+        "lookup_fare",
+        &attrs,
+        &[],
+        "openinference.instrumentation.openai_agents",
+        None,
+    )
+    .unwrap();
+    assert_eq!(got.3, ErrorClass::Unavailable);
+    // A text block of an ordinary answer is no failure.
+    let attrs = openinference_tool(
+        r#"{"origin": "SFO"}"#,
+        r#"{"type": "text", "text": "EUR 412"}"#,
+    );
+    assert_eq!(
+        read("lookup_fare", &attrs, &[], "", None).unwrap().3,
+        ErrorClass::Ok
+    );
+}
+
+#[test]
+fn openinference_spans_with_genai_attributes_keep_their_own_arguments() {
+    // OPENINFERENCE_ENABLE_GENAI_SEMCONV copies tool.parameters (the
+    // schema) into gen_ai.tool.call.arguments: the input is the call's.
+    let with_genai = |city: &str| {
+        let mut attrs = openinference_tool(&format!(r#"{{"city": "{city}"}}"#), "sunny");
+        attrs.push(s("gen_ai.operation.name", "execute_tool"));
+        attrs.push(s("gen_ai.tool.call.arguments", SCHEMA));
+        read("get_weather", &attrs, &[], "", None).unwrap()
+    };
+    let (paris, lisbon) = (with_genai("Paris"), with_genai("Lisbon"));
+    assert_eq!(paris.1, ToolConvention::OpenInference);
+    assert_ne!(paris.2, lisbon.2);
+}
