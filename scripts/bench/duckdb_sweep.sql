@@ -136,21 +136,18 @@ CREATE OR REPLACE TEMP MACRO growth_ratios(g) AS
 CREATE OR REPLACE TEMP MACRO gaps_ns(l) AS
     list_transform(range(1, len(l)), lambda k: greatest(l[k + 1].s - l[k].e, 0)::DOUBLE);
 -- chains.rs polling over the calls of one request in order ({s, e, r:
--- result hash}): three or more calls, and either the results recorded (the
+-- result hash}): three or more calls, and either the gaps between the calls
+-- grow (median ratio >= exponential_ratio), or the results recorded (the
 -- calls that have one) are three or more, the same twice in a row somewhere
--- and the last unlike the first; or one or two are recorded: no poll; or
--- none is, and the gaps between the calls grow (median ratio >=
--- exponential_ratio).
+-- and the last unlike the first.
 CREATE OR REPLACE TEMP MACRO recorded_results(l) AS
     list_filter(list_transform(l, lambda x: x.r), lambda r: r IS NOT NULL);
 CREATE OR REPLACE TEMP MACRO results_polling(rs) AS
     list_bool_or(list_transform(range(1, len(rs)), lambda k: rs[k] = rs[k + 1])) AND rs[1] <> rs[len(rs)];
 CREATE OR REPLACE TEMP MACRO is_polling(l) AS
-    len(l) >= 3 AND CASE
-        WHEN len(recorded_results(l)) >= 3 THEN results_polling(recorded_results(l))
-        WHEN len(recorded_results(l)) > 0 THEN false
-        ELSE coalesce(median_of(growth_ratios(gaps_ns(l))) >= getvariable('exponential_ratio'), false)
-    END;
+    len(l) >= 3 AND (
+        (len(recorded_results(l)) >= 3 AND results_polling(recorded_results(l)))
+        OR coalesce(median_of(growth_ratios(gaps_ns(l))) >= getvariable('exponential_ratio'), false));
 
 -- Error class codes in ErrorClass::ALL order: 0 ok, 1-5 retryable
 -- (rate_limited, unavailable, timeout, network, server_error), 6-10
@@ -517,8 +514,35 @@ DROP TABLE frame_days;
 -- settle_seconds of now (calls.rs Turn::settled): the newest end per trace
 -- is taken below, for the turns that hold a finding.
 
+-- turns.rs anchors: a span's turn is its OUTERMOST agent ancestor (a
+-- sub-agent a supervisor handed work to is part of the supervisor's turn).
+-- Every agent span with an agent above it, and that outermost agent: a walk
+-- up from the agent spans that have a parent (most agent spans are roots),
+-- over the spans of their traces. The walks below stop at the nearest agent
+-- and take its outermost from here.
+CREATE OR REPLACE TEMP TABLE agent_links AS
+SELECT f.fd, f.th, f.sh, f.ph, f.is_agent
+FROM frame f
+SEMI JOIN (SELECT DISTINCT fd, th FROM frame WHERE is_agent AND ph IS NOT NULL) a
+       ON a.fd = f.fd AND a.th = f.th;
+
+CREATE OR REPLACE TEMP TABLE agent_top AS
+WITH RECURSIVE up(fd, th, sh, cur_parent, outer_sh, depth) AS (
+    SELECT fd, th, sh, ph, sh, 0 FROM agent_links WHERE is_agent AND ph IS NOT NULL
+    UNION ALL
+    SELECT u.fd, u.th, u.sh, l.ph, CASE WHEN l.is_agent THEN l.sh ELSE u.outer_sh END, u.depth + 1
+    FROM up u
+    JOIN agent_links l ON l.fd = u.fd AND l.th = u.th AND l.sh = u.cur_parent
+    WHERE u.depth + 1 < 64
+), last AS (
+    SELECT fd, th, sh, arg_max(outer_sh, depth) AS outer_sh FROM up GROUP BY fd, th, sh
+)
+SELECT * FROM last WHERE outer_sh <> sh;
+DROP TABLE agent_links;
+
 -- turns.rs anchors, first step, for every tool call: a call's turn is its
--- nearest agent ancestor, itself included; the turn key is (t1, t2) =
+-- nearest agent ancestor, itself included (its outermost, from agent_top,
+-- once the walk below is done); the turn key is (t1, t2) =
 -- (trace, anchor span): the agent span, or when there is none the topmost
 -- stored ancestor (the trace's root); an `agent:<id>` turn (no agent
 -- ancestor, gen_ai.agent.call.id set on the call) is (hash(id), 0). The
@@ -665,6 +689,11 @@ UPDATE calls SET
     t2 = CASE WHEN w.cur_agent OR calls.agent_h IS NULL THEN w.cur ELSE 0 END
 FROM walked w
 WHERE calls.fd = w.fd AND calls.th = w.th AND calls.sh = w.sh;
+
+-- A nearest agent with an agent above it gives way to the outermost.
+UPDATE calls SET t2 = a.outer_sh
+FROM agent_top a
+WHERE calls.fd = a.fd AND calls.t1 = a.th AND calls.t2 = a.sh;
 
 DROP TABLE walk_links;
 DROP TABLE walked;
@@ -1171,9 +1200,11 @@ WITH RECURSIVE walk(fd, th, sh, cur, cur_parent, cur_agent, depth, done) AS (
 ), anchored AS (
     SELECT r.fd, r.th, r.start_ns, r.seg, r.ro,
            CASE WHEN w.cur_agent OR r.agent_h IS NULL THEN r.th ELSE r.agent_h END AS t1,
-           CASE WHEN w.cur_agent OR r.agent_h IS NULL THEN w.cur ELSE 0 END AS t2
+           CASE WHEN w.cur_agent THEN coalesce(a.outer_sh, w.cur)
+                WHEN r.agent_h IS NULL THEN w.cur ELSE 0 END AS t2
     FROM walk w
     JOIN turn_rows r ON r.fd = w.fd AND r.th = w.th AND r.sh = w.sh
+    LEFT JOIN agent_top a ON w.cur_agent AND a.fd = w.fd AND a.th = w.th AND a.sh = w.cur
     WHERE w.cur_agent OR w.done
 ), trace_end AS (
     SELECT fd, th, max(end_ns) AS last_end FROM turn_rows GROUP BY fd, th

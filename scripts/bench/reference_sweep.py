@@ -440,7 +440,7 @@ def judge(rows, today, p):
 # detect/turns.rs anchors
 # ---------------------------------------------------------------------------
 def anchors(df):
-    """The turn anchor of every row: ('row', r) — the nearest agent at or
+    """The turn anchor of every row: ('row', r) — the outermost agent at or
     above it, else (no gen_ai.agent.call.id) the topmost stored ancestor —
     or ('call', id)."""
     trace, span, parent = df.c["trace_id"], df.c["span_id"], df.c["parent_span_id"]
@@ -463,24 +463,25 @@ def anchors(df):
     for i in range(n):
         path = []
         cur = i
-        top = i
+        above = None
         while True:
             if agent_of[cur] is not unset:
-                found = agent_of[cur]
+                above = agent_of[cur]
                 break
             path.append(cur)
-            if is_agent[cur]:
-                found = cur
-                break
-            top = cur
             p = parent_row(cur)
             if p is not None and len(path) <= n and p not in path:
                 cur = p
             else:
-                found = None
                 break
-        for q in path:
+        # Down the path from its top: the first agent met is the outermost,
+        # unless one sits above the path.
+        found = above
+        for q in reversed(path):
+            if found is None and is_agent[q]:
+                found = q
             agent_of[q] = found
+        found = agent_of[i]
         if found is not None:
             out.append(("row", found))
             continue
@@ -488,7 +489,7 @@ def anchors(df):
         if c is not None and c != "":
             out.append(("call", c))
             continue
-        r = top
+        r = path[-1] if path else i
         steps = 0
         while True:
             p = parent_row(r)
@@ -699,9 +700,8 @@ def polling(calls, growth):
     results = [c.result for c in calls if c.result is not None]
     if len(results) >= 3:
         stayed = any(results[k] == results[k + 1] for k in range(len(results) - 1))
-        return stayed and results[0] != results[-1]
-    if results:
-        return False
+        if stayed and results[0] != results[-1]:
+            return True
     gaps = [float(max(calls[k + 1].start_ns - calls[k].end_ns, 0)) for k in range(len(calls) - 1)]
     ratios = [gaps[k + 1] / gaps[k] for k in range(len(gaps) - 1) if gaps[k] > 0.0]
     m = median(ratios)

@@ -31,7 +31,8 @@ pub struct Call {
     pub class: ErrorClass,
     pub args_hash: Option<String>,
     pub result_hash: Option<String>,
-    /// The call's session, else its turn's (an agent span often carries
+    /// The session of the call's turn anchor (the user's request), else
+    /// the call's own, else any of its turn's (an agent span often carries
     /// `session.id` where the tool spans do not).
     pub session_id: Option<String>,
     /// What the call cost, when its span says.
@@ -363,15 +364,17 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
         }
     }
 
-    // The session of each turn: its anchor's, else the first any span has.
-    let mut turn_session: Vec<u32> = vec![0; stats.len()];
+    // The session of each turn: its anchor's (the user's request: a
+    // supervisor's, not a sub-agent's), else the first any span has.
+    let mut anchor_session: Vec<u32> = vec![0; stats.len()];
     for (i, a) in anchors.iter().enumerate() {
         if let Anchor::Row(r) = a {
             if t.session[*r] != 0 {
-                turn_session[turn_of[i] as usize] = t.session[*r];
+                anchor_session[turn_of[i] as usize] = t.session[*r];
             }
         }
     }
+    let mut turn_session = anchor_session.clone();
     for (i, &k) in turn_of.iter().enumerate() {
         if turn_session[k as usize] == 0 {
             turn_session[k as usize] = t.session[i];
@@ -412,9 +415,10 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
                 },
             );
         }
-        let own_session = match t.session[i] {
-            0 => turn_session[k as usize],
-            s => s,
+        // The anchor's session, else the call's own, else any of the turn's.
+        let own_session = match (anchor_session[k as usize], t.session[i]) {
+            (0, 0) => turn_session[k as usize],
+            (0, s) | (s, _) => s,
         };
         out.calls.push(Call {
             turn: turn_id,

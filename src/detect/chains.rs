@@ -145,13 +145,14 @@ pub fn gaps_ms(rounds: &[Round]) -> Vec<f64> {
 }
 
 /// Whether the calls of one request (same tool, same arguments, in start
-/// order) are polling: three or more, and either the results recorded (on
-/// three calls or more: a failed call records none) read a state that
-/// stayed, then changed — the same result twice in a row somewhere, and
-/// the last unlike the first (`running` → `running` → `succeeded`); three
-/// different confirmations are three bookings, not a poll — or, with no
-/// results recorded, the gaps between the calls keep growing (median ratio
-/// ≥ `growth`).
+/// order) are polling — a shape, not identical results: three or more
+/// calls, and either the gaps between them keep growing (median ratio
+/// ≥ `growth`; a status poll whose result carries a counter or a timestamp
+/// is still a poll), or the results recorded (on three calls or more: a
+/// failed call records none) read a state that stayed, then changed — the
+/// same result twice in a row somewhere, and the last unlike the first
+/// (`running` → `running` → `succeeded`). Three different confirmations
+/// at an even pace are three bookings, not a poll.
 pub fn polling(calls: &[Attempt<'_>], growth: f64) -> bool {
     if calls.len() < 3 {
         return false;
@@ -159,10 +160,9 @@ pub fn polling(calls: &[Attempt<'_>], growth: f64) -> bool {
     let results: Vec<&str> = calls.iter().filter_map(|c| c.result).collect();
     if results.len() >= 3 {
         let stayed = results.windows(2).any(|w| w[0] == w[1]);
-        return stayed && results.first() != results.last();
-    }
-    if !results.is_empty() {
-        return false;
+        if stayed && results.first() != results.last() {
+            return true;
+        }
     }
     let gaps: Vec<f64> = calls
         .windows(2)

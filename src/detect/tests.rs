@@ -557,13 +557,14 @@ fn rhythms_are_named() {
 }
 
 #[test]
-fn turns_resolve_to_the_nearest_agent_else_the_call_id_else_the_root() {
+fn turns_resolve_to_the_outermost_agent_else_the_call_id_else_the_root() {
     let hex = |b: u8| format!("{b:02x}").repeat(8);
     let t = "aa".repeat(16);
     let df = df! {
         "trace_id" => vec![t.clone(); 6],
         "span_id" => [hex(1), hex(2), hex(3), hex(4), hex(5), hex(6)],
-        // 1 root; 2 agent under 1; 3 under 2; 4 agent under 3 (nested); 5 under 4; 6's parent never arrived.
+        // 1 root; 2 agent under 1; 3 under 2; 4 agent under 3 (a sub-agent:
+        // part of 2's turn); 5 under 4; 6's parent never arrived.
         "parent_span_id" => [None, Some(hex(1)), Some(hex(2)), Some(hex(3)), Some(hex(4)), Some(hex(9))],
         "is_agent" => [false, true, false, true, false, false],
         "agent_call_id" => [None, None, None, None, None, Some("run-7")],
@@ -573,7 +574,7 @@ fn turns_resolve_to_the_nearest_agent_else_the_call_id_else_the_root() {
     let id = |b: u8| format!("{t}/{}", hex(b));
     assert_eq!(
         turns,
-        vec![id(1), id(2), id(2), id(4), id(4), "agent:run-7".to_string()]
+        vec![id(1), id(2), id(2), id(2), id(2), "agent:run-7".to_string()]
     );
 }
 

@@ -156,6 +156,36 @@ fn polling_with_a_changing_result_is_waiting_not_a_retry() {
 }
 
 #[test]
+fn a_status_poll_whose_result_carries_a_counter_is_polling_not_a_retry() {
+    // job_status(same id) ×8, 1, 2, 4 … 64 s apart, each answer different
+    // ({"status": "running", "progress": N}), the last `succeeded`: no two
+    // results alike, and still a poll — its gaps grow.
+    let gaps: Vec<i64> = (0..7).map(|k| 1000 << k).collect();
+    let spans = turn(9, "job_status", &["ok"; 8], &gaps);
+    let mut results: Vec<Option<&str>> = vec![None];
+    results.extend(
+        [
+            r#"{"progress":5,"status":"running"}"#,
+            r#"{"progress":12,"status":"running"}"#,
+            r#"{"progress":20,"status":"running"}"#,
+            r#"{"progress":28,"status":"running"}"#,
+            r#"{"progress":36,"status":"running"}"#,
+            r#"{"progress":61,"status":"running"}"#,
+            r#"{"progress":88,"status":"running"}"#,
+            r#"{"progress":100,"status":"succeeded"}"#,
+        ]
+        .map(Some),
+    );
+    let tc = all(&spans, &args(&["job-7"; 8]), &results);
+    assert!(retries_after_success(&tc.calls, 1.5, |_| false).is_empty());
+    assert!(tool_loops(&tc, FAR_FUTURE, 90, 1.5, &LoopParams::default()).is_empty());
+    // The same eight answers at an even pace are eight requests repeated.
+    let spans = turn(10, "job_status", &["ok"; 8], &[2000]);
+    let tc = all(&spans, &args(&["job-7"; 8]), &results);
+    assert_eq!(retries_after_success(&tc.calls, 1.5, |_| false).len(), 1);
+}
+
+#[test]
 fn the_same_call_with_the_same_answer_again_and_again_is_a_loop() {
     let spans = turn(8, "read_file", &["ok"; 6], &[200]);
     let same = vec![Some("r"); spans.len()];
@@ -323,6 +353,59 @@ fn a_storm_carries_the_session_of_its_agent_span() {
     let tc = calls::collect(&df).unwrap();
     let storms = retry_storms(&tc, FAR_FUTURE, &StormParams::default());
     assert_eq!(storms[0].session_id.as_deref(), Some("conv-42"));
+}
+
+#[test]
+fn a_supervisor_handing_a_failing_task_to_three_sub_agents_is_one_storm_of_ten() {
+    // One user request: a supervisor agent (span 1, session `user-42`)
+    // hands the booking to sub-agent 2, then 3, then 4 (each its own
+    // agent span and conversation), which call `book_flight` with the same
+    // arguments 3, 4 and 3 times, every call a 503. Each sub-agent alone is
+    // under the storm minimum for two of them; the user's turn saw ten.
+    let mut spans: Vec<Syn> = vec![(15, 1, 0, true, "", 0, 60_000, "ok")];
+    let mut at = 100;
+    for (agent, calls) in [(2u8, 3u8), (3, 4), (4, 3)] {
+        let began = at;
+        for k in 0..calls {
+            spans.push((
+                15,
+                agent * 10 + k,
+                agent,
+                false,
+                "book_flight",
+                at,
+                at + 100,
+                "unavailable",
+            ));
+            at += 400;
+        }
+        spans.push((15, agent, 1, true, "", began - 50, at, "ok"));
+        at += 200;
+    }
+    let mut df = synthetic(&spans);
+    let sessions: Vec<Option<&str>> = spans
+        .iter()
+        .map(|s| match (s.1, s.3) {
+            (1, _) => Some("user-42"),
+            (2, true) => Some("sub-a"),
+            (3, true) => Some("sub-b"),
+            (4, true) => Some("sub-c"),
+            _ => None,
+        })
+        .collect();
+    df.with_column(Column::new("session_id".into(), sessions))
+        .unwrap();
+    let tc = calls::collect(&df).unwrap();
+    let storms = retry_storms(&tc, FAR_FUTURE, &StormParams::default());
+    assert_eq!(storms.len(), 1, "{storms:?}");
+    assert_eq!((storms[0].rounds, storms[0].failures), (10, 10));
+    assert_eq!(storms[0].session_id.as_deref(), Some("user-42"));
+    assert_eq!(
+        storms[0].turn,
+        format!("{}/{}", "0f".repeat(16), "01".repeat(8)),
+        "the supervisor's span is the turn"
+    );
+    assert_eq!(tc.turns.len(), 1, "one turn: {:?}", tc.turns.keys());
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Turn resolution (detection.md §2), at sweep time over stored spans: a
-//! span's turn is its nearest `invoke_agent` / OpenInference AGENT ancestor
-//! (itself included); failing that its `gen_ai.agent.call.id`; failing that
-//! its trace's root (the topmost ancestor that arrived). Never the session.
+//! span's turn is its outermost `invoke_agent` / OpenInference AGENT
+//! ancestor (itself included) — a sub-agent a supervisor handed work to is
+//! part of the supervisor's turn, the user's request; failing that its
+//! `gen_ai.agent.call.id`; failing that its trace's root (the topmost
+//! ancestor that arrived). Never the session.
 //!
 //! Over a [`SpanTable`]: a parent is found by binary search among its
 //! trace's rows sorted by span id, not through a map of string pairs.
@@ -63,7 +65,7 @@ pub fn anchors(table: &SpanTable, index: &SpanIndex<'_>) -> Vec<Anchor> {
         .collect()
 }
 
-/// What the walk up the parents knows of each row: its nearest agent at
+/// What the walk up the parents knows of each row: its outermost agent at
 /// or above it, and its topmost stored ancestor.
 struct Walk {
     /// `UNSEEN`, `ON_PATH` (on the walk being made: its position in
@@ -88,7 +90,7 @@ impl Walk {
         }
     }
 
-    /// Row `i`'s nearest agent (at or above it) and topmost ancestor.
+    /// Row `i`'s outermost agent (at or above it) and topmost ancestor.
     fn resolve(
         &mut self,
         i: usize,
@@ -96,39 +98,53 @@ impl Walk {
         index: &SpanIndex<'_>,
     ) -> (Option<u32>, u32) {
         let mut cur = i;
-        let (agent, top) = loop {
+        // The outermost agent above the path (from a row already done, or
+        // the cycle the walk ran into), and the path's top.
+        let (above, top) = loop {
             match self.state[cur] {
                 DONE => break (self.agent[cur], self.top[cur]),
                 UNSEEN => {}
                 at => {
-                    // Back at a row of this walk: a cycle, with no agent on
-                    // it (an agent ends the walk). Its rows take the one with
-                    // the lowest span id as their top, and leave the path.
+                    // Back at a row of this walk: a cycle. Its rows take the
+                    // one with the lowest span id as their top and the
+                    // agent with the lowest span id on it, if any, as their
+                    // agent, and leave the path.
                     let cycle = self.path.split_off(at as usize);
-                    let first = *cycle
-                        .iter()
-                        .min_by_key(|&&r| (table.span[r as usize], r))
-                        .expect("a cycle has a row");
+                    let lowest = |rows: &mut dyn Iterator<Item = u32>| {
+                        rows.min_by_key(|&r| (table.span[r as usize], r))
+                    };
+                    let first = lowest(&mut cycle.iter().copied()).expect("a cycle has a row");
+                    let agent = lowest(
+                        &mut cycle
+                            .iter()
+                            .copied()
+                            .filter(|&r| table.is_agent[r as usize]),
+                    )
+                    .unwrap_or(NO_AGENT);
                     for &r in &cycle {
-                        self.finish(r, NO_AGENT, first);
+                        self.finish(r, agent, first);
                     }
-                    break (NO_AGENT, first);
+                    break (agent, first);
                 }
             }
             self.state[cur] = self.path.len() as u32;
             self.path.push(cur as u32);
-            if table.is_agent[cur] {
-                break (cur as u32, cur as u32);
-            }
             match index.parent_of(cur) {
                 Some(p) => cur = p,
                 None => break (NO_AGENT, cur as u32),
             }
         };
+        // Down the path from its top: each row's outermost agent is the
+        // first agent met on the way down, unless one sits above the path.
+        let mut agent = above;
         while let Some(r) = self.path.pop() {
+            if agent == NO_AGENT && table.is_agent[r as usize] {
+                agent = r;
+            }
             self.finish(r, agent, top);
         }
-        ((agent != NO_AGENT).then_some(agent), self.top[i])
+        let a = self.agent[i];
+        ((a != NO_AGENT).then_some(a), self.top[i])
     }
 
     fn finish(&mut self, row: u32, agent: u32, top: u32) {
