@@ -52,6 +52,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// List, show, mute, unmute or resolve signals
     Signals(SignalsArgs),
+    /// What stormwatch cannot see in the spans it was sent, per service and scope, and the fix
+    Coverage(CoverageArgs),
     /// The alert outbox: list, flush (deliver now), retry, test a target, enable a target
     Alerts(AlertsArgs),
     /// Check a config file, or print the commented default one
@@ -148,6 +150,15 @@ pub struct SweepArgs {
     /// Read every day from its spans again, instead of reusing stored results and sealed summaries of days whose data has not changed (final days are sealed again)
     #[arg(long)]
     pub rescan: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CoverageArgs {
+    /// Days ending on the newest day with data
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=366))]
+    pub days: u32,
+    #[arg(long, default_value = "text")]
+    pub format: OutputFormat,
 }
 
 #[derive(Debug, Args)]

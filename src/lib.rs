@@ -21,6 +21,8 @@
 //!   reads, the remedies and the three state changes as tools.
 //! - [`alert`]: which changes are news, one message per target, the outbox
 //!   and its sender.
+//! - [`coverage`]: what the stored spans leave stormwatch blind to, per
+//!   service and instrumentation scope, and the framework's fix.
 //! - [`import`]: the `import` command: files and followed directories into the store.
 //! - [`cmd`]: the subcommands' bodies on plain parameters, output to a
 //!   writer; the only module that reads [`cli`].
@@ -38,6 +40,7 @@ pub mod alloc;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod coverage;
 pub mod dash;
 pub mod demo;
 pub mod detect;

@@ -8,6 +8,7 @@
 
 pub mod alerts;
 pub mod config;
+pub mod coverage;
 pub mod import;
 pub mod mcp;
 pub mod serve;
@@ -222,6 +223,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
             },
             out,
         ),
+        Command::Coverage(a) => coverage::run(&data_dir, a.days, a.format.into(), out),
         Command::Signals(a) => {
             let format = a.format.into();
             match &a.action {

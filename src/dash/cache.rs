@@ -205,6 +205,9 @@ pub struct Reads {
     pub rollup: super::data::RollupCache,
     pub signals: SignalCache,
     pub tools: ToolsCache,
+    /// The coverage report's counts per day (`/coverage`, `/api/coverage`,
+    /// MCP `get_coverage`).
+    pub coverage: crate::coverage::Cache,
     /// Whether a signal's state may be changed by hand here (mute, unmute,
     /// resolve, from the dashboard or MCP): a detect standby's state is the
     /// holder's, read in again and again, so it refuses, naming why.
@@ -222,6 +225,7 @@ impl Reads {
             rollup: Default::default(),
             signals: SignalCache::new(state),
             tools: Default::default(),
+            coverage: Default::default(),
             by_hand: None,
         }
     }

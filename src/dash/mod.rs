@@ -9,7 +9,8 @@
 //! Here: what the handlers share ([`Dash`], with the overview's cache and
 //! its `Stamp`) and the routes ([`router`]). The handlers: `views` (the
 //! pages and chart files), `api` (the JSON reads), `actions` (the signal
-//! actions, behind `csrf`'s check). What they share: `query` (the path
+//! actions, behind `csrf`'s check), `coverage` (what the spans leave
+//! stormwatch blind to: its page and API). What they share: `query` (the path
 //! and query a request asks with), `load` (the reads behind both pages
 //! and API), `fail` (the error page, the blocking runner). What they read
 //! and draw with: [`cache`] and [`data`] (the rollup and signals kept in
@@ -30,6 +31,7 @@ pub mod trace;
 
 mod actions;
 mod api;
+mod coverage;
 mod csrf;
 mod fail;
 mod load;
@@ -124,6 +126,8 @@ pub fn router(
         .route("/api/signals/{id}/{action}", post(actions::signal_action))
         .route("/api/traces/{trace_id}", get(api::api_trace))
         .route("/api/feed", get(api::api_feed))
+        .route("/coverage", get(coverage::coverage_page))
+        .route("/api/coverage", get(coverage::api_coverage))
         .route(
             "/api/openapi.json",
             get(|| async { Json(openapi::document()) }),

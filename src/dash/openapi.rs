@@ -60,6 +60,25 @@ fn sweep() -> Value {
             "500": json_err("The sweep failed (the server log has the one-line reason)")}}})
 }
 
+/// `GET /api/coverage`.
+fn coverage() -> Value {
+    let count = json!({"type": "integer", "minimum": 0});
+    let text = json!({"type": "string"});
+    let gap = json!({"type": "object", "required": ["what", "share", "blinds", "fix"], "properties": {
+        "what": {"type": "string", "enum": ["arguments", "results", "failure_detail", "session", "agent_turn", "unknown_shape"]},
+        "share": {"type": "number", "minimum": 0, "maximum": 1}, "blinds": text, "fix": text}});
+    let scope = json!({"type": "object",
+        "required": ["service", "conventions", "calls", "layers", "with_arguments", "with_results", "failed", "failed_with_class", "with_session", "in_agent_turn", "unknown_shape", "gaps"],
+        "properties": {"service": text, "scope": {"type": "string", "nullable": true}, "scope_version": {"type": "string", "nullable": true},
+            "conventions": {"type": "array", "items": text}, "calls": count, "layers": count, "with_arguments": count, "with_results": count,
+            "failed": count, "failed_with_class": count, "with_session": count, "in_agent_turn": count, "unknown_shape": count,
+            "gaps": {"type": "array", "items": gap}}});
+    json!({"get": {"summary": "What the stored spans leave stormwatch blind to, per service and instrumentation scope, and the framework setting that fixes each gap",
+        "parameters": [{"name": "days", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 366}, "description": "Days ending on the newest day with data (default 7)."}],
+        "responses": responses(json!({"description": "The coverage report", "content": {"application/json": {"schema": {"type": "object", "required": ["scopes"], "properties": {
+            "from": {"type": "string", "nullable": true}, "to": {"type": "string", "nullable": true}, "scopes": {"type": "array", "items": scope}}}}}}), &["400"])}})
+}
+
 pub fn document() -> Value {
     let signal = json!({"type": "object", "required": ["id", "key", "kind", "tool", "error_class", "title", "state", "first_seen", "last_seen", "days", "findings", "evidence"], "properties": {
         "id": {"type": "string"}, "key": {"type": "string"}, "kind": {"type": "string", "enum": ["error_rate_spike", "retry_storm", "wasted_retries", "retry_after_success", "stacked_retries", "latency_spike"]},
@@ -118,6 +137,7 @@ pub fn document() -> Value {
         }
     });
     doc["paths"]["/api/sweep"] = sweep();
+    doc["paths"]["/api/coverage"] = coverage();
     doc["components"] = json!({"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "The server's --api-token, when it has one"}}});
     doc["security"] = json!([{}, {"bearer": []}]);
     doc

@@ -181,6 +181,7 @@ pub fn overview(
         })
         .collect();
     b.push_str(&counters(outcomes, &in_range));
+    b.push_str(r#"<p id="coverage-link" class="muted">Found nothing where you expected something? <a href="/coverage">What stormwatch can see</a> in your spans, per framework, and the setting that fixes each gap.</p>"#);
     if let Some((d, c, e)) = peak {
         let _ = write!(
             b,

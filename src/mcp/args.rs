@@ -23,6 +23,14 @@ pub struct WindowArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct CoverageArgs {
+    /// Days read, ending on the newest day with data (default 7).
+    #[schemars(range(min = 1, max = 366))]
+    pub days: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ToolDailyArgs {
     /// The tool's name, as `list_tools` gives it.
     pub tool: String,

@@ -14,8 +14,8 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Conte
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
 use super::args::{
-    ChangeLine, MuteArgs, QueryArgs, SignalArgs, SignalTracesArgs, SignalsArgs, StateAnswer,
-    StormsArgs, SweepAnswer, SweepArgs, ToolDailyArgs, TraceArgs, WindowArgs,
+    ChangeLine, CoverageArgs, MuteArgs, QueryArgs, SignalArgs, SignalTracesArgs, SignalsArgs,
+    StateAnswer, StormsArgs, SweepAnswer, SweepArgs, ToolDailyArgs, TraceArgs, WindowArgs,
 };
 use super::reads::{self, SignalFilter};
 use super::sql;
@@ -46,14 +46,15 @@ From 'something is wrong' to the trace that explains it: list_tools (which tool'
 threshold, on which day) -> list_signals (the named problems, each with a one-line remedy; get_signal for \
 its history and full remedy) -> list_signal_traces with that day -> get_trace (one turn's attempts: how \
 many, how fast, what each retry achieved). find_retry_storms goes straight to the worst turns the sweeps \
-kept; query runs read-only SQL (describe_tables first). run_sweep (dry run by default), mute_signal and \
+kept; query runs read-only SQL (describe_tables first); get_coverage says what the spans leave stormwatch \
+blind to, and the framework setting that fixes it. run_sweep (dry run by default), mute_signal and \
 resolve_signal are the only tools that change anything. Windows end on the newest day with data, not today.";
 
 #[tool_router]
 impl Stormwatch {
     pub fn new(ctx: Arc<Context>) -> Stormwatch {
         // Built once: a stateless request makes a server of its own, and
-        // generating twelve tools' schemas each time would cost more than
+        // generating thirteen tools' schemas each time would cost more than
         // answering.
         static ROUTER: std::sync::OnceLock<ToolRouter<Stormwatch>> = std::sync::OnceLock::new();
         Stormwatch {
@@ -171,6 +172,28 @@ impl Stormwatch {
                 a.cursor.as_deref(),
                 a.limit,
             )
+        })
+        .await
+    }
+
+    /// What the stored spans leave stormwatch blind to, per service and
+    /// instrumentation scope: tool calls seen, the share with arguments,
+    /// results, failure detail, a session, an agent turn; spans of unknown
+    /// shape; each gap with what it blinds and the framework's own setting
+    /// that fixes it. Ask it when the other tools find nothing you expected.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_coverage(
+        &self,
+        Parameters(a): Parameters<CoverageArgs>,
+    ) -> Result<Json<crate::coverage::Coverage>, String> {
+        blocking(&self.ctx, move |c| {
+            let days = a.days.unwrap_or(crate::coverage::DEFAULT_DAYS);
+            if !(1..=366).contains(&days) {
+                return Err(McpError::Argument(format!(
+                    "days: expected 1 to 366, got {days}"
+                )));
+            }
+            Ok(crate::coverage::report(&c.reader, days, &c.reads.coverage)?)
         })
         .await
     }

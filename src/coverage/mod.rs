@@ -1,0 +1,200 @@
+//! The coverage report (docs/detection.md §7): what stormwatch cannot see
+//! in the spans it was sent, and the switch that fixes it. Per service and
+//! instrumentation scope over the newest days: the tool calls (each once,
+//! however many layers it was traced in: §1), the share with arguments
+//! recorded, with a result or failure recorded, the failures whose class
+//! is known, the calls with a session and those inside an agent turn, and
+//! the calls of unknown shape. Each share under [`GAP_BELOW`] is a gap,
+//! with what it blinds and the fix the framework documents ([`fixes`]).
+//!
+//! Counted a day at a time ([`tally`]), each day's counts kept in a
+//! [`Cache`] under the day's part-set version, so a report asked again
+//! reads only the days that changed.
+
+pub mod fixes;
+mod tally;
+mod text;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::store::{Reader, StoreError};
+
+pub use tally::of_frame;
+pub use text::text;
+
+/// A share under this is a gap.
+pub const GAP_BELOW: f64 = 0.9;
+
+/// Days a report covers unless asked otherwise.
+pub const DEFAULT_DAYS: u32 = 7;
+
+/// The report over some days.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct Coverage {
+    /// The first and last day read (`YYYY-MM-DD`); absent with no data.
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// One per service and scope that made tool calls, most calls first.
+    pub scopes: Vec<ScopeCoverage>,
+}
+
+/// What one service's spans of one instrumentation scope let stormwatch see.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct ScopeCoverage {
+    pub service: String,
+    /// The instrumentation scope of the calls' outermost spans (absent: none sent).
+    pub scope: Option<String>,
+    pub scope_version: Option<String>,
+    /// The conventions its tool spans were read by (docs/detection.md §1).
+    pub conventions: Vec<String>,
+    /// Tool calls, each once.
+    pub calls: u64,
+    /// Spans beyond the first of a call traced in several layers (MCP client/server).
+    pub layers: u64,
+    /// Calls whose arguments were recorded (empty ones too).
+    pub with_arguments: u64,
+    /// Calls with a result recorded, or a failure.
+    pub with_results: u64,
+    pub failed: u64,
+    /// Failed calls whose class is not `unknown`.
+    pub failed_with_class: u64,
+    pub with_session: u64,
+    pub in_agent_turn: u64,
+    /// Calls read by no convention but the fallback.
+    pub unknown_shape: u64,
+    /// What this scope's spans leave stormwatch blind to, and the fix.
+    pub gaps: Vec<Gap>,
+}
+
+/// One thing stormwatch cannot see for a scope.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Gap {
+    /// `arguments`, `results`, `failure_detail`, `session`, `agent_turn` or `unknown_shape`.
+    pub what: String,
+    /// The share of calls (of failed calls, for `failure_detail`) that have it.
+    pub share: f64,
+    /// What the gap blinds.
+    pub blinds: String,
+    /// The framework's own switch that fixes it.
+    pub fix: String,
+}
+
+/// A scope's key: (service, scope, version).
+type Key = (String, Option<String>, Option<String>);
+
+/// Each day's counts, kept under the day's part-set version
+/// ([`crate::store::layout::Layout::day_version`]).
+#[derive(Default)]
+pub struct Cache {
+    days: Mutex<HashMap<i32, (String, Arc<Vec<ScopeCoverage>>)>>,
+}
+
+/// The report over the newest `days` days with data, counting again only
+/// the days whose parts changed since `cache` last saw them.
+pub fn report(reader: &Reader, days: u32, cache: &Cache) -> Result<Coverage, StoreError> {
+    let stored = reader.days()?;
+    let Some(&last) = stored.iter().max() else {
+        return Ok(Coverage::default());
+    };
+    let first = last - days.max(1) as i32 + 1;
+    let mut merged: BTreeMap<Key, (ScopeCoverage, BTreeSet<String>)> = BTreeMap::new();
+    for &day in stored.iter().filter(|d| (first..=last).contains(*d)) {
+        for sc in day_counts(reader, day, cache)?.iter() {
+            let key = (
+                sc.service.clone(),
+                sc.scope.clone(),
+                sc.scope_version.clone(),
+            );
+            let (m, conventions) = merged.entry(key).or_default();
+            add(m, sc);
+            conventions.extend(sc.conventions.iter().cloned());
+        }
+    }
+    let mut scopes: Vec<ScopeCoverage> = merged
+        .into_iter()
+        .map(|((service, scope, version), (mut c, conventions))| {
+            c.service = service;
+            c.scope = scope;
+            c.scope_version = version;
+            c.conventions = conventions.into_iter().collect();
+            c.gaps = gaps(&c);
+            c
+        })
+        .collect();
+    scopes.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.service.cmp(&b.service)));
+    Ok(Coverage {
+        from: Some(crate::model::day_to_string(first)),
+        to: Some(crate::model::day_to_string(last)),
+        scopes,
+    })
+}
+
+/// One day's counts, from the cache while its parts are the same.
+fn day_counts(
+    reader: &Reader,
+    day: i32,
+    cache: &Cache,
+) -> Result<Arc<Vec<ScopeCoverage>>, StoreError> {
+    let version = reader.layout().day_version(day)?;
+    if let Some((v, counts)) = cache
+        .days
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&day)
+    {
+        if *v == version {
+            return Ok(Arc::clone(counts));
+        }
+    }
+    let columns: Vec<polars::prelude::Expr> = tally::COLUMNS
+        .iter()
+        .map(|c| polars::prelude::col(*c))
+        .collect();
+    let df = reader.collect_spans(day..=day, |lf| lf.select(columns.clone()))?;
+    let counts = Arc::new(of_frame(&df).map_err(|e| StoreError::data("counting coverage", e))?);
+    let mut kept = cache.days.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() > 400 {
+        kept.clear();
+    }
+    kept.insert(day, (version, Arc::clone(&counts)));
+    Ok(counts)
+}
+
+fn add(m: &mut ScopeCoverage, c: &ScopeCoverage) {
+    m.calls += c.calls;
+    m.layers += c.layers;
+    m.with_arguments += c.with_arguments;
+    m.with_results += c.with_results;
+    m.failed += c.failed;
+    m.failed_with_class += c.failed_with_class;
+    m.with_session += c.with_session;
+    m.in_agent_turn += c.in_agent_turn;
+    m.unknown_shape += c.unknown_shape;
+}
+
+/// The gaps of one scope's figures.
+pub fn gaps(c: &ScopeCoverage) -> Vec<Gap> {
+    let share = |n: u64, of: u64| if of == 0 { 1.0 } else { n as f64 / of as f64 };
+    let mut out = Vec::new();
+    let mut add = |what: &str, share: f64| {
+        if share < GAP_BELOW {
+            out.push(Gap {
+                what: what.to_string(),
+                share: (share * 1000.0).round() / 1000.0,
+                blinds: fixes::blinds(what),
+                fix: fixes::fix(c.scope.as_deref(), what),
+            });
+        }
+    };
+    add("arguments", share(c.with_arguments, c.calls));
+    add("results", share(c.with_results, c.calls));
+    add("failure_detail", share(c.failed_with_class, c.failed));
+    add("session", share(c.with_session, c.calls));
+    add("agent_turn", share(c.in_agent_turn, c.calls));
+    add("unknown_shape", 1.0 - share(c.unknown_shape, c.calls));
+    out
+}

@@ -1,0 +1,123 @@
+//! One frame's coverage counts: each tool call once, as its outermost span
+//! (the layers of a call traced more than once — framework span, MCP client,
+//! MCP server — counted apart), under the service and scope of that span.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use polars::prelude::*;
+
+use super::ScopeCoverage;
+use crate::store::rollup::nested_in;
+use crate::store::table::{Hex, SpanIndex, SpanTable};
+
+/// The columns the counts read.
+pub const COLUMNS: &[&str] = &[
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "is_agent",
+    "agent_call_id",
+    "start_ns",
+    "end_ns",
+    "is_tool_call",
+    "tool_name",
+    "service_name",
+    "error_class",
+    "tool_args_hash",
+    "tool_result_hash",
+    "session_id",
+    "tool_convention",
+    "scope_name",
+    "scope_version",
+    "tool_args_recorded",
+];
+
+/// The counts of the spans in `df` (the columns of [`COLUMNS`]; the scope
+/// and `tool_args_recorded` columns may be missing or null: parts written
+/// before they were stored, where arguments count as recorded when they
+/// have a hash), one per (service, scope, version), without gaps.
+pub fn of_frame(df: &DataFrame) -> PolarsResult<Vec<ScopeCoverage>> {
+    let t = SpanTable::from_frame(df)?;
+    let index = SpanIndex::new(&t);
+    let nested = nested_in(&t, &index);
+    let strs = |name: &str| -> PolarsResult<Vec<Option<String>>> {
+        Ok(match df.column(name) {
+            Ok(c) => c
+                .cast(&DataType::String)?
+                .str()?
+                .iter()
+                .map(|s| s.map(str::to_string))
+                .collect(),
+            Err(_) => vec![None; df.height()],
+        })
+    };
+    let scope = strs("scope_name")?;
+    let version = strs("scope_version")?;
+    let convention = strs("tool_convention")?;
+    let service = strs("service_name")?;
+    let recorded: Vec<Option<bool>> = match df.column("tool_args_recorded") {
+        Ok(c) => c.bool()?.iter().collect(),
+        Err(_) => vec![None; df.height()],
+    };
+    // The traces with an agent span, and with a session, anywhere.
+    let mut agent_traces = HashSet::new();
+    let mut session_traces = HashSet::new();
+    for i in 0..t.len() {
+        if t.is_agent[i] || t.agent_call[i] != 0 {
+            agent_traces.insert(t.trace[i]);
+        }
+        if t.session[i] != 0 {
+            session_traces.insert(t.trace[i]);
+        }
+    }
+    // Each call's layers: the outer row and its nested duplicates (a wrapper
+    // around attempts is its own layer of none: it counts as no call).
+    let mut layers: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for i in (0..t.len()).filter(|&i| t.is_tool[i]) {
+        match nested[i] {
+            Some(o) if o == i => {}
+            Some(o) => layers.entry(o).or_default().push(i),
+            None => layers.entry(i).or_default().insert(0, i),
+        }
+    }
+    type Key = (String, Option<String>, Option<String>);
+    let mut by: BTreeMap<Key, (ScopeCoverage, BTreeSet<String>)> = BTreeMap::new();
+    for (&o, rows) in &layers {
+        if !t.is_tool[o] || nested[o] == Some(o) {
+            continue;
+        }
+        let key = (
+            service[o].clone().unwrap_or_default(),
+            scope[o].clone(),
+            version[o].clone(),
+        );
+        let (c, conventions) = by.entry(key).or_default();
+        conventions.extend(rows.iter().filter_map(|&r| convention[r].clone()));
+        let any = |f: &dyn Fn(usize) -> bool| rows.iter().any(|&r| f(r));
+        let failed = any(&|r| t.class[r].failed());
+        c.calls += 1;
+        c.layers += rows.len().saturating_sub(1) as u64;
+        let has_args = |r: usize| recorded[r].unwrap_or(!matches!(t.args.get(r), Hex::None));
+        c.with_arguments += u64::from(any(&has_args));
+        c.with_results += u64::from(failed || any(&|r| !matches!(t.result.get(r), Hex::None)));
+        if failed {
+            c.failed += 1;
+            let known = any(&|r| t.class[r].failed() && t.class_str(r) != Some("unknown"));
+            c.failed_with_class += u64::from(known);
+        }
+        c.with_session +=
+            u64::from(any(&|r| t.session[r] != 0) || session_traces.contains(&t.trace[o]));
+        c.in_agent_turn += u64::from(agent_traces.contains(&t.trace[o]));
+        c.unknown_shape += u64::from(convention[o].as_deref() == Some("fallback"));
+    }
+    Ok(by
+        .into_iter()
+        .map(|((service, scope, version), (mut c, conventions))| {
+            c.service = service;
+            c.scope = scope;
+            c.scope_version = version;
+            c.conventions = conventions.into_iter().collect();
+            c
+        })
+        .collect())
+}
