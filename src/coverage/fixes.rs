@@ -14,6 +14,10 @@ const BLINDS: &[(&str, &str)] = &[
         "no results recorded: a failure that lives only in the result (an error dict, an MCP isError handed to the model) is invisible, and tool loops cannot tell a repeat from progress",
     ),
     (
+        "failures",
+        "no call failed and no results were recorded: a failure the framework handled and handed the model as output (a retry plugin, an error callback, an error dict, an MCP isError) leaves no mark on the span, so none can be seen here: not a storm, not a spike",
+    ),
+    (
         "failure_detail",
         "failures without their words: their class is unknown, so retries wasted on errors that can never succeed cannot be told from retryable ones",
     ),
@@ -38,8 +42,9 @@ const BLINDS: &[(&str, &str)] = &[
 const FIXES: &[(&str, &str, &str)] = &[
     ("gcp.vertex.agent", "arguments", "Google ADK records no tool arguments by default: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY in the agent's environment (gen_ai.tool.call.arguments on the execute_tool span)"),
     ("gcp.vertex.agent", "results", "Google ADK records no tool results by default, and a failure that ReflectAndRetryToolPlugin, an on_tool_error callback or an error dict returned by the tool handled lives only there: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY"),
+    ("gcp.vertex.agent", "failures", "Google ADK marks no span when ReflectAndRetryToolPlugin or an on_tool_error callback answers a tool's exception, or the tool returns an error dict; the failure is only in the result: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY"),
     ("gcp.vertex.agent", "failure_detail", "Google ADK: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY so the error dicts (status/error_message, error_type/error_details) reach gen_ai.tool.call.result"),
-    ("openinference.instrumentation.openai_agents", "failure_detail", "the OpenAI Agents SDK hands the model a generic message for a failed tool and records no error: give function_tool(..., failure_error_function=...) a function that returns the error's message"),
+    ("openinference.instrumentation.openai_agents", "failure_detail", "the OpenAI Agents SDK's default failure_error_function redacts a failed tool's error (\"Tool execution failed. Error details are redacted.\"): give function_tool(..., failure_error_function=...) a function that returns the error's message"),
     ("openinference", "arguments", "OpenInference hides inputs when OPENINFERENCE_HIDE_INPUTS=true (TraceConfig(hide_inputs=True)): unset it so input.value carries the arguments"),
     ("openinference", "results", "OpenInference hides outputs when OPENINFERENCE_HIDE_OUTPUTS=true (TraceConfig(hide_outputs=True)): unset it so output.value carries the result"),
     ("openinference", "session", "wrap each conversation in openinference.instrumentation.using_session(session_id) so every span carries session.id"),
@@ -54,6 +59,7 @@ const FIXES: &[(&str, &str, &str)] = &[
     ("mcp", "session", "the MCP SDK's spans carry no session: instrument the agent that calls the MCP tools, whose tool span then wraps the MCP client and server spans"),
     ("", "arguments", "record the call's arguments on the tool span as gen_ai.tool.call.arguments (OpenTelemetry GenAI; opt-in content capture in most instrumentations)"),
     ("", "results", "record the result as gen_ai.tool.call.result, or fail the span (status ERROR, error.type) when the tool failed"),
+    ("", "failures", "record the result (gen_ai.tool.call.result), or fail the span (status ERROR, error.type) when the tool failed, also when the framework hands the failure to the model"),
     ("", "failure_detail", "put the failure's words on the span: error.type, the status message or an exception event with exception.message (an HTTP status in them is enough)"),
     ("", "session", "set session.id (or gen_ai.conversation.id) on the spans or the resource"),
     ("", "agent_turn", "wrap each request to the agent in an invoke_agent span (OpenTelemetry GenAI) or an OpenInference AGENT span"),

@@ -73,7 +73,8 @@ pub struct ScopeCoverage {
 /// One thing stormwatch cannot see for a scope.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Gap {
-    /// `arguments`, `results`, `failure_detail`, `session`, `agent_turn` or `unknown_shape`.
+    /// `arguments`, `results`, `failures`, `failure_detail`, `session`,
+    /// `agent_turn` or `unknown_shape`.
     pub what: String,
     /// The share of calls (of failed calls, for `failure_detail`) that have it.
     pub share: f64,
@@ -192,6 +193,11 @@ pub fn gaps(c: &ScopeCoverage) -> Vec<Gap> {
     };
     add("arguments", share(c.with_arguments, c.calls));
     add("results", share(c.with_results, c.calls));
+    // No call failed, and no result to find a failure in: a failure the
+    // framework handled (and handed the model as output) leaves no mark.
+    if c.failed == 0 {
+        add("failures", share(c.with_results, c.calls));
+    }
     add("failure_detail", share(c.failed_with_class, c.failed));
     add("session", share(c.with_session, c.calls));
     add("agent_turn", share(c.in_agent_turn, c.calls));

@@ -65,7 +65,7 @@ fn coverage() -> Value {
     let count = json!({"type": "integer", "minimum": 0});
     let text = json!({"type": "string"});
     let gap = json!({"type": "object", "required": ["what", "share", "blinds", "fix"], "properties": {
-        "what": {"type": "string", "enum": ["arguments", "results", "failure_detail", "session", "agent_turn", "unknown_shape"]},
+        "what": {"type": "string", "enum": ["arguments", "results", "failures", "failure_detail", "session", "agent_turn", "unknown_shape"]},
         "share": {"type": "number", "minimum": 0, "maximum": 1}, "blinds": text, "fix": text}});
     let scope = json!({"type": "object",
         "required": ["service", "conventions", "calls", "layers", "with_arguments", "with_results", "failed", "failed_with_class", "with_session", "in_agent_turn", "unknown_shape", "gaps"],
