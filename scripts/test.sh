@@ -2,7 +2,9 @@
 # Everything the project checks, from a fresh machine: installs what the
 # tests need (pinned Python venvs for the real OpenTelemetry exporters, over
 # HTTP and gRPC and through opentelemetry-instrument, pydantic-ai, Playwright
-# and the MCP Python SDK's client; the pinned npm packages of the Vercel AI
+# and the MCP Python SDK's client; one venv per agent framework of the
+# conformance suite: Google ADK, the OpenAI Agents SDK, pydantic-ai with MCP
+# tools, Strands Agents, smolagents, LangGraph; the pinned npm packages of the Vercel AI
 # SDK, of the OpenTelemetry JS gRPC exporter and of the MCP TypeScript SDK;
 # Debian's chromium for the dashboard), then
 # runs rustfmt, clippy -D warnings and every test, in one release build.
@@ -30,6 +32,10 @@ export STORMWATCH_PY_GRPC="$STORMWATCH_CACHE/venv-grpc/bin/python"
 export STORMWATCH_PY_FRAMEWORKS="$STORMWATCH_CACHE/venv-frameworks/bin/python"
 export STORMWATCH_PY_MCP="$STORMWATCH_CACHE/venv-mcp/bin/python"
 export STORMWATCH_PY_S3="$STORMWATCH_CACHE/venv-s3/bin/python"
+for fw in adk oai-agents pydantic-mcp strands smolagents langgraph; do
+  var="STORMWATCH_PY_$(echo "$fw" | tr 'a-z-' 'A-Z_')"
+  export "$var=$STORMWATCH_CACHE/venv-$fw/bin/python"
+done
 
 step "npm packages: the Vercel AI SDK framework tests, the OpenTelemetry JS gRPC exporter, the MCP TypeScript SDK"
 bash scripts/frameworks/setup_node.sh

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # Regenerate fixtures/frameworks/*.json: run every framework scenario once
 # against capture_otlp.py and keep what it sent, as OTLP JSON, string values
-# over 400 characters cut. Needs what scripts/test.sh installs
-# (venv-frameworks, scripts/frameworks/vercel-ai/node_modules).
+# over 400 characters cut. Needs what scripts/test.sh installs (the
+# framework venvs, scripts/frameworks/vercel-ai/node_modules). Each harness
+# starts its MCP server (scripts/frameworks/mcp_fare_server.py) itself, with
+# its own interpreter, exporting to the same endpoint.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cache="${STORMWATCH_CACHE:-$HOME/.cache/stormwatch}"
 py="${STORMWATCH_PY_FRAMEWORKS:-$cache/venv-frameworks/bin/python}"
+adk="${STORMWATCH_PY_ADK:-$cache/venv-adk/bin/python}"
+oai="${STORMWATCH_PY_OAI_AGENTS:-$cache/venv-oai-agents/bin/python}"
+pym="${STORMWATCH_PY_PYDANTIC_MCP:-$cache/venv-pydantic-mcp/bin/python}"
+strands="${STORMWATCH_PY_STRANDS:-$cache/venv-strands/bin/python}"
+smol="${STORMWATCH_PY_SMOLAGENTS:-$cache/venv-smolagents/bin/python}"
+langgraph="${STORMWATCH_PY_LANGGRAPH:-$cache/venv-langgraph/bin/python}"
 node="${STORMWATCH_NODE:-node}"
 out=fixtures/frameworks
 mkdir -p "$out"
@@ -19,4 +27,23 @@ for scenario in storm healthy; do
   for sdk in 6 7; do
     capture "vercel-ai-$sdk-$scenario" "$node" scripts/frameworks/vercel-ai/agent.mjs --sdk "$sdk" "$scenario" --endpoint '{endpoint}'
   done
+done
+for scenario in storm-reflect storm-dict storm-default healthy; do
+  capture "adk-$scenario" "$adk" scripts/frameworks/adk_agent.py "$scenario" --endpoint '{endpoint}'
+done
+for scenario in storm storm-redacted healthy mcp-storm; do
+  capture "oai-agents-$scenario" "$oai" scripts/frameworks/oai_agents_agent.py "$scenario" --endpoint '{endpoint}'
+done
+capture oai-agents-healthy-genai "$oai" scripts/frameworks/oai_agents_agent.py healthy --genai-semconv --endpoint '{endpoint}'
+for scenario in mcp-storm mcp-healthy; do
+  capture "pydantic-ai-$scenario" "$pym" scripts/frameworks/pydantic_ai_mcp_agent.py "$scenario" --endpoint '{endpoint}'
+done
+for scenario in storm healthy storm-latest healthy-latest mcp-storm; do
+  capture "strands-$scenario" "$strands" scripts/frameworks/strands_agent.py "$scenario" --endpoint '{endpoint}'
+done
+for scenario in storm healthy; do
+  capture "smolagents-$scenario" "$smol" scripts/frameworks/smolagents_agent.py "$scenario" --endpoint '{endpoint}'
+done
+for scenario in storm healthy storm-toolexception; do
+  capture "langgraph-$scenario" "$langgraph" scripts/frameworks/langgraph_agent.py "$scenario" --endpoint '{endpoint}'
 done

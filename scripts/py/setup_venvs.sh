@@ -15,6 +15,14 @@
 #                                      client and jsonschema: the MCP client tests)
 #   $STORMWATCH_CACHE/venv-s3       <- scripts/py/requirements-s3.txt (moto's S3 server for the
 #                                      shared-store tests; DuckDB with httpfs over it)
+# The framework conformance suite (tests/it/conformance.rs), one venv per
+# framework, each with its own tracing and the OTLP/HTTP exporter:
+#   venv-adk          <- requirements-adk.txt (Google ADK 2.x; OTel SDK capped at 1.44 by ADK)
+#   venv-oai-agents   <- requirements-oai-agents.txt (OpenAI Agents SDK + OpenInference; MCP SDK 2.x)
+#   venv-pydantic-mcp <- requirements-pydantic-mcp.txt (pydantic-ai with MCP tools; MCP SDK 2.x)
+#   venv-strands      <- requirements-strands.txt (Strands Agents; MCP SDK 2.x)
+#   venv-smolagents   <- requirements-smolagents.txt (smolagents + OpenInference)
+#   venv-langgraph    <- requirements-langgraph.txt (LangGraph + OpenInference)
 # STORMWATCH_CACHE defaults to $HOME/.cache/stormwatch; PYTHON (default python3,
 # must be >= 3.10 with the venv module) is the base interpreter.
 #
@@ -100,3 +108,15 @@ ensure_venv venv-frameworks "$here/requirements-frameworks.txt" \
 ensure_venv venv-bench "$here/../bench/requirements.txt" "duckdb"
 ensure_venv venv-mcp "$here/requirements-mcp.txt" "mcp.client.client, mcp.client.stdio, jsonschema"
 ensure_venv venv-s3 "$here/requirements-s3.txt" "moto.server, duckdb, duckdb_extension_httpfs"
+ensure_venv venv-adk "$here/requirements-adk.txt" \
+  "google.adk.runners, google.adk.plugins.reflect_retry_tool_plugin, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
+ensure_venv venv-oai-agents "$here/requirements-oai-agents.txt" \
+  "agents, openinference.instrumentation.openai_agents, mcp.server.mcpserver, mcp.client.stdio, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
+ensure_venv venv-pydantic-mcp "$here/requirements-pydantic-mcp.txt" \
+  "pydantic_ai.mcp, fastmcp.client, mcp.server.mcpserver, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
+ensure_venv venv-strands "$here/requirements-strands.txt" \
+  "strands, strands.telemetry, strands.tools.mcp, mcp.client.stdio, mcp.server.mcpserver, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
+ensure_venv venv-smolagents "$here/requirements-smolagents.txt" \
+  "smolagents, openinference.instrumentation.smolagents, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"
+ensure_venv venv-langgraph "$here/requirements-langgraph.txt" \
+  "langgraph.prebuilt, langchain_core.language_models.chat_models, openinference.instrumentation.langchain, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2"

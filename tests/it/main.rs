@@ -11,6 +11,7 @@ mod bounds_low;
 mod cluster;
 mod cluster_lb;
 mod common;
+mod conformance;
 mod crash;
 mod crash_flusher;
 mod crash_grpc;

@@ -1,0 +1,349 @@
+"""Run one Google ADK agent turn offline and send ADK's own OpenTelemetry spans
+to an OTLP/HTTP (protobuf) endpoint.
+
+The agent is an `LlmAgent` run by an `InMemoryRunner` (one
+`runner.run_async` = one turn = one trace); the model is a scripted subclass
+of ADK's `BaseLlm` (no network, no API key) whose `generate_content_async`
+yields one `LlmResponse` per model call: a function call, decided from the
+function calls already in the request's contents, and finally a text answer.
+Every response carries finish_reason STOP and usage metadata, as Gemini's do
+(ADK ends its `generate_content` span at the response that has a finish
+reason). The function calls carry no id, as Gemini's usually do not, so ADK
+gives them its own (`adk-<uuid>`). The spans are ADK's own (instrumentation
+scope `gcp.vertex.agent`): ADK's tracer is the global one, so setting an SDK
+TracerProvider as the global provider is all it takes; the real OTLP/HTTP
+protobuf exporter sends them. ADK's default telemetry schema (v2,
+`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN` unset) is used throughout. Scenarios:
+
+  storm-reflect  content capture on; the model calls `search_flights` 8 times
+                 with the same arguments; the upstream is dead, so every call
+                 raises HTTPError("HTTP 503 Service Unavailable"), which
+                 ADK's `ReflectAndRetryToolPlugin` answers with its reflection
+                 dict; then the model gives up with a final answer.
+  storm-dict     content capture on; the same 8 calls, but the tool returns
+                 ADK's documented error dict {"status": "error",
+                 "error_message": "HTTP 503 Service Unavailable"} instead of
+                 raising (the plugin is installed too; it lets a returned
+                 dict through untouched).
+  storm-default  storm-reflect with content capture left at ADK's default
+                 (no capture variable set): what a default user sends.
+  healthy        content capture on; a research agent calls `web_search` 8
+                 times with 8 different queries; calls 3 and 7 raise
+                 HTTPError("HTTP 404 Not Found"), answered by the plugin as in
+                 storm-reflect; the rest return a JSON result; final answer.
+
+"Content capture on" is OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=
+SPAN_ONLY, the switch ADK's default schema v2 reads for content on its spans
+(`gen_ai.tool.call.arguments` / `gen_ai.tool.call.result` on execute_tool,
+`gen_ai.input.messages` / `gen_ai.output.messages` /
+`gen_ai.system_instructions` on generate_content). With nothing set it
+resolves to NO_CONTENT: no arguments, no results, no messages.
+ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS (default on) governs only the legacy
+schema v1 attributes (`gcp.vertex.agent.tool_call_args` /
+`gcp.vertex.agent.tool_response`), which v2 does not emit. Every ADK and OTel
+GenAI switch is cleared first so that the scenario alone decides.
+
+How ADK records a failing tool: `record_tool_execution` opens `execute_tool
+<name>` around the whole tool pipeline (before-tool callbacks, the tool,
+on_tool_error callbacks, after-tool callbacks). An exception that an
+`on_tool_error` callback answers never reaches the span: the span closes with
+status UNSET, no `exception` event, no `error.type`, and the callback's dict
+is the recorded result. ADK marks a span failed only when the exception
+escapes (status ERROR, `error.type` = the exception's class name, `exception`
+events; the description ends up "<class>: <message>", as the OTel SDK's
+`start_as_current_span` overwrites ADK's "<class>"), or when the tool's
+`_detect_error_in_response` hook names an error type for a returned value; a
+plain FunctionTool has no such hook, so the error dict of storm-dict is not
+marked either. In neither storm is there any failure mark on the span: the
+failure is only in `gen_ai.tool.call.result`, and only with capture on.
+
+ReflectAndRetryToolPlugin: each failure increments a per-invocation,
+per-tool counter (a success resets it); while the count is <= max_retries
+it answers with {"response_type": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN",
+"error_type": "HTTPError", "error_details": "HTTP 503 Service Unavailable",
+"retry_count": n, "reflection_guidance": "..."}; past the limit it re-raises
+the tool's exception (default throw_exception_if_retry_exceeded=True), which
+ends the run with that exception (and that one span with status ERROR).
+ADK's default max_retries is 3, so the 4th failing call would end the turn.
+We set max_retries=8, the smallest limit that answers all 8 failures, and the
+scripted model stops calling after the 8th; so every call is answered and
+the run ends with the model's own final answer.
+
+The session is the InMemoryRunner session (`--session`, default
+adk-<scenario>); ADK writes it as `gen_ai.conversation.id` on the
+`invoke_workflow` and `invoke_agent` spans and the `generate_content` spans,
+not on `execute_tool`.
+
+Prints one JSON manifest line on stdout; exits 1 if an export batch failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import Any, AsyncGenerator, Sequence
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
+MAX_RETRIES = 8  # ReflectAndRetryToolPlugin's limit: answers all 8 failures (see the docstring)
+
+# What ADK / OTel read for content capture and the schema; cleared before each run.
+CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+SWITCHES = [
+    CAPTURE,
+    "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS",
+    "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN",
+    "ADK_TELEMETRY_IGNORE_RUN_CONFIG",
+    "ADK_EXPERIMENTAL_TELEMETRY",
+    "ADK_EXPERIMENTAL_TELEMETRY_FEATURES",
+    "OTEL_SEMCONV_STABILITY_OPT_IN",
+]
+
+STORM: dict[str, Any] = {
+    "agent": "travel_agent",
+    "tool": "search_flights",
+    "calls": [{"origin": "SFO", "destination": "JFK", "date": "2026-07-29"}] * 8,
+    "fail": set(range(8)),
+    "error": "HTTP 503 Service Unavailable",
+    "prompt": "Find me a flight from SFO to JFK on July 29.",
+    "answer": "Sorry, the flight search is down right now. Please try again later.",
+}
+
+HEALTHY: dict[str, Any] = {
+    "agent": "research_agent",
+    "tool": "web_search",
+    "calls": [
+        {"query": q}
+        for q in [
+            "retry storm definition",
+            "exponential backoff with jitter",
+            "circuit breaker pattern",
+            "HTTP 503 Retry-After header",
+            "idempotency keys for payments",
+            "OpenTelemetry GenAI semantic conventions",
+            "token bucket rate limiting",
+            "thundering herd problem",
+        ]
+    ],
+    "fail": {2, 6},  # the 3rd and 7th calls; never adjacent
+    "error": "HTTP 404 Not Found",
+    "prompt": "Write a short brief on how services should retry.",
+    "answer": "Here is a brief on retries, backoff and circuit breakers.",
+}
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "storm-reflect": {**STORM, "capture": True, "failure": "raise"},
+    "storm-dict": {**STORM, "capture": True, "failure": "dict"},
+    "storm-default": {**STORM, "capture": False, "failure": "raise"},
+    "healthy": {**HEALTHY, "capture": True, "failure": "raise"},
+}
+
+
+class HTTPError(Exception):
+    """What an HTTP client raises for a non-2xx answer."""
+
+
+class Recording(SpanExporter):
+    """The real exporter, keeping what it sent and whether every batch got through."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.spans: list[ReadableSpan] = []
+        self.failures = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        if result is SpanExportResult.SUCCESS:
+            self.spans.extend(spans)
+        else:
+            self.failures += 1
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def build_agent(scenario: dict[str, Any]) -> Any:
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    calls: list[dict[str, Any]] = scenario["calls"]
+    tool_name: str = scenario["tool"]
+
+    class ScriptedModel(BaseLlm):
+        """Replays a script: one function call per model call until the calls run out, then the answer."""
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            made = sum(
+                1
+                for content in llm_request.contents
+                for part in content.parts or []
+                if part.function_call is not None
+            )
+            if made < len(calls):
+                part = types.Part(function_call=types.FunctionCall(name=tool_name, args=dict(calls[made])))
+                out = 20
+            else:
+                part = types.Part(text=scenario["answer"])
+                out = 16
+            inp = 60 + 40 * made
+            yield LlmResponse(
+                content=types.Content(role="model", parts=[part]),
+                finish_reason=types.FinishReason.STOP,
+                model_version=self.model,
+                usage_metadata=types.GenerateContentResponseUsageMetadata(
+                    prompt_token_count=inp, candidates_token_count=out, total_token_count=inp + out
+                ),
+            )
+
+    made = 0
+
+    def call_upstream(**kwargs: Any) -> Any:
+        nonlocal made
+        i, made = made, made + 1
+        time.sleep(TOOL_SECONDS)
+        if i in scenario["fail"]:
+            if scenario["failure"] == "dict":
+                # ADK's documented way for a tool to report an error without raising.
+                return {"status": "error", "error_message": scenario["error"]}
+            raise HTTPError(scenario["error"])
+        return json.dumps({"results": [f"result {i + 1} for {json.dumps(kwargs, sort_keys=True)}"]})
+
+    def search_flights(origin: str, destination: str, date: str) -> Any:
+        """Search flights.
+
+        Args:
+            origin: IATA code of the departure airport.
+            destination: IATA code of the arrival airport.
+            date: Departure date, YYYY-MM-DD.
+        """
+        return call_upstream(origin=origin, destination=destination, date=date)
+
+    def web_search(query: str) -> Any:
+        """Search the web.
+
+        Args:
+            query: What to search for.
+        """
+        return call_upstream(query=query)
+
+    tools = {"search_flights": search_flights, "web_search": web_search}
+    return LlmAgent(
+        name=scenario["agent"],
+        description="Answers with the help of one tool.",
+        model=ScriptedModel(model="scripted"),
+        instruction="You are a helpful assistant.",
+        tools=[tools[tool_name]],
+    )
+
+
+async def run_turn(scenario: dict[str, Any], session: str) -> str:
+    from google.adk.plugins.reflect_retry_tool_plugin import ReflectAndRetryToolPlugin
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    runner = InMemoryRunner(
+        agent=build_agent(scenario),
+        app_name="stormwatch_conformance",
+        plugins=[ReflectAndRetryToolPlugin(max_retries=MAX_RETRIES)],
+    )
+    user = "user"
+    await runner.session_service.create_session(app_name=runner.app_name, user_id=user, session_id=session)
+    message = types.Content(role="user", parts=[types.Part(text=scenario["prompt"])])
+    answer = ""
+    async for event in runner.run_async(user_id=user, session_id=session, new_message=message):
+        if event.content is not None:
+            answer = "".join(p.text or "" for p in event.content.parts or []) or answer
+    await runner.close()
+    return answer
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
+    ap.add_argument("--session", default=None, help="session id (default: adk-<scenario>)")
+    args = ap.parse_args(argv)
+    scenario = SCENARIOS[args.scenario]
+    session = args.session or f"adk-{args.scenario}"
+    service = f"adk-{args.scenario}"
+
+    # ADK reads these when each run's TelemetryConfig is made; set them before.
+    for name in SWITCHES:
+        os.environ.pop(name, None)
+    if scenario["capture"]:
+        os.environ[CAPTURE] = "SPAN_ONLY"
+    os.environ["OTEL_SERVICE_NAME"] = service
+
+    # ADK's tracer (scope gcp.vertex.agent) comes from the global provider.
+    exporter = Recording(OTLPSpanExporter(endpoint=args.endpoint, timeout=10))
+    provider = TracerProvider(resource=Resource.create())  # service.name from OTEL_SERVICE_NAME
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+
+    from google.adk import version as adk_version
+
+    output = asyncio.run(run_turn(scenario, session))
+    provider.force_flush()
+    provider.shutdown()
+    if exporter.failures:
+        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
+        return 1
+
+    def attrs(s: ReadableSpan) -> Any:
+        return s.attributes or {}
+
+    spans = sorted(exporter.spans, key=lambda s: s.start_time or 0)
+    tool_spans = [s for s in spans if attrs(s).get("gen_ai.operation.name") == "execute_tool"]
+    calls = [s for s in tool_spans if attrs(s).get("gen_ai.tool.name") == scenario["tool"]]
+    # ADK leaves a call answered by a callback unmarked, so which calls failed
+    # is the scenario's own knowledge: the i-th call (by start time) failed if
+    # i is in the scenario's fail set.
+    failed = {id(s) for i, s in enumerate(calls) if i in scenario["fail"]}
+    traces = sorted({format(s.context.trace_id, "032x") for s in spans})
+    doc = {
+        "framework": "google-adk",
+        "version": adk_version.__version__,
+        "scenario": args.scenario,
+        "output": output,
+        "trace_ids": traces,
+        "session_id": session,
+        "service": service,
+        "tool": scenario["tool"],
+        "tool_calls": len(calls),
+        "failures": len(failed),
+        "content_capture": scenario["capture"],
+        "spans": [
+            {
+                "trace_id": format(s.context.trace_id, "032x"),
+                "span_id": format(s.context.span_id, "016x"),
+                "name": s.name,
+                "tool_name": attrs(s).get("gen_ai.tool.name") if s in tool_spans else None,
+                "failed": id(s) in failed,
+            }
+            for s in spans
+        ],
+    }
+    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

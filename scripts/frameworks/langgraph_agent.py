@@ -1,0 +1,326 @@
+"""Run one LangGraph agent turn offline and send its OpenInference spans to an
+OTLP/HTTP (protobuf) endpoint.
+
+The agent is LangGraph's prebuilt ReAct agent (`create_react_agent`: an
+"agent" node calling the chat model, a `ToolNode` "tools" node, and the
+`tools_condition` loop between them); the model is a scripted subclass of
+langchain-core's `BaseChatModel` (no network, no API key) whose `bind_tools`
+binds OpenAI-format tool schemas the way a provider's chat model does and
+whose `_generate` returns an `AIMessage` with one tool call per turn, deciding
+from the messages so far which call to make next and when to give the final
+answer. The spans are OpenInference's
+(`openinference-instrumentation-langchain`: a langchain-core callback tracer
+that turns every run — graph, node, chat model, tool — into a span), exported
+by the OTel SDK's real OTLP/HTTP protobuf exporter. Scenarios (one agent run =
+one turn = one trace):
+
+  storm    the model calls `search_flights` 8 times with the same arguments;
+           the upstream is dead, so every call raises
+           HTTPError("HTTP 503 Service Unavailable"); then the model gives up
+           with a final answer.
+  healthy  a research agent calls `web_search` 8 times with 8 different
+           queries; calls 3 and 7 raise HTTPError("HTTP 404 Not Found"), the
+           rest return a JSON result; final answer.
+  storm-toolexception
+           storm, but the tool fails the way langchain-core offers to tools
+           themselves: it raises `ToolException("HTTP 503 Service
+           Unavailable")` and has `handle_tool_error=True`. Then `BaseTool.run`
+           turns the exception into its result (a ToolMessage with
+           status="error" and the exception's text as content) and reports
+           `on_tool_end`, not `on_tool_error`: the TOOL span ends OK, and the
+           failure is only in its `output.value` (the serialized ToolMessage,
+           `"status": "error"`).
+
+How LangGraph handles a failing tool: `ToolNode`'s default
+`handle_tool_errors` (`_default_handle_tool_errors`) only turns argument
+validation errors (`ToolInvocationError`) into a message for the model and
+re-raises everything else, which would end the graph run at the first failed
+call. An agent meant to survive tool failures says
+`ToolNode(tools, handle_tool_errors=True)`, as this one does: the exception
+becomes a `ToolMessage(status="error", content="Error: HTTPError('HTTP 503
+Service Unavailable')\\n Please fix your mistakes.")` that the model sees, and
+the run goes on. langchain-core's `BaseTool.run` has already reported the
+exception to the callbacks (`on_tool_error`) before it propagates to the
+`ToolNode`, so the OpenInference TOOL span ends with status ERROR and an
+`exception` event, and has no `output.value`.
+
+The session is openinference's `using_session(...)` context (`session.id` on
+every span); it is also LangGraph's `thread_id` (the `configurable` key a
+checkpointer keys conversations by), which LangGraph copies into the runs'
+metadata, where the instrumentor reads it as the session id too.
+
+Prints one JSON manifest line on stdout; exits 1 if an export batch failed.
+A TOOL span counts as failed (`failed`, `failures`) when its status is ERROR
+or its `output.value` is a ToolMessage with status "error" (storm-toolexception).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from importlib.metadata import version
+from typing import Any, Sequence
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import StatusCode
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import ToolException, tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.prebuilt import ToolNode
+from openinference.instrumentation import using_session
+from openinference.instrumentation.langchain import LangChainInstrumentor
+
+TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "storm": {
+        "agent": "travel_agent",
+        "tool": "search_flights",
+        "calls": [{"origin": "SFO", "destination": "JFK", "date": "2026-07-29"}] * 8,
+        "fail": set(range(8)),
+        "error": "HTTP 503 Service Unavailable",
+        "prompt": "Find me a flight from SFO to JFK on July 29.",
+        "answer": "Sorry, the flight search is down right now. Please try again later.",
+    },
+    "healthy": {
+        "agent": "research_agent",
+        "tool": "web_search",
+        "calls": [
+            {"query": q}
+            for q in [
+                "retry storm definition",
+                "exponential backoff with jitter",
+                "circuit breaker pattern",
+                "HTTP 503 Retry-After header",
+                "idempotency keys for payments",
+                "OpenTelemetry GenAI semantic conventions",
+                "token bucket rate limiting",
+                "thundering herd problem",
+            ]
+        ],
+        "fail": {2, 6},  # the 3rd and 7th calls; never adjacent
+        "error": "HTTP 404 Not Found",
+        "prompt": "Write a short brief on how services should retry.",
+        "answer": "Here is a brief on retries, backoff and circuit breakers.",
+    },
+}
+SCENARIOS["storm-toolexception"] = {**SCENARIOS["storm"], "tool_exception": True}
+
+
+class HTTPError(Exception):
+    """What an HTTP client raises for a non-2xx answer."""
+
+
+class Recording(SpanExporter):
+    """The real exporter, keeping what it sent and whether every batch got through."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.spans: list[ReadableSpan] = []
+        self.failures = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        if result is SpanExportResult.SUCCESS:
+            self.spans.extend(spans)
+        else:
+            self.failures += 1
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replays a script: one tool call per turn until the calls run out, then the answer."""
+
+    tool_name: str
+    calls: list[dict[str, Any]]
+    answer: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": "scripted"}
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        # What a provider's chat model does: bind the tools' JSON schemas as the
+        # `tools` request parameter.
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        made = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
+        inp = 60 + 40 * made
+        if made < len(self.calls):
+            message = AIMessage(
+                content="",
+                tool_calls=[{"name": self.tool_name, "args": self.calls[made], "id": f"call_{made + 1:02d}", "type": "tool_call"}],
+                usage_metadata={"input_tokens": inp, "output_tokens": 20, "total_tokens": inp + 20},
+                response_metadata={"finish_reason": "tool_calls", "model_name": "scripted"},
+            )
+        else:
+            message = AIMessage(
+                content=self.answer,
+                usage_metadata={"input_tokens": inp, "output_tokens": 16, "total_tokens": inp + 16},
+                response_metadata={"finish_reason": "stop", "model_name": "scripted"},
+            )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def build_tools(scenario: dict[str, Any]) -> list[Any]:
+    made = 0
+
+    def call_upstream(**kwargs: Any) -> str:
+        nonlocal made
+        i, made = made, made + 1
+        time.sleep(TOOL_SECONDS)
+        if i in scenario["fail"]:
+            if scenario.get("tool_exception"):
+                raise ToolException(scenario["error"])
+            raise HTTPError(scenario["error"])
+        return json.dumps({"results": [f"result {i + 1} for {json.dumps(kwargs, sort_keys=True)}"]})
+
+    @tool
+    def search_flights(origin: str, destination: str, date: str) -> str:
+        """Search flights.
+
+        Args:
+            origin: IATA code of the departure airport.
+            destination: IATA code of the arrival airport.
+            date: Departure date, YYYY-MM-DD.
+        """
+        return call_upstream(origin=origin, destination=destination, date=date)
+
+    @tool
+    def web_search(query: str) -> str:
+        """Search the web.
+
+        Args:
+            query: What to search for.
+        """
+        return call_upstream(query=query)
+
+    chosen = {"search_flights": search_flights, "web_search": web_search}[scenario["tool"]]
+    if scenario.get("tool_exception"):
+        chosen.handle_tool_error = True  # a ToolException becomes the tool's (error) result
+    return [chosen]
+
+
+def build_agent(scenario: dict[str, Any]) -> Any:
+    # create_react_agent is deprecated since langgraph 1.0 in favour of
+    # langchain.agents.create_agent (the `langchain` package), but still the
+    # graph LangGraph itself ships; silence the warning so stderr stays clean.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+        return create_react_agent(
+            ScriptedChatModel(tool_name=scenario["tool"], calls=scenario["calls"], answer=scenario["answer"]),
+            ToolNode(build_tools(scenario), handle_tool_errors=True),
+            prompt="You are a helpful assistant.",
+            name=scenario["agent"],
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
+    ap.add_argument("--session", default=None, help="session id (default: langgraph-<scenario>)")
+    args = ap.parse_args(argv)
+    scenario = SCENARIOS[args.scenario]
+    session = args.session or f"langgraph-{args.scenario}"
+
+    exporter = Recording(OTLPSpanExporter(endpoint=args.endpoint, timeout=10))
+    provider = TracerProvider(resource=Resource.create({"service.name": f"langgraph-{args.scenario}"}))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        agent = build_agent(scenario)
+        with using_session(session):
+            state = agent.invoke(
+                {"messages": [("user", scenario["prompt"])]},
+                # 8 tool calls take 17 supersteps (agent, then tools+agent per
+                # call). No recursion_limit: LangGraph 1.2's default is 10007
+                # (LANGGRAPH_DEFAULT_RECURSION_LIMIT; it was 25), so it is no
+                # brake on a storm either.
+                config={"configurable": {"thread_id": session}},
+            )
+    finally:
+        instrumentor.uninstrument()
+    provider.force_flush()
+    provider.shutdown()
+    if exporter.failures:
+        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
+        return 1
+
+    def kind(s: ReadableSpan) -> Any:
+        return (s.attributes or {}).get("openinference.span.kind")
+
+    def failed(s: ReadableSpan) -> bool:
+        if s.status.status_code is StatusCode.ERROR:
+            return True
+        if kind(s) != "TOOL":
+            return False
+        try:
+            out = json.loads(str((s.attributes or {}).get("output.value", "")))
+        except ValueError:
+            return False
+        return isinstance(out, dict) and out.get("type") == "tool" and out.get("data", {}).get("status") == "error"
+
+    spans = exporter.spans
+    tool_spans = [s for s in spans if kind(s) == "TOOL"]
+    traces = sorted({format(s.context.trace_id, "032x") for s in spans})
+    doc = {
+        "framework": "langgraph",
+        "version": version("langgraph"),
+        "instrumentation": f"openinference-instrumentation-langchain {version('openinference-instrumentation-langchain')}",
+        "langchain_core": version("langchain-core"),
+        "scenario": args.scenario,
+        "output": str(state["messages"][-1].content),
+        "trace_ids": traces,
+        "session_id": session,
+        "tool": scenario["tool"],
+        "tool_calls": len(tool_spans),
+        "failures": sum(1 for s in tool_spans if failed(s)),
+        "service": f"langgraph-{args.scenario}",
+        "spans": [
+            {
+                "trace_id": format(s.context.trace_id, "032x"),
+                "span_id": format(s.context.span_id, "016x"),
+                "name": s.name,
+                "kind": kind(s),
+                "tool_name": (s.attributes or {}).get("tool.name") if s in tool_spans else None,
+                "failed": failed(s),
+            }
+            for s in spans
+        ],
+    }
+    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
