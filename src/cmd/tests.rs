@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
-use super::{alerts, config, import, signals, sweep, Format, Status};
+use super::{alerts, config, coverage, import, signals, sweep, Format, Status};
 use crate::config::Config;
 
 fn fixture(name: &str) -> PathBuf {
@@ -323,4 +323,49 @@ fn run_dispatches_a_parsed_command_line() {
             .any(|s| s["key"] == "v1:retry_storm:search_flights:unavailable"),
         "{json}"
     );
+}
+
+#[test]
+fn coverage_names_what_a_default_adk_agent_leaves_unseen_and_the_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, _) = output(|out| coverage::run(dir.path(), 7, Format::Text, out));
+    assert_eq!(status, Status::Success);
+    let opts = import::Options {
+        paths: vec![
+            fixture("frameworks/adk-storm-default.json"),
+            fixture("frameworks/adk-storm-reflect.json"),
+        ],
+        retention_days: Some(0),
+        ..import::Options::default()
+    };
+    let (status, _) = output(|out| import::run(dir.path(), None, &Config::default(), &opts, out));
+    assert_eq!(status, Status::Success);
+    let (_, text) = output(|out| coverage::run(dir.path(), 7, Format::Text, out));
+    // The default run: blind for arguments, results and failures, with ADK's switch.
+    let default = text
+        .split("\n\n")
+        .find(|b| b.starts_with("adk-storm-default "))
+        .unwrap_or_else(|| panic!("{text}"));
+    for gap in [
+        "gap arguments (0%)",
+        "gap results (0%)",
+        "gap failures (0%)",
+    ] {
+        assert!(default.contains(gap), "{gap}: {default}");
+    }
+    assert!(default.contains("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY"));
+    // With content capture on: no gap.
+    let captured = text
+        .split("\n\n")
+        .find(|b| b.starts_with("adk-storm-reflect "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        captured.contains("8 calls; arguments 100%, results 100%"),
+        "{captured}"
+    );
+    assert!(captured.contains("no gap"), "{captured}");
+    let (_, json) = output(|out| coverage::run(dir.path(), 7, Format::Json, out));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["scopes"].as_array().unwrap().len(), 2, "{v:#}");
+    assert_eq!(v["scopes"][0]["scope"], "gcp.vertex.agent");
 }

@@ -10,7 +10,8 @@ chromium), run by tests/it/dashboard.rs against `stormwatch serve`.
 tool, with its legend, shows search_flights' July 29 failures; the tool page
 marks the three days the spike rule flagged; the search_flights retry-storm
 signal leads to an evidence trace with 15 attempts and no backoff; muting
-from the page changes the state. `hostile` opens every page of tools with hostile names and checks
+from the page changes the state; the overview links to the coverage page,
+which has a row per service and scope. `hostile` opens every page of tools with hostile names and checks
 nothing ran: no dialog, no injected element, the name shown as text.
 `login` (a server with --api-token) is sent to sign in, signs in, and checks
 the session cookie's attributes. Every mode fails on any console error, page
@@ -156,6 +157,17 @@ def demo(page, base, shots):
     check(state != "muted", f"unmuting from the page: state {state!r}")
     page.screenshot(path=os.path.join(shots, "signal-after-mute.png"), full_page=True)
 
+    # What stormwatch can see: linked from the overview, a row per service
+    # and scope, each gap with its fix.
+    page.goto(base + "/")
+    page.locator("#coverage-link a").click()
+    page.wait_for_load_state("networkidle")
+    check(page.url.endswith("/coverage"), f"the overview links to the coverage page: {page.url}")
+    rows = page.locator("#coverage tr").count() - 1
+    check(rows >= 1, f"the coverage page has a row per service and scope: {rows}")
+    check(page.locator("header a[href='/coverage']").count() == 1, "every page's header links to the coverage page")
+    page.screenshot(path=os.path.join(shots, "coverage.png"), full_page=True)
+
 
 def hostile(page, base, shots, tools):
     page.goto(base + "/")
@@ -163,7 +175,7 @@ def hostile(page, base, shots, tools):
     for t in tools:
         check(page.get_by_text(t, exact=True).count() >= 1, f"the overview shows {t!r} as text")
     page.screenshot(path=os.path.join(shots, "hostile-overview.png"), full_page=True)
-    urls = ["/", "/signals", "/api/tools"]
+    urls = ["/", "/signals", "/api/tools", "/coverage", "/api/coverage"]
     for t in tools:
         q = urllib.parse.quote(t, safe="")
         urls += [f"/tools/{q}", f"/charts/tools/{q}/daily.svg"]
