@@ -87,11 +87,14 @@ pub struct Gap {
 /// A scope's key: (service, scope, version).
 type Key = (String, Option<String>, Option<String>);
 
+/// One day's counts, under the part-set version they were counted from.
+type DayCounts = (String, Arc<Vec<ScopeCoverage>>);
+
 /// Each day's counts, kept under the day's part-set version
 /// ([`crate::store::layout::Layout::day_version`]).
 #[derive(Default)]
 pub struct Cache {
-    days: Mutex<HashMap<i32, (String, Arc<Vec<ScopeCoverage>>)>>,
+    days: Mutex<HashMap<i32, DayCounts>>,
 }
 
 /// The report over the newest `days` days with data, counting again only

@@ -278,7 +278,7 @@ impl ResultShape {
         let failed = if self.equals.is_empty() {
             !matches!(text.as_str(), "" | "false" | "0")
         } else {
-            self.equals.iter().any(|e| *e == text)
+            self.equals.contains(&text)
         };
         if !failed {
             return None;
