@@ -5,9 +5,12 @@
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{span::Event, status::StatusCode, Status};
 
+use super::conventions::SpanView;
 use super::results::{Recorded, ResultShapes};
+use super::toolcall::{self, ToolRef};
 use super::{attrs, message};
-use crate::model::{ErrorClass, ToolConvention};
+use crate::model::ErrorClass;
+pub use message::{from_grpc, from_http, from_text};
 
 /// What classification found out about one span.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,31 +23,22 @@ pub struct Verdict {
     pub error_type: Option<String>,
 }
 
-/// Attribute keys that hold a tool's result, across conventions
-/// (pydantic-ai's `tool_response` before it wrote the GenAI key).
-pub const RESULT_KEYS: &[&str] = &[
-    "gen_ai.tool.call.result",
-    "output.value",
-    "ai.toolCall.result",
-    "traceloop.entity.output",
-    "mcp.tool.result",
-    "tool.output",
-    "tool_response",
-];
-
-/// The verdict on a span that may be a tool call: its result, when one
-/// of [`RESULT_KEYS`] holds it, may say the call failed.
+/// The verdict on a span of only attributes, status and events: its
+/// result, when the convention that marks it as a tool call reads one, may
+/// say the call failed (the path ingest takes, for one span on its own).
 pub fn classify(attrs: &[KeyValue], status: Option<&Status>, events: &[Event]) -> Verdict {
-    let result = RESULT_KEYS.iter().find_map(|k| attrs::get(attrs, k));
+    let view = SpanView {
+        name: "",
+        attrs,
+        events,
+        scope: "",
+    };
+    let tool = toolcall::detect_view(&view);
     classify_call(
         attrs,
         status,
         events,
-        result.map(|value| Recorded {
-            tool: "",
-            value,
-            convention: ToolConvention::Fallback,
-        }),
+        tool.as_ref().and_then(ToolRef::recorded),
         ResultShapes::NONE,
     )
 }
@@ -104,13 +98,17 @@ pub fn classify_call(
                 .into_iter()
                 .flatten(),
             )
-        })
-        .or_else(|| result.and_then(|r| r.failure(shapes)))
-        .unwrap_or(if failed {
-            ErrorClass::Unknown
-        } else {
-            ErrorClass::Ok
         });
+    // Nothing on the span decided: the result may say it failed, and name
+    // the failure (ADK's `error_type`, a user's shape's value).
+    let (class, error_type) = match class {
+        Some(c) => (c, error_type),
+        None => match result.and_then(|r| r.failure(shapes)) {
+            Some(f) => (f.class, error_type.or(f.name)),
+            None if failed => (ErrorClass::Unknown, error_type),
+            None => (ErrorClass::Ok, error_type),
+        },
+    };
 
     Verdict {
         class,
@@ -118,39 +116,4 @@ pub fn classify_call(
         rpc_status,
         error_type,
     }
-}
-
-/// HTTP status → class; `None` for statuses that are not failures.
-pub fn from_http(status: i32) -> Option<ErrorClass> {
-    Some(match status {
-        429 => ErrorClass::RateLimited,
-        408 => ErrorClass::Timeout,
-        502..=504 => ErrorClass::Unavailable,
-        500..=599 => ErrorClass::ServerError,
-        401 | 403 => ErrorClass::Auth,
-        404 | 410 => ErrorClass::NotFound,
-        400 | 409 | 413 | 422 => ErrorClass::InvalidRequest,
-        400..=499 => ErrorClass::ClientError,
-        _ => return None,
-    })
-}
-
-/// gRPC status code → class; `None` for OK and codes the table leaves open.
-pub fn from_grpc(code: i32) -> Option<ErrorClass> {
-    Some(match code {
-        8 => ErrorClass::RateLimited,
-        14 => ErrorClass::Unavailable,
-        4 => ErrorClass::Timeout,
-        16 | 7 => ErrorClass::Auth,
-        5 => ErrorClass::NotFound,
-        3 | 9 | 11 => ErrorClass::InvalidRequest,
-        13 | 2 => ErrorClass::ServerError,
-        _ => return None,
-    })
-}
-
-/// Words in an error name or message → class (a status code or reason
-/// phrase in it first).
-pub fn from_text(text: &str) -> Option<ErrorClass> {
-    message::classify([text])
 }

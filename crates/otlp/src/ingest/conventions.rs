@@ -4,7 +4,7 @@
 //! the call's name, id, arguments and result. One entry of [`CONVENTIONS`]
 //! per convention, tried in that order (the first that marks a span reads
 //! it); each names the frameworks and versions it was observed in, and the
-//! framework conformance suite (`tests/it/frameworks*.rs`) replays their
+//! framework conformance suite (`tests/it/conformance.rs`) replays their
 //! spans. A span of none of these shapes that still names a tool is read by
 //! the last entry, `fallback`, and counted as unknown shape in the coverage
 //! report.
@@ -77,8 +77,6 @@ pub enum Mark {
     Call,
     /// The convention's own protocol (MCP `initialize`, `tools/list`): no call.
     Protocol,
-    /// A framework's bookkeeping dressed as a tool (smolagents' `final_answer`).
-    Bookkeeping,
     /// Not this convention's span.
     No,
 }
@@ -170,12 +168,10 @@ pub static CONVENTIONS: &[Convention] = &[
         observed_in: "OpenAI Agents SDK + openinference-instrumentation-openai-agents, \
                       smolagents + openinference-instrumentation-smolagents, LangGraph",
         marks: |s| {
-            if !s.is("openinference.span.kind", "TOOL") {
-                Mark::No
-            } else if s.scope.contains("smolagents") && s.is("tool.name", "final_answer") {
-                Mark::Bookkeeping
-            } else {
+            if s.is("openinference.span.kind", "TOOL") {
                 Mark::Call
+            } else {
+                Mark::No
             }
         },
         name: &["tool.name"],
@@ -227,7 +223,8 @@ pub static CONVENTIONS: &[Convention] = &[
     Convention {
         id: ToolConvention::VercelAi,
         spec: "the Vercel AI SDK's `ai.toolCall` spans",
-        observed_in: "AI SDK 6.0 (`experimental_telemetry`), AI SDK 7.0 + @ai-sdk/otel",
+        observed_in: "AI SDK 6.0 (`experimental_telemetry`); AI SDK 7.0 with @ai-sdk/otel \
+                      writes GenAI spans, read by that convention",
         marks: |s| {
             if s.has("ai.toolCall.name") {
                 Mark::Call
@@ -275,41 +272,89 @@ pub static CONVENTIONS: &[Convention] = &[
 ];
 
 /// A tool call as a convention reads it, borrowed from the span.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Read<'a> {
     pub convention: &'static Convention,
     pub name: Cow<'a, str>,
     pub call_id: Option<Cow<'a, str>>,
     pub args: Option<&'a Value>,
-    pub args_shape: ArgsShape,
     pub result: Option<&'a Value>,
 }
 
-impl PartialEq for Convention {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
-    }
+/// A framework's own bookkeeping that its tracing records as a tool call:
+/// under scope `scope` (or a dotted name below it), a tool named `tool`
+/// (`*` any run of characters) is no call of the agent's.
+pub struct Bookkeeping {
+    pub scope: &'static str,
+    pub tool: &'static str,
+    pub what: &'static str,
 }
 
-/// What a span is: the first convention that marks it decides.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reading<'a> {
-    Call(Read<'a>),
-    /// Marked, but no call (protocol or bookkeeping), by this convention.
-    NotACall(&'static Convention, Mark),
-    None,
+/// Every framework's bookkeeping that looks like a tool call.
+pub static BOOKKEEPING: &[Bookkeeping] = &[
+    Bookkeeping {
+        scope: "openinference.instrumentation.smolagents",
+        tool: "final_answer",
+        what: "smolagents' final answer (smolagents 1.26)",
+    },
+    Bookkeeping {
+        scope: "gcp.vertex.agent",
+        tool: "transfer_to_agent",
+        what: "Google ADK's hand-off to another agent (TransferToAgentTool, ADK 2.13)",
+    },
+    Bookkeeping {
+        scope: "openinference.instrumentation.openai_agents",
+        tool: "handoff to *",
+        what: "the OpenAI Agents SDK's hand-off span (HandoffSpanData, openai-agents 0.24)",
+    },
+];
+
+/// `scope` is `prefix` or a dotted name under it (`prefix.…`); every scope
+/// is under `""`.
+pub fn under(scope: &str, prefix: &str) -> bool {
+    prefix.is_empty()
+        || scope
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
-/// Read a span by the first convention that marks it.
-pub fn read<'a>(span: &SpanView<'a>) -> Reading<'a> {
-    for c in CONVENTIONS {
-        match (c.marks)(span) {
-            Mark::No => continue,
-            Mark::Call => return Reading::Call(read_with(c, span)),
-            other => return Reading::NotACall(c, other),
+/// `name` matches `pattern`, where `*` is any run of characters.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for p in middle {
+        match rest.find(p) {
+            Some(at) => rest = &rest[at + p.len()..],
+            None => return false,
         }
     }
-    Reading::None
+    rest.ends_with(last)
+}
+
+/// The tool call a span is, read by the first convention that marks it;
+/// `None` for a span no convention marks, for protocol spans (MCP's
+/// `initialize`, `tools/list`) and for a framework's bookkeeping
+/// ([`BOOKKEEPING`]).
+pub fn read<'a>(span: &SpanView<'a>) -> Option<Read<'a>> {
+    let (c, mark) = CONVENTIONS.iter().find_map(|c| match (c.marks)(span) {
+        Mark::No => None,
+        m => Some((c, m)),
+    })?;
+    if mark != Mark::Call {
+        return None;
+    }
+    let r = read_with(c, span);
+    let bookkeeping = BOOKKEEPING
+        .iter()
+        .any(|b| under(span.scope, b.scope) && glob(b.tool, &r.name));
+    (!bookkeeping).then_some(r)
 }
 
 fn read_with<'a>(c: &'static Convention, s: &SpanView<'a>) -> Read<'a> {
@@ -327,7 +372,6 @@ fn read_with<'a>(c: &'static Convention, s: &SpanView<'a>) -> Read<'a> {
         name,
         call_id: first(c.call_id),
         args: s.find(c.args),
-        args_shape: c.args_shape,
         result: s.find(c.result),
     }
 }

@@ -5,7 +5,6 @@
 //! Frameworks that record a failed tool as status ERROR plus an exception
 //! event — the Vercel AI SDK, pydantic-ai — leave only these.
 
-use super::classify::from_http;
 use crate::model::ErrorClass;
 
 /// Words that, just before a three-digit number, make it a status code.
@@ -163,4 +162,39 @@ pub fn classify<'a>(texts: impl IntoIterator<Item = &'a str> + Clone) -> Option<
                 .into_iter()
                 .find_map(|t| phrase_status(t).and_then(from_http))
         })
+}
+
+/// HTTP status → class; `None` for statuses that are not failures.
+pub fn from_http(status: i32) -> Option<ErrorClass> {
+    Some(match status {
+        429 => ErrorClass::RateLimited,
+        408 => ErrorClass::Timeout,
+        502..=504 => ErrorClass::Unavailable,
+        500..=599 => ErrorClass::ServerError,
+        401 | 403 => ErrorClass::Auth,
+        404 | 410 => ErrorClass::NotFound,
+        400 | 409 | 413 | 422 => ErrorClass::InvalidRequest,
+        400..=499 => ErrorClass::ClientError,
+        _ => return None,
+    })
+}
+
+/// gRPC status code → class; `None` for OK and codes the table leaves open.
+pub fn from_grpc(code: i32) -> Option<ErrorClass> {
+    Some(match code {
+        8 => ErrorClass::RateLimited,
+        14 => ErrorClass::Unavailable,
+        4 => ErrorClass::Timeout,
+        16 | 7 => ErrorClass::Auth,
+        5 => ErrorClass::NotFound,
+        3 | 9 | 11 => ErrorClass::InvalidRequest,
+        13 | 2 => ErrorClass::ServerError,
+        _ => return None,
+    })
+}
+
+/// Words in an error name or message → class (a status code or reason
+/// phrase in it first).
+pub fn from_text(text: &str) -> Option<ErrorClass> {
+    classify([text])
 }

@@ -224,7 +224,14 @@ fn the_first_source_that_decides_wins() {
 
 #[test]
 fn tool_results_that_say_they_failed() {
-    let r = |v: &str| vec![s("gen_ai.tool.call.result", v)];
+    // A tool call's result (the GenAI convention reads it).
+    let r = |v: &str| {
+        vec![
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "search"),
+            s("gen_ai.tool.call.result", v),
+        ]
+    };
     check(
         r(r#"{"isError": true, "content": []}"#),
         None,
@@ -257,7 +264,33 @@ fn tool_results_that_say_they_failed() {
         ErrorClass::Ok,
     );
     check(r(r#"{"error": ""}"#), None, None, ErrorClass::Ok);
+    // A success's error count or list is no failure.
+    check(
+        r(r#"{"rate": 1.08, "error": 0}"#),
+        None,
+        None,
+        ErrorClass::Ok,
+    );
+    check(
+        r(r#"{"amount": 10.8, "error": [], "warnings": []}"#),
+        None,
+        None,
+        ErrorClass::Ok,
+    );
+    check(
+        r(r#"{"errors": 2, "error": [{"code": 429}]}"#),
+        None,
+        None,
+        ErrorClass::Unknown,
+    );
     check(r("plain text result"), None, None, ErrorClass::Ok);
+    // The same result on a span no convention marks as a call: not read.
+    check(
+        vec![s("gen_ai.tool.call.result", r#"{"ok": false}"#)],
+        None,
+        None,
+        ErrorClass::Ok,
+    );
 }
 
 #[test]

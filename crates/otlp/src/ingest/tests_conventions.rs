@@ -265,21 +265,33 @@ fn adk_failures_handled_before_the_span_ends_are_read_from_the_result() {
     );
 }
 
+/// An OpenInference TOOL span of `tool` with this input and output.
+fn oi_tool(tool: &str, input: &str, output: &str) -> Vec<KeyValue> {
+    vec![
+        s("openinference.span.kind", "TOOL"),
+        s("tool.name", tool),
+        s("input.value", input),
+        s("output.value", output),
+    ]
+}
+
 #[test]
-fn the_openai_agents_sdks_error_text_is_a_failure_only_in_its_convention() {
+fn the_mcp_sdks_error_text_naming_the_tool_is_a_failure_under_any_convention() {
     let out = "Error executing tool lookup_fare: HTTP 503 Service Unavailable";
     let got = read(
         "lookup_fare",
-        &openinference_tool(r#"{"origin":"SFO"}"#, out),
+        &oi_tool("lookup_fare", r#"{"origin":"SFO"}"#, out),
         &[],
         "openinference.instrumentation.openai_agents",
         None,
     )
     .unwrap();
     assert_eq!(got.3, ErrorClass::Unavailable);
+    // The OpenAI Agents SDK's default error function: unknown.
     let default_fn = read(
         "lookup_fare",
-        &openinference_tool(
+        &oi_tool(
+            "lookup_fare",
             r#"{"origin":"SFO"}"#,
             "An error occurred while running the tool. Please try again. Error: boom",
         ),
@@ -289,20 +301,26 @@ fn the_openai_agents_sdks_error_text_is_a_failure_only_in_its_convention() {
     )
     .unwrap();
     assert_eq!(default_fn.3, ErrorClass::Unknown);
-    // The same words as a GenAI tool's text result are a result, not a failure.
-    let genai = read(
-        "execute_tool lookup_fare",
-        &[
-            s("gen_ai.operation.name", "execute_tool"),
-            s("gen_ai.tool.name", "lookup_fare"),
-            s("gen_ai.tool.call.result", out),
-        ],
-        &[],
-        "",
-        None,
-    )
-    .unwrap();
-    assert_eq!(genai.3, ErrorClass::Ok);
+    // The same text as a GenAI tool's result (a framework traced by other
+    // instrumentation handing an MCP isError on) is a failure too.
+    let genai = |tool: &str| {
+        read(
+            "execute_tool",
+            &[
+                s("gen_ai.operation.name", "execute_tool"),
+                s("gen_ai.tool.name", tool),
+                s("gen_ai.tool.call.result", out),
+            ],
+            &[],
+            "",
+            None,
+        )
+        .unwrap()
+        .3
+    };
+    assert_eq!(genai("lookup_fare"), ErrorClass::Unavailable);
+    // A tool whose output merely quotes another tool's failure is not failing.
+    assert_eq!(genai("read_log"), ErrorClass::Ok);
 }
 
 #[test]
@@ -360,33 +378,72 @@ fn strands_legacy_arguments_and_results_live_in_events() {
     assert_eq!(got.3, ErrorClass::Unavailable);
 }
 
+/// (class, raw name) of a GenAI tool span's result under `shapes`.
+fn with_shapes(
+    tool: &str,
+    result: &str,
+    shapes: &super::results::ResultShapes,
+) -> (ErrorClass, Option<String>) {
+    let attrs = [
+        s("gen_ai.operation.name", "execute_tool"),
+        s("gen_ai.tool.name", tool),
+        s("gen_ai.tool.call.result", result),
+    ];
+    let t = toolcall::detect_view(&SpanView::bare("execute_tool", &attrs)).unwrap();
+    let v = classify::classify_call(&attrs, None, &[], t.recorded(), shapes);
+    (v.class, v.error_type)
+}
+
+fn shape(
+    pointer: &str,
+    equals: &[&str],
+    message: Option<&str>,
+    class: Option<&str>,
+    tools: &[&str],
+) -> super::results::ResultShape {
+    super::results::ResultShape {
+        pointer: pointer.into(),
+        equals: equals.iter().map(|e| e.to_string()).collect(),
+        message: message.map(Into::into),
+        class: class.map(Into::into),
+        tools: tools.iter().map(|t| t.to_string()).collect(),
+    }
+}
+
 #[test]
 fn a_result_shape_a_user_declared_reads_their_own_tools_failures() {
-    use super::results::{ResultShape, ResultShapes};
-    let shapes = ResultShapes(vec![ResultShape {
-        pointer: "/outcome/state".into(),
-        equals: vec!["FAILED".into(), "REJECTED".into()],
-        message: Some("/outcome/reason".into()),
-        tools: vec!["book_*".into()],
-    }]);
-    assert_eq!(shapes.0[0].problem(), None);
-    let class = |tool: &str, result: &str| {
-        let attrs = [
-            s("gen_ai.operation.name", "execute_tool"),
-            s("gen_ai.tool.name", tool),
-            s("gen_ai.tool.call.result", result),
-        ];
-        let t = toolcall::detect_view(&SpanView::bare("execute_tool", &attrs)).unwrap();
-        classify::classify_call(&attrs, None, &[], t.recorded(), &shapes).class
-    };
+    use super::results::ResultShapes;
+    let shapes = ResultShapes(vec![
+        shape(
+            "/outcome/state",
+            &["FAILED"],
+            Some("/outcome/reason"),
+            None,
+            &["book_*"],
+        ),
+        shape(
+            "/outcome/state",
+            &["DECLINED"],
+            Some("/outcome/reason"),
+            Some("invalid_request"),
+            &["book_*"],
+        ),
+    ]);
+    assert!(shapes.0.iter().all(|s| s.problem().is_none()));
+    let class = |tool: &str, result: &str| with_shapes(tool, result, &shapes).0;
     let failed = r#"{"outcome": {"state": "FAILED", "reason": "upstream 503"}}"#;
-    assert_eq!(class("book_flight", failed), ErrorClass::Unavailable);
+    assert_eq!(
+        with_shapes("book_flight", failed, &shapes),
+        (ErrorClass::Unavailable, Some("FAILED".to_string())),
+        "the class from its words, the value as the raw name"
+    );
+    // The words say nothing: the shape's declared class.
     assert_eq!(
         class(
             "book_hotel",
-            r#"{"outcome": {"state": "REJECTED", "reason": "card declined"}}"#
+            r#"{"outcome": {"state": "DECLINED", "reason": "card declined"}}"#
         ),
-        ErrorClass::Unknown
+        ErrorClass::InvalidRequest
     );
     assert_eq!(
         class("book_flight", r#"{"outcome": {"state": "CONFIRMED"}}"#),
@@ -402,45 +459,84 @@ fn a_result_shape_a_user_declared_reads_their_own_tools_failures() {
         ),
         ErrorClass::RateLimited
     );
-    // No `equals`: any value but null, false, 0 and "" fails the call.
-    let any = ResultShapes(vec![ResultShape {
-        pointer: "/err".into(),
-        equals: vec![],
-        message: Some("/err".into()),
-        tools: vec![],
-    }]);
-    let with = |result: &str| {
-        let v =
-            opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(result.into());
-        any.failure("t", &v)
-    };
+    // Inside the frameworks' envelopes: ADK's {"result": "<json text>"},
+    // a LangChain tool message, an MCP text content block.
+    let inner = r#"{\"outcome\": {\"state\": \"FAILED\", \"reason\": \"Gateway Timeout\"}}"#;
+    for wrapped in [
+        format!(r#"{{"result": "{inner}"}}"#),
+        format!(
+            r#"{{"type": "tool", "data": {{"content": "{inner}", "tool_call_id": "call_1", "status": "success"}}}}"#
+        ),
+        format!(r#"{{"type": "text", "text": "{inner}"}}"#),
+    ] {
+        assert_eq!(
+            class("book_flight", &wrapped),
+            ErrorClass::Timeout,
+            "{wrapped}"
+        );
+    }
+    // No `equals`: any value but null, false, 0, "", [] and {} fails the call.
+    let any = ResultShapes(vec![shape("/err", &[], Some("/err"), None, &[])]);
     assert_eq!(
-        with(r#"{"err": "Gateway Timeout"}"#),
-        Some(ErrorClass::Timeout)
+        with_shapes("t", r#"{"err": "Gateway Timeout"}"#, &any).0,
+        ErrorClass::Timeout
     );
-    assert_eq!(with(r#"{"err": null}"#), None);
-    assert_eq!(with(r#"{"err": false}"#), None);
-    assert_eq!(with(r#"{"err": ""}"#), None);
+    for ok in [
+        r#"{"err": null}"#,
+        r#"{"err": false}"#,
+        r#"{"err": ""}"#,
+        r#"{"err": 0.0}"#,
+        r#"{"err": []}"#,
+        r#"{"err": {}}"#,
+    ] {
+        assert_eq!(with_shapes("t", ok, &any).0, ErrorClass::Ok, "{ok}");
+    }
+    // A text result (no JSON) is compared whole by a pointer into it: none.
+    assert_eq!(with_shapes("t", "FAILED", &any).0, ErrorClass::Ok);
 }
 
 #[test]
 fn a_result_shape_names_what_is_wrong_with_it() {
-    use super::results::ResultShape;
-    let shape = |pointer: &str, message: Option<&str>, tools: &[&str]| ResultShape {
-        pointer: pointer.into(),
-        equals: vec![],
-        message: message.map(Into::into),
-        tools: tools.iter().map(|t| t.to_string()).collect(),
-    };
-    let (key, why) = shape("status", None, &[]).problem().unwrap();
+    let problem = |sh: super::results::ResultShape| sh.problem().map(|(k, why)| (k, why));
+    let (key, why) = problem(shape("status", &[], None, None, &[])).unwrap();
     assert_eq!(key, "pointer");
     assert!(why.contains("\"status\""), "{why}");
     assert_eq!(
-        shape("/s", Some("reason"), &[]).problem().unwrap().0,
+        problem(shape("", &["x"], None, None, &[])).unwrap().0,
+        "pointer"
+    );
+    assert_eq!(
+        problem(shape("/a~2b", &[], None, None, &[])).unwrap().0,
+        "pointer"
+    );
+    assert_eq!(
+        problem(shape("/s", &[], Some("reason"), None, &[]))
+            .unwrap()
+            .0,
         "message"
     );
-    assert_eq!(shape("/s", None, &[""]).problem().unwrap().0, "tools");
-    assert_eq!(shape("", None, &["a*b*c"]).problem(), None);
+    assert_eq!(
+        problem(shape("/s", &[], None, Some("broken"), &[]))
+            .unwrap()
+            .0,
+        "class"
+    );
+    assert_eq!(
+        problem(shape("/s", &[], None, Some("ok"), &[])).unwrap().0,
+        "class"
+    );
+    assert_eq!(
+        problem(shape("/s", &[""], None, None, &[])).unwrap().0,
+        "equals"
+    );
+    assert_eq!(
+        problem(shape("/s", &[], None, None, &[""])).unwrap().0,
+        "tools"
+    );
+    assert_eq!(
+        problem(shape("/a~1b/~0c", &[], None, Some("timeout"), &["a*b*c"])),
+        None
+    );
 }
 
 #[test]
@@ -508,7 +604,7 @@ fn an_mcp_error_handed_on_as_a_text_content_block_is_a_failure() {
     // The OpenAI Agents SDK's tool span for an MCP isError result: OK, the
     // MCP SDK's error text in a content block.
     let out = r#"{"type": "text", "text": "Error executing tool lookup_fare: HTTP 503 Service Unavailable"}"#;
-    let attrs = openinference_tool(r#"{"origin": "SFO"}"#, out);
+    let attrs = oi_tool("lookup_fare", r#"{"origin": "SFO"}"#, out);
     let got = read(
         "lookup_fare",
         &attrs,
@@ -542,4 +638,79 @@ fn openinference_spans_with_genai_attributes_keep_their_own_arguments() {
     let (paris, lisbon) = (with_genai("Paris"), with_genai("Lisbon"));
     assert_eq!(paris.1, ToolConvention::OpenInference);
     assert_ne!(paris.2, lisbon.2);
+}
+
+#[test]
+fn glob_matches_runs_of_characters_only_where_a_star_is() {
+    use super::conventions::glob;
+    assert!(glob("book_*", "book_flight"));
+    assert!(glob("book_*", "book_"));
+    assert!(!glob("book_*", "rebook_flight"));
+    assert!(glob("*_flight", "book_flight"));
+    assert!(glob("a*b*c", "a-b-c"));
+    assert!(glob("a*b*c", "abc"));
+    assert!(!glob("a*b*c", "acb"));
+    assert!(glob("exact", "exact"));
+    assert!(!glob("exact", "exactly"));
+    assert!(glob("*", "anything"));
+    assert!(!glob("ab*ab", "ab"));
+    assert!(glob("handoff to *", "handoff to refunds-agent"));
+}
+
+#[test]
+fn a_frameworks_hand_offs_are_bookkeeping_not_calls() {
+    // Google ADK's transfer_to_agent (TransferToAgentTool), the OpenAI
+    // Agents SDK's hand-off span through OpenInference.
+    let adk = [
+        s("gen_ai.operation.name", "execute_tool"),
+        s("gen_ai.tool.name", "transfer_to_agent"),
+        s("gen_ai.tool.type", "TransferToAgentTool"),
+    ];
+    assert_eq!(
+        read(
+            "execute_tool transfer_to_agent",
+            &adk,
+            &[],
+            "gcp.vertex.agent",
+            None
+        ),
+        None
+    );
+    let handoff = [
+        s("openinference.span.kind", "TOOL"),
+        s("input.value", "triage-agent"),
+        s("output.value", "refunds-agent"),
+    ];
+    assert_eq!(
+        read(
+            "handoff to refunds-agent",
+            &handoff,
+            &[],
+            "openinference.instrumentation.openai_agents",
+            None
+        ),
+        None
+    );
+    // The same names from another framework are calls like any other.
+    assert!(read("execute_tool transfer_to_agent", &adk, &[], "my-app", None).is_some());
+    // A scope that only starts with the same letters is another scope.
+    assert!(read(
+        "execute_tool transfer_to_agent",
+        &adk,
+        &[],
+        "gcp.vertex.agents",
+        None
+    )
+    .is_some());
+}
+
+#[test]
+fn workflow_and_chain_spans_may_open_a_turn() {
+    assert!(toolcall::is_agent(&[s(
+        "gen_ai.operation.name",
+        "invoke_workflow"
+    )]));
+    assert!(toolcall::is_agent(&[s("openinference.span.kind", "CHAIN")]));
+    assert!(!toolcall::is_agent(&[s("gen_ai.operation.name", "chat")]));
+    assert!(!toolcall::is_agent(&[s("openinference.span.kind", "LLM")]));
 }

@@ -7,7 +7,7 @@ use opentelemetry_proto::tonic::common::v1::{any_value::Value, KeyValue};
 
 use super::attrs;
 use super::canon::{self, Hashed};
-use super::conventions::{self, ArgsShape, Reading, SpanView};
+use super::conventions::{self, ArgsShape, SpanView};
 use crate::model::ToolConvention;
 
 /// A span recognised as a tool call.
@@ -72,10 +72,8 @@ pub fn detect_ref<'a>(span_name: &'a str, attrs: &'a [KeyValue]) -> Option<ToolR
 /// [`conventions::CONVENTIONS`] that marks it reads it; `None` for a span
 /// no convention marks, and for protocol and bookkeeping spans.
 pub fn detect_view<'a>(span: &SpanView<'a>) -> Option<ToolRef<'a>> {
-    let Reading::Call(r) = conventions::read(span) else {
-        return None;
-    };
-    let args_hash = r.args.and_then(|v| match r.args_shape {
+    let r = conventions::read(span)?;
+    let args_hash = r.args.and_then(|v| match r.convention.args_shape {
         ArgsShape::Plain => attribute_hash(v).non_empty(),
         ArgsShape::Wrapped => wrapped_hash(v),
     });
@@ -83,7 +81,12 @@ pub fn detect_view<'a>(span: &SpanView<'a>) -> Option<ToolRef<'a>> {
         name: r.name,
         call_id: r.call_id,
         args_hash,
-        result_hash: r.result.map(|v| attribute_hash(v).hash()),
+        result_hash: r
+            .result
+            .map(|v| match super::results::payload::hashed_payload(v) {
+                Some(payload) => value_hash128(&payload),
+                None => attribute_hash(v).hash(),
+            }),
         args_recorded: r.args.is_some(),
         result: r.result,
         convention: r.convention.id,
@@ -96,7 +99,6 @@ impl<'a> ToolRef<'a> {
         Some(super::results::Recorded {
             tool: &self.name,
             value: self.result?,
-            convention: self.convention,
         })
     }
 }
@@ -109,11 +111,14 @@ fn wrapped_hash(v: &Value) -> Option<u128> {
         Value::KvlistValue(_) => Some(attrs::to_value(v)),
         _ => None,
     };
-    match parsed.as_ref().and_then(conventions::unwrap_args) {
-        Some(inner) if is_empty(&inner) => None,
-        Some(inner) => Some(value_hash128(&inner)),
-        None => attribute_hash(v).non_empty(),
-    }
+    // The value parsed once: what a wrapper holds, else the value itself
+    // (its hash is the one its text has: tests_canon holds them equal).
+    let Some(parsed) = parsed else {
+        return attribute_hash(v).non_empty();
+    };
+    let inner = conventions::unwrap_args(&parsed);
+    let args = inner.as_ref().unwrap_or(&parsed);
+    (!is_empty(args)).then(|| value_hash128(args))
 }
 
 /// The hash of an attribute's value as [`attrs::json`] reads it (a string
@@ -185,10 +190,19 @@ pub fn session_id_cow<'a>(attrs: &'a [KeyValue], resource: &'a [KeyValue]) -> Op
         .or_else(|| attrs::first_string_cow(resource, SESSION_KEYS))
 }
 
-/// True for the spans that open a turn: `invoke_agent` or an OpenInference AGENT.
+/// True for the spans that may open a turn (the outermost of them does,
+/// docs/detection.md §2): an agent (`invoke_agent`, an OpenInference
+/// AGENT) or what runs agents for one request (`invoke_workflow`: Google
+/// ADK's, whose sub-agents' hand-offs are siblings under it; an
+/// OpenInference CHAIN: a LangGraph graph running sub-agents).
 pub fn is_agent(attrs: &[KeyValue]) -> bool {
-    attrs::str_ref(attrs, "gen_ai.operation.name") == Some("invoke_agent")
-        || attrs::str_ref(attrs, "openinference.span.kind") == Some("AGENT")
+    matches!(
+        attrs::str_ref(attrs, "gen_ai.operation.name"),
+        Some("invoke_agent" | "invoke_workflow")
+    ) || matches!(
+        attrs::str_ref(attrs, "openinference.span.kind"),
+        Some("AGENT" | "CHAIN")
+    )
 }
 
 /// Usage figures the gen_ai and OpenInference conventions carry.
