@@ -6,19 +6,20 @@ use std::path::Path;
 
 use super::{Format, Status};
 
-/// Print the report over the newest `days` days (JSON: the `/api/coverage`
-/// document; Markdown as text).
+/// Print the report over `span`: text, JSON (the `/api/coverage`
+/// document) or Markdown.
 pub fn run(
     data_dir: &Path,
-    days: u32,
+    span: crate::coverage::Span,
     format: Format,
     out: &mut dyn Write,
 ) -> anyhow::Result<Status> {
     let reader = crate::store::Reader::open(data_dir)?;
-    let report = crate::coverage::report(&reader, days, &Default::default())?;
+    let report = crate::coverage::report(&reader, span, &Default::default())?;
     match format {
         Format::Json => writeln!(out, "{:#}", serde_json::to_value(&report)?)?,
-        Format::Text | Format::Markdown => write!(out, "{}", crate::coverage::text(&report))?,
+        Format::Text => write!(out, "{}", crate::coverage::text(&report))?,
+        Format::Markdown => write!(out, "{}", crate::coverage::markdown(&report))?,
     }
     Ok(Status::Success)
 }

@@ -223,7 +223,15 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
             },
             out,
         ),
-        Command::Coverage(a) => coverage::run(&data_dir, a.days, a.format.into(), out),
+        Command::Coverage(a) => {
+            let span = match &a.since {
+                Some(t) => crate::coverage::Span::Since(
+                    crate::time::parse_now(t).map_err(|e| anyhow::anyhow!("--since: {e}"))?,
+                ),
+                None => crate::coverage::Span::Days(a.days),
+            };
+            coverage::run(&data_dir, span, a.format.into(), out)
+        }
         Command::Signals(a) => {
             let format = a.format.into();
             match &a.action {

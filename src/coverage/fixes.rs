@@ -3,6 +3,8 @@
 //! own documented setting (docs/detection.md §7 lists them with the
 //! framework versions they were read from).
 
+use crate::ingest::conventions::under;
+
 /// What each gap blinds.
 const BLINDS: &[(&str, &str)] = &[
     (
@@ -27,7 +29,7 @@ const BLINDS: &[(&str, &str)] = &[
     ),
     (
         "agent_turn",
-        "no agent span: turns fall back to the trace root, so a trace holding several user requests reads as one turn",
+        "no agent span: a turn is the trace's root, which may hold several user requests (read as one turn) or only part of one (a server's span alone: each request its own turn, so no retry storm across them can be seen)",
     ),
     (
         "unknown_shape",
@@ -56,7 +58,12 @@ const FIXES: &[(&str, &str, &str)] = &[
     ("ai", "arguments", "the Vercel AI SDK: experimental_telemetry: { isEnabled: true, recordInputs: true }"),
     ("ai", "results", "the Vercel AI SDK: experimental_telemetry: { isEnabled: true, recordOutputs: true }"),
     ("ai", "session", "the Vercel AI SDK: experimental_telemetry: { metadata: { sessionId } }"),
-    ("mcp", "session", "the MCP SDK's spans carry no session: instrument the agent that calls the MCP tools, whose tool span then wraps the MCP client and server spans"),
+    ("mcp-python-sdk", "arguments", "these calls are the MCP SDK's own spans, with no agent span around them: the SDK records no arguments. Instrument the agent that calls the MCP tools (its framework's tracing): its tool span wraps the MCP client and server spans, which then count as one call with its arguments"),
+    ("mcp-python-sdk", "results", "the MCP SDK records no results on its spans: instrument the agent that calls the MCP tools, whose tool span records what the tool answered"),
+    ("mcp-python-sdk", "failure_detail", "the MCP SDK marks an isError result error.type=tool_error without its words: instrument the agent that calls the MCP tools, whose tool span records the error text (the MCP server's words)"),
+    ("mcp-python-sdk", "session", "the MCP SDK's spans carry no session: instrument the agent that calls the MCP tools, whose tool span wraps the MCP client and server spans"),
+    ("mcp-python-sdk", "agent_turn", "these MCP calls come with no agent span, so each client request is a trace (and a turn) of its own and no retry storm can be seen across them: instrument the agent that calls the MCP tools"),
+    ("fastmcp", "session", "FastMCP's client spans carry no session: instrument the agent that calls the MCP tools"),
     ("", "arguments", "record the call's arguments on the tool span as gen_ai.tool.call.arguments (OpenTelemetry GenAI; opt-in content capture in most instrumentations)"),
     ("", "results", "record the result as gen_ai.tool.call.result, or fail the span (status ERROR, error.type) when the tool failed"),
     ("", "failures", "record the result (gen_ai.tool.call.result), or fail the span (status ERROR, error.type) when the tool failed, also when the framework hands the failure to the model"),
@@ -74,14 +81,6 @@ pub fn fix(scope: Option<&str>, what: &str) -> String {
         .find(|(prefix, w, _)| *w == what && under(scope, prefix))
         .map(|(_, _, f)| f.to_string())
         .unwrap_or_default()
-}
-
-/// `scope` is `prefix` or a name under it (`prefix.…`).
-fn under(scope: &str, prefix: &str) -> bool {
-    prefix.is_empty()
-        || scope
-            .strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
 /// What gap `what` blinds.

@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::store::{Reader, StoreError};
 
 pub use tally::of_frame;
-pub use text::text;
+pub use text::{markdown, text};
 
 /// A share under this is a gap.
 pub const GAP_BELOW: f64 = 0.9;
@@ -38,6 +38,8 @@ pub struct Coverage {
     /// The first and last day read (`YYYY-MM-DD`); absent with no data.
     pub from: Option<String>,
     pub to: Option<String>,
+    /// Only the spans that started at or after this time (RFC 3339), when asked.
+    pub since: Option<String>,
     /// One per service and scope that made tool calls, most calls first.
     pub scopes: Vec<ScopeCoverage>,
 }
@@ -57,7 +59,8 @@ pub struct ScopeCoverage {
     pub layers: u64,
     /// Calls whose arguments were recorded (empty ones too).
     pub with_arguments: u64,
-    /// Calls with a result recorded, or a failure.
+    /// Calls that did not fail with a result recorded (a failed call's
+    /// failure is on its span: it needs no result).
     pub with_results: u64,
     pub failed: u64,
     /// Failed calls whose class is not `unknown`.
@@ -97,17 +100,34 @@ pub struct Cache {
     days: Mutex<HashMap<i32, DayCounts>>,
 }
 
-/// The report over the newest `days` days with data, counting again only
-/// the days whose parts changed since `cache` last saw them.
-pub fn report(reader: &Reader, days: u32, cache: &Cache) -> Result<Coverage, StoreError> {
+/// Which spans a report counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// The spans of this many days, ending on the newest day with data.
+    Days(u32),
+    /// The spans that started at or after this time (ns): to see a fix take
+    /// effect without the days before it.
+    Since(i64),
+}
+
+/// The report over `span`, counting again only the days whose parts changed
+/// since `cache` last saw them (a `Since` time's own day is counted anew).
+pub fn report(reader: &Reader, span: Span, cache: &Cache) -> Result<Coverage, StoreError> {
     let stored = reader.days()?;
     let Some(&last) = stored.iter().max() else {
         return Ok(Coverage::default());
     };
-    let first = last - days.max(1) as i32 + 1;
+    let (first, since) = match span {
+        Span::Days(days) => (last - days.max(1) as i32 + 1, None),
+        Span::Since(ns) => (crate::model::day_of_ns(ns), Some(ns)),
+    };
     let mut merged: BTreeMap<Key, (ScopeCoverage, BTreeSet<String>)> = BTreeMap::new();
     for &day in stored.iter().filter(|d| (first..=last).contains(*d)) {
-        for sc in day_counts(reader, day, cache)?.iter() {
+        let counts = match since {
+            Some(ns) if day == first => Arc::new(counted(reader, day, Some(ns))?),
+            _ => day_counts(reader, day, cache)?,
+        };
+        for sc in counts.iter() {
             let key = (
                 sc.service.clone(),
                 sc.scope.clone(),
@@ -133,8 +153,26 @@ pub fn report(reader: &Reader, days: u32, cache: &Cache) -> Result<Coverage, Sto
     Ok(Coverage {
         from: Some(crate::model::day_to_string(first)),
         to: Some(crate::model::day_to_string(last)),
+        since: since.map(crate::time::rfc3339),
         scopes,
     })
+}
+
+/// The counts of one day's spans (those that started at or after `since`).
+fn counted(
+    reader: &Reader,
+    day: i32,
+    since: Option<i64>,
+) -> Result<Vec<ScopeCoverage>, StoreError> {
+    use polars::prelude::{col, lit};
+    let columns: Vec<polars::prelude::Expr> = tally::COLUMNS.iter().map(|c| col(*c)).collect();
+    let df = reader.collect_spans(day..=day, |lf| match since {
+        Some(ns) => lf
+            .filter(col("start_ns").gt_eq(lit(ns)))
+            .select(columns.clone()),
+        None => lf.select(columns.clone()),
+    })?;
+    of_frame(&df).map_err(|e| StoreError::data("counting coverage", e))
 }
 
 /// One day's counts, from the cache while its parts are the same.
@@ -154,12 +192,7 @@ fn day_counts(
             return Ok(Arc::clone(counts));
         }
     }
-    let columns: Vec<polars::prelude::Expr> = tally::COLUMNS
-        .iter()
-        .map(|c| polars::prelude::col(*c))
-        .collect();
-    let df = reader.collect_spans(day..=day, |lf| lf.select(columns.clone()))?;
-    let counts = Arc::new(of_frame(&df).map_err(|e| StoreError::data("counting coverage", e))?);
+    let counts = Arc::new(counted(reader, day, None)?);
     let mut kept = cache.days.lock().unwrap_or_else(|e| e.into_inner());
     if kept.len() > 400 {
         kept.clear();
@@ -195,7 +228,7 @@ pub fn gaps(c: &ScopeCoverage) -> Vec<Gap> {
         }
     };
     add("arguments", share(c.with_arguments, c.calls));
-    add("results", share(c.with_results, c.calls));
+    add("results", share(c.with_results, c.calls - c.failed));
     // No call failed, and no result to find a failure in: a failure the
     // framework handled (and handed the model as output) leaves no mark.
     if c.failed == 0 {

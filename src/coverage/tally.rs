@@ -1,12 +1,14 @@
 //! One frame's coverage counts: each tool call once, as its outermost span
 //! (the layers of a call traced more than once — framework span, MCP client,
-//! MCP server — counted apart), under the service and scope of that span.
+//! MCP server — counted apart), under the service and scope of that span;
+//! its turn resolved as the rules resolve it (`detect::turns`).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use polars::prelude::*;
 
 use super::ScopeCoverage;
+use crate::detect::turns::{self, Anchor};
 use crate::store::rollup::nested_in;
 use crate::store::table::{Hex, SpanIndex, SpanTable};
 
@@ -59,39 +61,43 @@ pub fn of_frame(df: &DataFrame) -> PolarsResult<Vec<ScopeCoverage>> {
         Ok(c) => c.bool()?.iter().collect(),
         Err(_) => vec![None; df.height()],
     };
-    // The traces with an agent span, and with a session, anywhere.
-    let mut agent_traces = HashSet::new();
-    let mut session_traces = HashSet::new();
-    for i in 0..t.len() {
-        if t.is_agent[i] || t.agent_call[i] != 0 {
-            agent_traces.insert(t.trace[i]);
-        }
+    // Each span's turn (docs/detection.md §2), and the turns with a session
+    // anywhere: a call is in an agent turn when its turn is anchored on an
+    // agent span (or an agent call id), and has a session when its turn does.
+    let anchors = turns::anchors(&t, &index);
+    let turn_key = |a: &Anchor| match *a {
+        Anchor::Row(r) => (0u8, r as u64),
+        Anchor::AgentCall(c) => (1, u64::from(c)),
+    };
+    let mut session_turns = HashSet::new();
+    for (i, a) in anchors.iter().enumerate() {
         if t.session[i] != 0 {
-            session_traces.insert(t.trace[i]);
+            session_turns.insert(turn_key(a));
         }
     }
+    let in_agent_turn = |i: usize| match anchors[i] {
+        Anchor::Row(r) => t.is_agent[r],
+        Anchor::AgentCall(_) => true,
+    };
     // Each call's layers: the outer row and its nested duplicates (a wrapper
-    // around attempts is its own layer of none: it counts as no call).
+    // around attempts is no call).
     let mut layers: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for i in (0..t.len()).filter(|&i| t.is_tool[i]) {
         match nested[i] {
             Some(o) if o == i => {}
             Some(o) => layers.entry(o).or_default().push(i),
-            None => layers.entry(i).or_default().insert(0, i),
+            None => layers.entry(i).or_default().push(i),
         }
     }
     type Key = (String, Option<String>, Option<String>);
     let mut by: BTreeMap<Key, (ScopeCoverage, BTreeSet<String>)> = BTreeMap::new();
     for (&o, rows) in &layers {
-        if !t.is_tool[o] || nested[o] == Some(o) {
-            continue;
-        }
-        let key = (
+        let scope_key = (
             service[o].clone().unwrap_or_default(),
             scope[o].clone(),
             version[o].clone(),
         );
-        let (c, conventions) = by.entry(key).or_default();
+        let (c, conventions) = by.entry(scope_key).or_default();
         conventions.extend(rows.iter().filter_map(|&r| convention[r].clone()));
         let any = |f: &dyn Fn(usize) -> bool| rows.iter().any(|&r| f(r));
         let failed = any(&|r| t.class[r].failed());
@@ -99,15 +105,15 @@ pub fn of_frame(df: &DataFrame) -> PolarsResult<Vec<ScopeCoverage>> {
         c.layers += rows.len().saturating_sub(1) as u64;
         let has_args = |r: usize| recorded[r].unwrap_or(!matches!(t.args.get(r), Hex::None));
         c.with_arguments += u64::from(any(&has_args));
-        c.with_results += u64::from(failed || any(&|r| !matches!(t.result.get(r), Hex::None)));
         if failed {
             c.failed += 1;
             let known = any(&|r| t.class[r].failed() && t.class_str(r) != Some("unknown"));
             c.failed_with_class += u64::from(known);
+        } else {
+            c.with_results += u64::from(any(&|r| !matches!(t.result.get(r), Hex::None)));
         }
-        c.with_session +=
-            u64::from(any(&|r| t.session[r] != 0) || session_traces.contains(&t.trace[o]));
-        c.in_agent_turn += u64::from(agent_traces.contains(&t.trace[o]));
+        c.with_session += u64::from(session_turns.contains(&turn_key(&anchors[o])));
+        c.in_agent_turn += u64::from(in_agent_turn(o));
         c.unknown_shape += u64::from(convention[o].as_deref() == Some("fallback"));
     }
     Ok(by

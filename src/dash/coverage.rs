@@ -15,43 +15,48 @@ use super::fail::{blocking, internal, Fail};
 use super::html::{esc, page, pct};
 use super::query::Q;
 use super::Shared;
-use crate::coverage::{Coverage, DEFAULT_DAYS};
+use crate::coverage::{Coverage, Span, DEFAULT_DAYS};
 
-/// `days` (1 to 366, default 7).
-fn days(q: &HashMap<String, String>) -> Result<u32, Fail> {
-    match q.get("days") {
-        None => Ok(DEFAULT_DAYS),
-        Some(v) => v
+/// `days` (1 to 366, default 7), or `since` (a time or date).
+fn span(q: &HashMap<String, String>) -> Result<Span, Fail> {
+    let bad = |why: String| Fail(StatusCode::BAD_REQUEST, why);
+    match (q.get("days"), q.get("since")) {
+        (Some(_), Some(_)) => Err(bad("days and since: expected one of them, got both".into())),
+        (_, Some(t)) => crate::time::parse_now(t)
+            .map(Span::Since)
+            .map_err(|e| bad(format!("since: {e}"))),
+        (None, None) => Ok(Span::Days(DEFAULT_DAYS)),
+        (Some(v), None) => v
             .parse::<u32>()
             .ok()
             .filter(|d| (1..=366).contains(d))
+            .map(Span::Days)
             .ok_or_else(|| {
-                Fail(
-                    StatusCode::BAD_REQUEST,
-                    format!("days: expected a number of days from 1 to 366, got {v:?}"),
-                )
+                bad(format!(
+                    "days: expected a number of days from 1 to 366, got {v:?}"
+                ))
             }),
     }
 }
 
-fn read(d: &Shared, days: u32) -> Result<Coverage, Fail> {
-    crate::coverage::report(&d.reads.reader, days, &d.reads.coverage).map_err(internal)
+fn read(d: &Shared, span: Span) -> Result<Coverage, Fail> {
+    crate::coverage::report(&d.reads.reader, span, &d.reads.coverage).map_err(internal)
 }
 
 pub(super) async fn api_coverage(
     State(d): State<Shared>,
     Query(q): Q,
 ) -> Result<Json<Coverage>, Fail> {
-    let days = days(&q)?;
-    blocking(move || read(&d, days).map(Json)).await
+    let span = span(&q)?;
+    blocking(move || read(&d, span).map(Json)).await
 }
 
 pub(super) async fn coverage_page(
     State(d): State<Shared>,
     Query(q): Q,
 ) -> Result<Html<String>, Fail> {
-    let days = days(&q)?;
-    blocking(move || read(&d, days).map(|c| Html(render(&c, days)))).await
+    let span = span(&q)?;
+    blocking(move || read(&d, span).map(|c| Html(render(&c, span)))).await
 }
 
 /// A share as a percentage, `-` when there is nothing to share.
@@ -65,22 +70,29 @@ fn share(n: u64, of: u64) -> String {
 
 /// The page: one table row per service and scope, then each one's gaps
 /// with what they blind and the fix.
-pub fn render(c: &Coverage, days: u32) -> String {
+pub fn render(c: &Coverage, span: Span) -> String {
     let mut b = String::from("<h1>What stormwatch can see</h1>");
     let (Some(from), Some(to)) = (&c.from, &c.to) else {
         b.push_str(r#"<p class="muted">No spans stored yet.</p>"#);
         return page("Coverage", &b);
     };
+    let read = match &c.since {
+        Some(t) => format!("that started since {}", esc(t)),
+        None => format!("of {} to {}", esc(from), esc(to)),
+    };
     let _ = write!(
         b,
-        r#"<p>The tool calls of {} to {} ({days} days), per service and instrumentation scope: how many of them carry what the rules read. A share under {} is a gap: the rules that need it cannot run there, and its fix is the framework's own setting.</p><div class="range">Range: "#,
-        esc(from),
-        esc(to),
+        r#"<p>The tool calls {read}, per service and instrumentation scope: how many of them carry what the rules read. A share under {} is a gap: the rules that need it cannot run there, and its fix is the framework's own setting. After changing a setting, read only what came since (<code>?since=</code> a time).</p><div class="range">Range: "#,
         pct(crate::coverage::GAP_BELOW)
     );
     for d in [1, 7, 30] {
-        let on = if d == days { r#" class="on""# } else { "" };
-        let _ = write!(b, r#"<a{on} href="/coverage?days={d}">{d} days</a>"#);
+        let on = if span == Span::Days(d) {
+            r#" class="on""#
+        } else {
+            ""
+        };
+        let unit = if d == 1 { "day" } else { "days" };
+        let _ = write!(b, r#"<a{on} href="/coverage?days={d}">{d} {unit}</a>"#);
     }
     b.push_str("</div>");
     if c.scopes.is_empty() {

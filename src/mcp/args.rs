@@ -27,6 +27,9 @@ pub struct CoverageArgs {
     /// Days read, ending on the newest day with data (default 7).
     #[schemars(range(min = 1, max = 366))]
     pub days: Option<u32>,
+    /// Only the spans that started at or after this time (RFC 3339, like
+    /// `2026-12-05T23:40:00Z`, or a date): to see a fix take effect. Not with `days`.
+    pub since: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

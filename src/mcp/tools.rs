@@ -187,13 +187,27 @@ impl Stormwatch {
         Parameters(a): Parameters<CoverageArgs>,
     ) -> Result<Json<crate::coverage::Coverage>, String> {
         blocking(&self.ctx, move |c| {
-            let days = a.days.unwrap_or(crate::coverage::DEFAULT_DAYS);
-            if !(1..=366).contains(&days) {
-                return Err(McpError::Argument(format!(
-                    "days: expected 1 to 366, got {days}"
-                )));
-            }
-            Ok(crate::coverage::report(&c.reader, days, &c.reads.coverage)?)
+            let span = match (a.days, a.since.as_deref()) {
+                (Some(_), Some(_)) => {
+                    return Err(McpError::Argument(
+                        "days and since: expected one of them, got both".into(),
+                    ))
+                }
+                (_, Some(t)) => crate::coverage::Span::Since(
+                    crate::time::parse_now(t)
+                        .map_err(|e| McpError::Argument(format!("since: {e}")))?,
+                ),
+                (days, None) => {
+                    let days = days.unwrap_or(crate::coverage::DEFAULT_DAYS);
+                    if !(1..=366).contains(&days) {
+                        return Err(McpError::Argument(format!(
+                            "days: expected 1 to 366, got {days}"
+                        )));
+                    }
+                    crate::coverage::Span::Days(days)
+                }
+            };
+            Ok(crate::coverage::report(&c.reader, span, &c.reads.coverage)?)
         })
         .await
     }
