@@ -119,6 +119,9 @@ pub struct SweepReport {
     pub since_day: String,
     /// The newest span end the sweep saw.
     pub horizon_ns: i64,
+    /// When a span ended within `settle_seconds` of now: the time its trace
+    /// will have settled, and its turns be judged (until then they are not).
+    pub settling_until_ns: Option<i64>,
     pub spans_scanned: usize,
     /// Days the per-turn rules read, and days whose stored result was reused.
     pub days_scanned: usize,
@@ -343,6 +346,7 @@ pub fn run(
         now_ns: now,
         since_day: day_to_string(since),
         horizon_ns,
+        settling_until_ns: Some(horizon_ns.saturating_add(settle_ns)).filter(|t| *t > now),
         spans_scanned,
         days_scanned,
         days_reused,

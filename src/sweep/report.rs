@@ -11,6 +11,7 @@ pub fn to_json(report: &SweepReport) -> serde_json::Value {
         "now": rfc3339(report.now_ns),
         "since": report.since_day,
         "horizon": rfc3339(report.horizon_ns),
+        "settling_until": report.settling_until_ns.map(rfc3339),
         "spans_scanned": report.spans_scanned,
         "days_scanned": report.days_scanned,
         "days_reused": report.days_reused,
@@ -55,6 +56,12 @@ pub fn to_text(report: &SweepReport) -> String {
         report.signals.len(),
         report.changes.len()
     );
+    if let Some(t) = report.settling_until_ns {
+        out.push_str(&format!(
+            "(spans ended less than detect.retry_storm.settle_seconds ago: their turns are judged once quiet, from {}; sweep again then)\n",
+            rfc3339(t)
+        ));
+    }
     for s in &report.signals {
         let d = &s.draft;
         out.push_str(&format!(

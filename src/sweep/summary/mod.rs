@@ -38,7 +38,7 @@ use crate::store::{Layout, StoreError};
 use frames::*;
 
 /// Bumped when the files' meaning changes; older summaries are rebuilt.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// What a sealed day holds.
 #[derive(Debug, Clone, PartialEq)]
