@@ -135,11 +135,11 @@ CREATE OR REPLACE TEMP MACRO growth_ratios(g) AS
 -- of a list of {s: start, e: end} in order.
 CREATE OR REPLACE TEMP MACRO gaps_ns(l) AS
     list_transform(range(1, len(l)), lambda k: greatest(l[k + 1].s - l[k].e, 0)::DOUBLE);
--- chains.rs polling over the calls of one request in order ({s, e, r:
--- result hash}): three or more calls, and either the gaps between the calls
--- grow (median ratio >= exponential_ratio), or the results recorded (the
--- calls that have one) are three or more, the same twice in a row somewhere
--- and the last unlike the first.
+-- chains.rs polling over the calls of one request in order ({s, e, ok, r:
+-- result hash}): three or more calls, and either the gaps between the
+-- successful calls (three or more) grow (median ratio >= exponential_ratio),
+-- or the results recorded (the calls that have one) are three or more, the
+-- same twice in a row somewhere and the last unlike the first.
 CREATE OR REPLACE TEMP MACRO recorded_results(l) AS
     list_filter(list_transform(l, lambda x: x.r), lambda r: r IS NOT NULL);
 CREATE OR REPLACE TEMP MACRO results_polling(rs) AS
@@ -147,7 +147,9 @@ CREATE OR REPLACE TEMP MACRO results_polling(rs) AS
 CREATE OR REPLACE TEMP MACRO is_polling(l) AS
     len(l) >= 3 AND (
         (len(recorded_results(l)) >= 3 AND results_polling(recorded_results(l)))
-        OR coalesce(median_of(growth_ratios(gaps_ns(l))) >= getvariable('exponential_ratio'), false));
+        OR (len(list_filter(l, lambda x: x.ok)) >= 3
+            AND coalesce(median_of(growth_ratios(gaps_ns(list_filter(l, lambda x: x.ok))))
+                         >= getvariable('exponential_ratio'), false)));
 
 -- Error class codes in ErrorClass::ALL order: 0 ok, 1-5 retryable
 -- (rate_limited, unavailable, timeout, network, server_error), 6-10
@@ -526,14 +528,18 @@ FROM frame f
 SEMI JOIN (SELECT DISTINCT fd, th FROM frame WHERE is_agent AND ph IS NOT NULL) a
        ON a.fd = f.fd AND a.th = f.th;
 
+-- DIFF: on a parent cycle the walk stops before a span it has seen, so an
+-- agent on the cycle takes the last agent met before it closes; the Rust
+-- gives every row of a cycle its agent with the lowest span id.
 CREATE OR REPLACE TEMP TABLE agent_top AS
-WITH RECURSIVE up(fd, th, sh, cur_parent, outer_sh, depth) AS (
-    SELECT fd, th, sh, ph, sh, 0 FROM agent_links WHERE is_agent AND ph IS NOT NULL
+WITH RECURSIVE up(fd, th, sh, cur_parent, outer_sh, depth, seen) AS (
+    SELECT fd, th, sh, ph, sh, 0, [sh] FROM agent_links WHERE is_agent AND ph IS NOT NULL
     UNION ALL
-    SELECT u.fd, u.th, u.sh, l.ph, CASE WHEN l.is_agent THEN l.sh ELSE u.outer_sh END, u.depth + 1
+    SELECT u.fd, u.th, u.sh, l.ph, CASE WHEN l.is_agent THEN l.sh ELSE u.outer_sh END, u.depth + 1,
+           list_append(u.seen, l.sh)
     FROM up u
     JOIN agent_links l ON l.fd = u.fd AND l.th = u.th AND l.sh = u.cur_parent
-    WHERE u.depth + 1 < 64
+    WHERE u.depth + 1 < 64 AND NOT list_contains(u.seen, l.sh)
 ), last AS (
     SELECT fd, th, sh, arg_max(outer_sh, depth) AS outer_sh FROM up GROUP BY fd, th, sh
 )
@@ -666,9 +672,10 @@ SEMI JOIN (SELECT DISTINCT fd, th FROM calls WHERE t2 IS NULL) w ON w.fd = f.fd 
 -- when the parent is not stored, stays and is marked done (the root); a
 -- walk ends at an agent span or there. Only those last rows are kept.
 -- DIFF: a cycle in parent links stops after 64 steps, not where the Rust
--- stops (it takes no agent from a cycle and walks it frame-height times to
--- find a "root"), so its root can be another span of the cycle (here and
--- in the turns of the findings below).
+-- stops (it gives a cycle's rows the cycle's agent with the lowest span id,
+-- and walks it frame-height times to find a "root"), so its root, and its
+-- agent, can be another span of the cycle (here and in the turns of the
+-- findings below).
 CREATE OR REPLACE TEMP TABLE walked AS
 WITH RECURSIVE walk(fd, th, sh, cur, cur_parent, cur_agent, depth, done) AS (
     SELECT fd, th, sh, sh, ph, false, 0, false
@@ -1122,7 +1129,7 @@ WITH m AS (
     GROUP BY fd, t1, t2, tool_h, args_h
 ), r AS (
     SELECT fd, t1, t2, tool_h, args_h,
-           list({'s': start_ns, 'e': end_ns, 'r': res_h} ORDER BY seq) AS l,
+           list({'s': start_ns, 'e': end_ns, 'ok': true, 'r': res_h} ORDER BY seq) AS l,
            count(DISTINCT res_h) AS results,
            count(res_h) AS recorded,
            count(*) AS n

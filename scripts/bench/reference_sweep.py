@@ -464,9 +464,11 @@ def anchors(df):
         path = []
         cur = i
         above = None
+        p = None
         while True:
             if agent_of[cur] is not unset:
                 above = agent_of[cur]
+                p = None
                 break
             path.append(cur)
             p = parent_row(cur)
@@ -474,6 +476,17 @@ def anchors(df):
                 cur = p
             else:
                 break
+        walked = list(path)
+        if p is not None and p in path:
+            # A cycle (turns.rs): its rows take its agent with the lowest
+            # span id, if any, and the rows below take it from there.
+            j = path.index(p)
+            cycle = path[j:]
+            agents = [q for q in cycle if is_agent[q]]
+            above = min(agents, key=lambda q: (span[q] or "", q)) if agents else None
+            for q in cycle:
+                agent_of[q] = above
+            path = path[:j]
         # Down the path from its top: the first agent met is the outermost,
         # unless one sits above the path.
         found = above
@@ -489,7 +502,7 @@ def anchors(df):
         if c is not None and c != "":
             out.append(("call", c))
             continue
-        r = path[-1] if path else i
+        r = walked[-1] if walked else i
         steps = 0
         while True:
             p = parent_row(r)
@@ -702,7 +715,10 @@ def polling(calls, growth):
         stayed = any(results[k] == results[k + 1] for k in range(len(results) - 1))
         if stayed and results[0] != results[-1]:
             return True
-    gaps = [float(max(calls[k + 1].start_ns - calls[k].end_ns, 0)) for k in range(len(calls) - 1)]
+    ok = [c for c in calls if not c.failed()]
+    if len(ok) < 3:
+        return False
+    gaps = [float(max(ok[k + 1].start_ns - ok[k].end_ns, 0)) for k in range(len(ok) - 1)]
     ratios = [gaps[k + 1] / gaps[k] for k in range(len(gaps) - 1) if gaps[k] > 0.0]
     m = median(ratios)
     return m is not None and m >= growth

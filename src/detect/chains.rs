@@ -146,13 +146,14 @@ pub fn gaps_ms(rounds: &[Round]) -> Vec<f64> {
 
 /// Whether the calls of one request (same tool, same arguments, in start
 /// order) are polling — a shape, not identical results: three or more
-/// calls, and either the gaps between them keep growing (median ratio
-/// ≥ `growth`; a status poll whose result carries a counter or a timestamp
-/// is still a poll), or the results recorded (on three calls or more: a
-/// failed call records none) read a state that stayed, then changed — the
-/// same result twice in a row somewhere, and the last unlike the first
-/// (`running` → `running` → `succeeded`). Three different confirmations
-/// at an even pace are three bookings, not a poll.
+/// calls, and either the gaps between its successful calls (three or more
+/// of them) keep growing (median ratio ≥ `growth`; a status poll whose
+/// result carries a counter or a timestamp is still a poll; a retry
+/// loop's backoff between failures is not), or the results recorded (on
+/// three calls or more: a failed call records none) read a state that
+/// stayed, then changed — the same result twice in a row somewhere, and
+/// the last unlike the first (`running` → `running` → `succeeded`). Three
+/// different confirmations at an even pace are three bookings, not a poll.
 pub fn polling(calls: &[Attempt<'_>], growth: f64) -> bool {
     if calls.len() < 3 {
         return false;
@@ -164,7 +165,11 @@ pub fn polling(calls: &[Attempt<'_>], growth: f64) -> bool {
             return true;
         }
     }
-    let gaps: Vec<f64> = calls
+    let ok: Vec<&Attempt<'_>> = calls.iter().filter(|c| c.class == ErrorClass::Ok).collect();
+    if ok.len() < 3 {
+        return false;
+    }
+    let gaps: Vec<f64> = ok
         .windows(2)
         .map(|w| (w[1].start_ns - w[0].end_ns).max(0) as f64)
         .collect();

@@ -156,6 +156,23 @@ fn polling_with_a_changing_result_is_waiting_not_a_retry() {
 }
 
 #[test]
+fn a_booking_sent_again_after_a_backoff_chain_succeeded_is_no_poll() {
+    // book(same request): three failures 1, 2, 4 s apart (a backoff that
+    // grows), the fourth call succeeds, and 0.5 s later the same booking is
+    // sent again. The growing gaps are the retry's backoff, not a poll's:
+    // the repeat after the success is reported.
+    let spans = turn(
+        11,
+        "book_flight",
+        &["unavailable", "unavailable", "unavailable", "ok", "ok"],
+        &[1000, 2000, 4000, 500],
+    );
+    let results = [None, None, None, None, Some("conf-1"), Some("conf-2")];
+    let tc = all(&spans, &args(&["seat-12A"; 5]), &results);
+    assert_eq!(retries_after_success(&tc.calls, 1.5, |_| false).len(), 1);
+}
+
+#[test]
 fn a_status_poll_whose_result_carries_a_counter_is_polling_not_a_retry() {
     // job_status(same id) ×8, 1, 2, 4 … 64 s apart, each answer different
     // ({"status": "running", "progress": N}), the last `succeeded`: no two

@@ -86,8 +86,9 @@ enum Expect {
         calls: u64,
         class: &'static str,
     },
-    /// No signal at all.
-    Nothing,
+    /// No signal at all; `/api/tools` holds `tool` with `calls` calls and no
+    /// other tool.
+    Nothing { tool: &'static str, calls: u64 },
     /// A storm through an MCP tool: as `Storm`, and `/api/tools` holds the
     /// tool with `calls` calls and no other tool.
     McpStorm {
@@ -118,6 +119,10 @@ const STORM: Expect = Expect::Storm {
     calls: 8,
     class: "unavailable",
 };
+const HEALTHY: Expect = Expect::Nothing {
+    tool: "web_search",
+    calls: 8,
+};
 const MCP_STORM: Expect = Expect::McpStorm {
     tool: "lookup_fare",
     calls: 8,
@@ -137,7 +142,7 @@ fn adk() -> Vec<Case> {
     vec![
         case(ADK, "storm-reflect", "adk-storm-reflect", STORM),
         case(ADK, "storm-dict", "adk-storm-dict", STORM),
-        case(ADK, "healthy", "adk-healthy", Expect::Nothing),
+        case(ADK, "healthy", "adk-healthy", HEALTHY),
         case(
             ADK,
             "storm-default",
@@ -163,14 +168,14 @@ fn oai_agents() -> Vec<Case> {
                 class: "unknown",
             },
         ),
-        case(OAI_AGENTS, "healthy", "oai-agents-healthy", Expect::Nothing),
+        case(OAI_AGENTS, "healthy", "oai-agents-healthy", HEALTHY),
         // OpenInference's GenAI mapping copies the tool's schema into
         // gen_ai.tool.call.arguments: eight queries must stay eight.
         case(
             OAI_AGENTS,
             "healthy --genai-semconv",
             "oai-agents-healthy-genai",
-            Expect::Nothing,
+            HEALTHY,
         ),
         case(OAI_AGENTS, "mcp-storm", "oai-agents-mcp-storm", MCP_STORM),
     ]
@@ -188,7 +193,10 @@ fn pydantic_mcp() -> Vec<Case> {
             PYDANTIC_MCP,
             "mcp-healthy",
             "pydantic-ai-mcp-healthy",
-            Expect::Nothing,
+            Expect::Nothing {
+                tool: "lookup_fare",
+                calls: 8,
+            },
         ),
     ]
 }
@@ -197,7 +205,7 @@ fn strands() -> Vec<Case> {
     vec![
         case(STRANDS, "storm", "strands-storm", STORM),
         case(STRANDS, "storm-latest", "strands-storm-latest", STORM),
-        case(STRANDS, "healthy", "strands-healthy", Expect::Nothing),
+        case(STRANDS, "healthy", "strands-healthy", HEALTHY),
         case(STRANDS, "mcp-storm", "strands-mcp-storm", MCP_STORM),
     ]
 }
@@ -205,14 +213,14 @@ fn strands() -> Vec<Case> {
 fn smolagents() -> Vec<Case> {
     vec![
         case(SMOLAGENTS, "storm", "smolagents-storm", STORM),
-        case(SMOLAGENTS, "healthy", "smolagents-healthy", Expect::Nothing),
+        case(SMOLAGENTS, "healthy", "smolagents-healthy", HEALTHY),
     ]
 }
 
 fn langgraph() -> Vec<Case> {
     vec![
         case(LANGGRAPH, "storm", "langgraph-storm", STORM),
-        case(LANGGRAPH, "healthy", "langgraph-healthy", Expect::Nothing),
+        case(LANGGRAPH, "healthy", "langgraph-healthy", HEALTHY),
         // A ToolException the ToolNode answers: the TOOL span ends OK, the
         // failure only in the ToolMessage it records as output.
         case(
@@ -340,10 +348,10 @@ fn detection_problems(c: &Case, data: &Path, report: &serde_json::Value) -> Vec<
                 storms.iter().map(|s| &s["key"]).collect::<Vec<_>>()
             )),
         }
-    } else if !signals.is_empty() && matches!(c.expect, Expect::Nothing) {
+    } else if !signals.is_empty() && matches!(c.expect, Expect::Nothing { .. }) {
         problems.push("no signal expected".into());
     }
-    if let Expect::McpStorm { tool, calls, .. } = c.expect {
+    if let Expect::McpStorm { tool, calls, .. } | Expect::Nothing { tool, calls } = c.expect {
         problems.extend(api_tools_problems(data, tool, calls));
     }
     if let Expect::Blind { gaps, fix } = c.expect {
@@ -454,6 +462,22 @@ fn check_live(c: &Case) {
     let traces = manifest["trace_ids"].as_array().unwrap();
     if traces.len() != 1 && !matches!(c.expect, Expect::McpStorm { .. }) {
         problems.push(format!("one turn is one trace: {traces:?}"));
+    }
+    // What the harness says it did: 8 calls, all failing in a storm, two in
+    // a healthy turn.
+    let want = match c.expect {
+        Expect::Storm { calls, .. } | Expect::McpStorm { calls, .. } => (calls, calls),
+        Expect::Nothing { calls, .. } => (calls, 2),
+        Expect::Blind { .. } => (8, 8),
+    };
+    let did = (
+        manifest["tool_calls"].as_u64().unwrap_or(0),
+        manifest["failures"].as_u64().unwrap_or(0),
+    );
+    if did != want {
+        problems.push(format!(
+            "the harness made (calls, failures) {did:?}, the scenario is {want:?}"
+        ));
     }
     problems.extend(stored_problems(&data, &manifest));
     let swept = sweep(&data, last_end_ns(&data));

@@ -160,7 +160,7 @@ fn every_tool_answers_structured_content_valid_against_its_output_schema() {
     let valid = |list: &[Value], tool: &str, r: &Value| schemas.valid(list, tool, r);
     let list = tools(&server);
     let names: Vec<&str> = list.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names.len(), 12, "{names:?}");
+    assert_eq!(names.len(), 13, "{names:?}");
     let tools_answer = valid(
         &list,
         "list_tools",
@@ -247,6 +247,35 @@ fn every_tool_answers_structured_content_valid_against_its_output_schema() {
         &call(&server, "describe_tables", json!({})),
     );
     assert_eq!(tables["tables"].as_array().unwrap().len(), 3);
+    // What the demo's spans let stormwatch see: a scope per service, each
+    // gap with its fix, the same document as /api/coverage.
+    let coverage = valid(
+        &list,
+        "get_coverage",
+        &call(&server, "get_coverage", json!({"days": 30})),
+    );
+    let scopes = coverage["scopes"].as_array().unwrap();
+    assert!(!scopes.is_empty(), "{coverage}");
+    assert!(
+        scopes.iter().all(|s| s["calls"].as_u64().unwrap() > 0
+            && s["gaps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|g| !g["fix"].as_str().unwrap().is_empty())),
+        "{coverage}"
+    );
+    let api: Value = serde_json::from_str(
+        &Client::new()
+            .get(format!("http://{}/api/coverage?days=30", server.http))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap()
+            .text()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(api, coverage);
     let q = valid(
         &list,
         "query",
@@ -491,7 +520,7 @@ fn a_2025_client_gets_a_session_and_deleting_it_ends_it() {
     let r = send(&list, &h(&[]));
     assert_eq!(r.status().as_u16(), 200);
     let v = answer(&r.text().unwrap());
-    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 12);
+    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 13);
     let r = Client::new()
         .delete(format!("http://{}/mcp", server.http))
         .header("Authorization", &auth)
