@@ -27,6 +27,15 @@ protobuf exporter sends them. ADK's default telemetry schema (v2,
                  dict through untouched).
   storm-default  storm-reflect with content capture left at ADK's default
                  (no capture variable set): what a default user sends.
+  storm-handoff  content capture on; the same 8 calls, made by a sub-agent:
+                 the root agent `support_desk` (sub_agents=[billing_agent])
+                 hands the request to `billing_agent` with ADK's own transfer
+                 (its model calls `transfer_to_agent`, as Gemini does);
+                 billing_agent calls `search_flights` 4 times, each raising
+                 as in storm-reflect, then transfers back to support_desk,
+                 which hands the request to billing_agent again; billing_agent
+                 calls the tool 4 more times, then gives up with the final
+                 answer.
   healthy        content capture on; a research agent calls `web_search` 8
                  times with 8 different queries; calls 3 and 7 raise
                  HTTPError("HTTP 404 Not Found"), answered by the plugin as in
@@ -69,6 +78,25 @@ We set max_retries=8, the smallest limit that answers all 8 failures, and the
 scripted model stops calling after the 8th; so every call is answered and
 the run ends with the model's own final answer.
 
+How ADK records a hand-off (storm-handoff): the turn is one
+`invoke_workflow support_desk` span (the root agent's), and every stretch an
+agent runs is an `invoke_agent <agent>` span directly under it, siblings in
+the order they ran: support_desk, billing_agent, support_desk, billing_agent.
+Each holds that stretch's `generate_content` and `execute_tool` spans. The
+transfer itself is an ordinary `execute_tool transfer_to_agent` span
+(`TransferToAgentTool`, a FunctionTool whose function sets
+`actions.transfer_to_agent`), the last span of the agent that hands off; the
+next `invoke_agent` starts after it. The plugin's counter is per invocation
+and per tool, and a transfer stays in the invocation: the 8 failures count
+1..8 across both stretches of billing_agent (the transfers' successes reset
+only transfer_to_agent's own count), so max_retries=8 answers them all here
+too. stormwatch takes transfer_to_agent (scope gcp.vertex.agent) for ADK's
+bookkeeping, not a call of the agent's: the manifest lists those spans with
+`tool_name` null and does not count them in `tool_calls`. Each agent's
+scripted model sees its own function calls as function calls, and what the
+other agent did as quoted "For context" text, so the calls it counts are its
+own.
+
 The session is the InMemoryRunner session (`--session`, default
 adk-<scenario>); ADK writes it as `gen_ai.conversation.id` on the
 `invoke_workflow` and `invoke_agent` spans and the `generate_content` spans,
@@ -94,6 +122,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
+TRANSFER = "transfer_to_agent"  # ADK's hand-off tool (TransferToAgentTool); bookkeeping, not a call
 MAX_RETRIES = 8  # ReflectAndRetryToolPlugin's limit: answers all 8 failures (see the docstring)
 
 # What ADK / OTel read for content capture and the schema; cleared before each run.
@@ -144,6 +173,16 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "storm-reflect": {**STORM, "capture": True, "failure": "raise"},
     "storm-dict": {**STORM, "capture": True, "failure": "dict"},
     "storm-default": {**STORM, "capture": False, "failure": "raise"},
+    # billing_agent makes the calls; support_desk (the root) hands the request
+    # to it, and it hands back once after `handback` calls (see the docstring).
+    "storm-handoff": {
+        **STORM,
+        "agent": "billing_agent",
+        "desk": "support_desk",
+        "handback": 4,
+        "capture": True,
+        "failure": "raise",
+    },
     "healthy": {**HEALTHY, "capture": True, "failure": "raise"},
 }
 
@@ -186,24 +225,41 @@ def build_agent(scenario: dict[str, Any]) -> Any:
     tool_name: str = scenario["tool"]
 
     class ScriptedModel(BaseLlm):
-        """Replays a script: one function call per model call until the calls run out, then the answer."""
+        """Replays a script: one function call per model call until the calls run out, then the answer.
+
+        A front desk (`delegate` set) instead transfers every request to that
+        agent; a sub-agent with `parent` set transfers back to it once, after
+        the scenario's `handback` calls.
+        """
+
+        delegate: str | None = None
+        parent: str | None = None
 
         async def generate_content_async(
             self, llm_request: LlmRequest, stream: bool = False
         ) -> AsyncGenerator[LlmResponse, None]:
-            made = sum(
-                1
+            # This agent's own calls (another agent's reach it as quoted text).
+            own = [
+                part.function_call
                 for content in llm_request.contents
                 for part in content.parts or []
                 if part.function_call is not None
-            )
-            if made < len(calls):
+            ]
+            made = sum(1 for fc in own if fc.name == tool_name)
+            handed_back = any(fc.name == TRANSFER for fc in own)
+            if self.delegate is not None:
+                part = types.Part(function_call=types.FunctionCall(name=TRANSFER, args={"agent_name": self.delegate}))
+                out = 12
+            elif self.parent is not None and made == scenario["handback"] and not handed_back:
+                part = types.Part(function_call=types.FunctionCall(name=TRANSFER, args={"agent_name": self.parent}))
+                out = 12
+            elif made < len(calls):
                 part = types.Part(function_call=types.FunctionCall(name=tool_name, args=dict(calls[made])))
                 out = 20
             else:
                 part = types.Part(text=scenario["answer"])
                 out = 16
-            inp = 60 + 40 * made
+            inp = 60 + 40 * len(own)
             yield LlmResponse(
                 content=types.Content(role="model", parts=[part]),
                 finish_reason=types.FinishReason.STOP,
@@ -245,12 +301,24 @@ def build_agent(scenario: dict[str, Any]) -> Any:
         return call_upstream(query=query)
 
     tools = {"search_flights": search_flights, "web_search": web_search}
-    return LlmAgent(
+    desk: str | None = scenario.get("desk")
+    agent = LlmAgent(
         name=scenario["agent"],
         description="Answers with the help of one tool.",
-        model=ScriptedModel(model="scripted"),
+        model=ScriptedModel(model="scripted", parent=desk),
         instruction="You are a helpful assistant.",
         tools=[tools[tool_name]],
+    )
+    if desk is None:
+        return agent
+    # The root: no tools of its own; ADK offers it transfer_to_agent because
+    # it has a sub-agent (and the sub-agent, because it has a parent).
+    return LlmAgent(
+        name=desk,
+        description="The front desk: hands each request to the agent best placed to answer it.",
+        model=ScriptedModel(model="scripted", delegate=agent.name),
+        instruction="You are the front desk of a travel agency.",
+        sub_agents=[agent],
     )
 
 
@@ -311,7 +379,12 @@ def main(argv: list[str] | None = None) -> int:
         return s.attributes or {}
 
     spans = sorted(exporter.spans, key=lambda s: s.start_time or 0)
-    tool_spans = [s for s in spans if attrs(s).get("gen_ai.operation.name") == "execute_tool"]
+    # transfer_to_agent's execute_tool spans are ADK's bookkeeping, no call.
+    tool_spans = [
+        s
+        for s in spans
+        if attrs(s).get("gen_ai.operation.name") == "execute_tool" and attrs(s).get("gen_ai.tool.name") != TRANSFER
+    ]
     calls = [s for s in tool_spans if attrs(s).get("gen_ai.tool.name") == scenario["tool"]]
     # ADK leaves a call answered by a callback unmarked, so which calls failed
     # is the scenario's own knowledge: the i-th call (by start time) failed if

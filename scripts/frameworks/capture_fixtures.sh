@@ -28,7 +28,7 @@ for scenario in storm healthy; do
     capture "vercel-ai-$sdk-$scenario" "$node" scripts/frameworks/vercel-ai/agent.mjs --sdk "$sdk" "$scenario" --endpoint '{endpoint}'
   done
 done
-for scenario in storm-reflect storm-dict storm-default healthy; do
+for scenario in storm-reflect storm-dict storm-default storm-handoff healthy; do
   capture "adk-$scenario" "$adk" scripts/frameworks/adk_agent.py "$scenario" --endpoint '{endpoint}'
 done
 for scenario in storm storm-redacted healthy mcp-storm; do
@@ -44,6 +44,6 @@ done
 for scenario in storm healthy; do
   capture "smolagents-$scenario" "$smol" scripts/frameworks/smolagents_agent.py "$scenario" --endpoint '{endpoint}'
 done
-for scenario in storm healthy storm-toolexception; do
+for scenario in storm healthy storm-toolexception storm-subagents; do
   capture "langgraph-$scenario" "$langgraph" scripts/frameworks/langgraph_agent.py "$scenario" --endpoint '{endpoint}'
 done

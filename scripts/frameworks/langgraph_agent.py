@@ -30,6 +30,16 @@ one turn = one trace):
            `on_tool_end`, not `on_tool_error`: the TOOL span ends OK, and the
            failure is only in its `output.value` (the serialized ToolMessage,
            `"status": "error"`).
+  storm-subagents
+           the storm split between two sub-agents: a plain `StateGraph`
+           "travel_supervisor" (no agent of its own) whose node "flights"
+           runs the ReAct agent "flights_agent" and whose next node
+           "flights_backup" then runs "flights_agent_backup" (the same
+           agent under another name, as a fallback), each on the user's
+           request alone. Each sub-agent calls `search_flights` 4 times with
+           the same arguments, each call raising the 503 as in storm, then
+           gives up with the final answer; the supervisor keeps each
+           sub-agent's last message.
 
 How LangGraph handles a failing tool: `ToolNode`'s default
 `handle_tool_errors` (`_default_handle_tool_errors`) only turns argument
@@ -43,6 +53,15 @@ the run goes on. langchain-core's `BaseTool.run` has already reported the
 exception to the callbacks (`on_tool_error`) before it propagates to the
 `ToolNode`, so the OpenInference TOOL span ends with status ERROR and an
 `exception` event, and has no `output.value`.
+
+How OpenInference draws storm-subagents: the supervisor graph is the root
+span, kind CHAIN ("travel_supervisor": the instrumentor calls a run AGENT
+only when its name contains "agent", else a graph run is a CHAIN); each node
+is a CHAIN span under it ("flights", "flights_backup"), and the sub-agent the
+node invokes is an AGENT span under the node (a runnable invoked inside a
+node inherits the node's callbacks, so its runs nest there), with its own
+"agent" / "tools" node spans and, under each "tools", one TOOL span. One
+trace: 4 TOOL spans under each sub-agent's AGENT span.
 
 The session is openinference's `using_session(...)` context (`session.id` on
 every span); it is also LangGraph's `thread_id` (the `configurable` key a
@@ -114,6 +133,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
 }
 SCENARIOS["storm-toolexception"] = {**SCENARIOS["storm"], "tool_exception": True}
+# Each sub-agent replays `calls` (4 of the storm's); the tool fails all 8.
+SCENARIOS["storm-subagents"] = {
+    **SCENARIOS["storm"],
+    "supervisor": "travel_supervisor",
+    "agents": {"flights": "flights_agent", "flights_backup": "flights_agent_backup"},  # node: sub-agent, in order
+    "calls": SCENARIOS["storm"]["calls"][:4],
+}
 
 
 class HTTPError(Exception):
@@ -227,7 +253,7 @@ def build_tools(scenario: dict[str, Any]) -> list[Any]:
     return [chosen]
 
 
-def build_agent(scenario: dict[str, Any]) -> Any:
+def build_react_agent(scenario: dict[str, Any], name: str, tools: list[Any]) -> Any:
     # create_react_agent is deprecated since langgraph 1.0 in favour of
     # langchain.agents.create_agent (the `langchain` package), but still the
     # graph LangGraph itself ships; silence the warning so stderr stays clean.
@@ -237,10 +263,35 @@ def build_agent(scenario: dict[str, Any]) -> Any:
 
         return create_react_agent(
             ScriptedChatModel(tool_name=scenario["tool"], calls=scenario["calls"], answer=scenario["answer"]),
-            ToolNode(build_tools(scenario), handle_tool_errors=True),
+            ToolNode(tools, handle_tool_errors=True),
             prompt="You are a helpful assistant.",
-            name=scenario["agent"],
+            name=name,
         )
+
+
+def build_agent(scenario: dict[str, Any]) -> Any:
+    tools = build_tools(scenario)
+    if "supervisor" not in scenario:
+        return build_react_agent(scenario, scenario["agent"], tools)
+
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    def run(agent: Any) -> Any:
+        def node(state: MessagesState) -> dict[str, Any]:
+            # The sub-agent gets the user's request alone; the supervisor keeps its answer.
+            result = agent.invoke({"messages": [state["messages"][0]]})
+            return {"messages": [result["messages"][-1]]}
+
+        return node
+
+    graph = StateGraph(MessagesState)
+    previous = START
+    for node, name in scenario["agents"].items():
+        graph.add_node(node, run(build_react_agent(scenario, name, tools)))
+        graph.add_edge(previous, node)
+        previous = node
+    graph.add_edge(previous, END)
+    return graph.compile(name=scenario["supervisor"])
 
 
 def main(argv: list[str] | None = None) -> int:

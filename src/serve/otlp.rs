@@ -332,7 +332,10 @@ pub async fn store_body(
                 format,
                 encoding,
                 limit,
-                (&window, &shapes),
+                ingest::Rules {
+                    window: &window,
+                    shapes: &shapes,
+                },
                 &mut reserve,
             )
         };

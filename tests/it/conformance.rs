@@ -23,6 +23,10 @@
 //!   Python SDK 2.x over stdio, traced on both sides: framework span → MCP
 //!   client span → MCP server span) → one storm of 8, and `/api/tools`
 //!   holding that tool with 8 calls and no other tool;
+//! - **hand-offs**: the storm split over sub-agents of one request — ADK's
+//!   `transfer_to_agent` (4 + 4 calls in sibling agent spans under the
+//!   workflow), a LangGraph graph running two ReAct sub-agents — → one
+//!   storm of 8 in the request's turn;
 //! - **blind** (Google ADK by default): the storm, recorded without
 //!   arguments, results or failures → the coverage report names the
 //!   service blind for all three, with ADK's own switch.
@@ -142,6 +146,10 @@ fn adk() -> Vec<Case> {
     vec![
         case(ADK, "storm-reflect", "adk-storm-reflect", STORM),
         case(ADK, "storm-dict", "adk-storm-dict", STORM),
+        // One request handed from a front desk to a billing agent twice
+        // (transfer_to_agent: sibling invoke_agent spans under the
+        // workflow), 4 + 4 failing calls: one storm of 8.
+        case(ADK, "storm-handoff", "adk-storm-handoff", STORM),
         case(ADK, "healthy", "adk-healthy", HEALTHY),
         case(
             ADK,
@@ -221,6 +229,14 @@ fn langgraph() -> Vec<Case> {
     vec![
         case(LANGGRAPH, "storm", "langgraph-storm", STORM),
         case(LANGGRAPH, "healthy", "langgraph-healthy", HEALTHY),
+        // A plain StateGraph running two ReAct sub-agents one after the
+        // other, 4 + 4 failing calls: one storm of 8 in the graph's turn.
+        case(
+            LANGGRAPH,
+            "storm-subagents",
+            "langgraph-storm-subagents",
+            STORM,
+        ),
         // A ToolException the ToolNode answers: the TOOL span ends OK, the
         // failure only in the ToolMessage it records as output.
         case(

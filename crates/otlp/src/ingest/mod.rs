@@ -73,21 +73,30 @@ pub fn prepare_body(
     encoding: Encoding,
     limit: usize,
 ) -> Result<Prepared, IngestError> {
-    prepare_body_with(
-        body,
-        format,
-        encoding,
-        limit,
-        (&Window::unbounded(), ResultShapes::NONE),
-        &mut |_| true,
-    )
+    prepare_body_with(body, format, encoding, limit, Rules::NONE, &mut |_| true)
+}
+
+/// What reading a request depends on besides the request: the receive
+/// time's window, and the result shapes users declared.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    pub window: &'a Window,
+    pub shapes: &'a ResultShapes,
+}
+
+impl Rules<'static> {
+    /// Every span time accepted, no shape declared.
+    pub const NONE: Rules<'static> = Rules {
+        window: &Window::unbounded(),
+        shapes: ResultShapes::NONE,
+    };
 }
 
 /// Memory a JSON body takes while parsed, per byte of it (a `serde_json::Value` tree).
 pub const JSON_EXPANSION: usize = 6;
 
-/// `prepare_body`, spans outside `window` rejected, tool results read with
-/// the users' `shapes` too, asking `reserve(n)`
+/// `prepare_body` by `rules` (spans outside its window rejected, tool
+/// results read with its shapes too), asking `reserve(n)`
 /// before holding `n` more bytes (decompressed output, the parsed JSON
 /// tree); a refusal is `Busy`.
 pub fn prepare_body_with(
@@ -95,7 +104,7 @@ pub fn prepare_body_with(
     format: Format,
     encoding: Encoding,
     limit: usize,
-    (window, shapes): (&Window, &ResultShapes),
+    rules: Rules<'_>,
     reserve: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Prepared, IngestError> {
     let raw = if encoding == Encoding::Identity {
@@ -111,7 +120,12 @@ pub fn prepare_body_with(
         Format::Protobuf => raw,
         Format::Json => request.encode_to_vec().into(),
     };
-    Ok(prepare_request(&request, payload, window, shapes))
+    Ok(prepare_request(
+        &request,
+        payload,
+        rules.window,
+        rules.shapes,
+    ))
 }
 
 /// Normalize a decoded request (tool results read with the users'

@@ -113,14 +113,7 @@ fn row(
         found.as_ref().and_then(toolcall::ToolRef::recorded),
         super::results::ResultShapes::NONE,
     );
-    let tool = found.map(|t| toolcall::ToolCall {
-        name: t.name.into_owned(),
-        call_id: t.call_id.map(std::borrow::Cow::into_owned),
-        args_hash: t.args_hash.map(toolcall::hash_hex),
-        result_hash: t.result_hash.map(toolcall::hash_hex),
-        args_recorded: t.args_recorded,
-        convention: t.convention,
-    });
+    let tool = found.map(toolcall::ToolCall::from);
     let status_code = match span.status.as_ref().map(|s| s.code) {
         Some(c) if c == StatusCode::Error as i32 => "error",
         Some(c) if c == StatusCode::Ok as i32 => "ok",

@@ -181,7 +181,10 @@ fn a_body_is_judged_by_the_window_it_is_given() {
         Format::Protobuf,
         Encoding::Identity,
         1 << 20,
-        (&w, ResultShapes::NONE),
+        Rules {
+            window: &w,
+            shapes: ResultShapes::NONE,
+        },
         &mut |_| true,
     )
     .unwrap();

@@ -53,14 +53,20 @@ pub struct ToolRef<'a> {
 /// The tool call a span of only a name and attributes describes, if any
 /// ([`detect_view`] with no events and no scope).
 pub fn detect(span_name: &str, attrs: &[KeyValue]) -> Option<ToolCall> {
-    detect_ref(span_name, attrs).map(|t| ToolCall {
-        name: t.name.into_owned(),
-        call_id: t.call_id.map(Cow::into_owned),
-        args_hash: t.args_hash.map(hash_hex),
-        result_hash: t.result_hash.map(hash_hex),
-        args_recorded: t.args_recorded,
-        convention: t.convention,
-    })
+    detect_ref(span_name, attrs).map(ToolCall::from)
+}
+
+impl From<ToolRef<'_>> for ToolCall {
+    fn from(t: ToolRef<'_>) -> ToolCall {
+        ToolCall {
+            name: t.name.into_owned(),
+            call_id: t.call_id.map(Cow::into_owned),
+            args_hash: t.args_hash.map(hash_hex),
+            result_hash: t.result_hash.map(hash_hex),
+            args_recorded: t.args_recorded,
+            convention: t.convention,
+        }
+    }
 }
 
 /// [`detect`] without copying the strings the span holds.
