@@ -157,8 +157,9 @@ pub struct CoverageArgs {
     /// Days ending on the newest day with data
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=366))]
     pub days: u32,
-    /// Only the spans that started at or after this time (RFC 3339 or a
-    /// date): to see a fix take effect; replaces --days
+    /// Only the spans that started at or after this time (RFC 3339, a date,
+    /// or a duration back from now: 90m, 2h): to see a fix take effect;
+    /// replaces --days
     #[arg(long, conflicts_with = "days")]
     pub since: Option<String>,
     #[arg(long, default_value = "text")]

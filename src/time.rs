@@ -35,6 +35,33 @@ pub fn parse_since(s: &str) -> Result<i32, String> {
     i32::try_from(days.max(1)).map_err(|_| format!("{s:?} is too long"))
 }
 
+/// A point in time given as a time (RFC 3339), a date (its midnight, UTC)
+/// or a duration back from `now_ns` (`90m`, `2h`, `1d`, `30s`, `1w`).
+pub fn parse_point(s: &str, now_ns: i64) -> Result<i64, String> {
+    let t = s.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let per: Option<i64> = match unit {
+        "s" => Some(1),
+        "m" => Some(60),
+        "h" => Some(3600),
+        "d" => Some(86_400),
+        "w" => Some(7 * 86_400),
+        _ => None,
+    };
+    if let (Ok(n), Some(per)) = (num.parse::<i64>(), per) {
+        return n
+            .checked_mul(per)
+            .and_then(|secs| secs.checked_mul(1_000_000_000))
+            .map(|ns| now_ns.saturating_sub(ns))
+            .ok_or_else(|| format!("{s:?} is too long"));
+    }
+    parse_now(t).map_err(|_| {
+        format!(
+            "expected a time (2026-08-06T09:00:00Z), a date (2026-08-06) or a duration back from now (90m, 2h, 1d), got {s:?}"
+        )
+    })
+}
+
 /// A `--now` value: RFC 3339, or a UTC date (its midnight).
 pub fn parse_now(s: &str) -> Result<i64, String> {
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
@@ -50,4 +77,27 @@ pub fn parse_now(s: &str) -> Result<i64, String> {
     i64::from(day)
         .checked_mul(NANOS_PER_DAY)
         .ok_or_else(|| format!("{s:?} is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_point_is_a_time_a_date_or_a_duration_back() {
+        let now = parse_now("2026-12-05T12:00:00Z").unwrap();
+        assert_eq!(parse_point("90m", now), parse_now("2026-12-05T10:30:00Z"));
+        assert_eq!(parse_point("1d", now), parse_now("2026-12-04T12:00:00Z"));
+        assert_eq!(
+            parse_point("2026-12-05T11:00:00Z", now),
+            parse_now("2026-12-05T11:00:00Z")
+        );
+        assert_eq!(parse_point("2026-12-05", now), parse_now("2026-12-05"));
+        let err = parse_point("soon", now).unwrap_err();
+        assert!(
+            err.contains("duration back from now") && err.contains("\"soon\""),
+            "{err}"
+        );
+        assert!(parse_point("99999999999999w", now).is_err());
+    }
 }

@@ -107,21 +107,28 @@ Prints one JSON manifest line on stdout; exits 1 if an export batch failed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import sys
-import time
-from typing import Any, AsyncGenerator, Sequence
+from typing import Any, AsyncGenerator
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
+import harness
+from harness import (
+    Recording,
+    Upstream,
+    attrs,
+    emit,
+    finish,
+    parse_args,
+    span_row,
+    tool_functions,
+    trace_ids,
+    tracer_provider,
+)
+
 TRANSFER = "transfer_to_agent"  # ADK's hand-off tool (TransferToAgentTool); bookkeeping, not a call
 MAX_RETRIES = 8  # ReflectAndRetryToolPlugin's limit: answers all 8 failures (see the docstring)
 
@@ -137,37 +144,9 @@ SWITCHES = [
     "OTEL_SEMCONV_STABILITY_OPT_IN",
 ]
 
-STORM: dict[str, Any] = {
-    "agent": "travel_agent",
-    "tool": "search_flights",
-    "calls": [{"origin": "SFO", "destination": "JFK", "date": "2026-07-29"}] * 8,
-    "fail": set(range(8)),
-    "error": "HTTP 503 Service Unavailable",
-    "prompt": "Find me a flight from SFO to JFK on July 29.",
-    "answer": "Sorry, the flight search is down right now. Please try again later.",
-}
-
-HEALTHY: dict[str, Any] = {
-    "agent": "research_agent",
-    "tool": "web_search",
-    "calls": [
-        {"query": q}
-        for q in [
-            "retry storm definition",
-            "exponential backoff with jitter",
-            "circuit breaker pattern",
-            "HTTP 503 Retry-After header",
-            "idempotency keys for payments",
-            "OpenTelemetry GenAI semantic conventions",
-            "token bucket rate limiting",
-            "thundering herd problem",
-        ]
-    ],
-    "fail": {2, 6},  # the 3rd and 7th calls; never adjacent
-    "error": "HTTP 404 Not Found",
-    "prompt": "Write a short brief on how services should retry.",
-    "answer": "Here is a brief on retries, backoff and circuit breakers.",
-}
+# ADK wants agent names that are identifiers.
+STORM: dict[str, Any] = {**harness.STORM, "agent": "travel_agent"}
+HEALTHY: dict[str, Any] = {**harness.HEALTHY, "agent": "research_agent"}
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "storm-reflect": {**STORM, "capture": True, "failure": "raise"},
@@ -189,29 +168,6 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 class HTTPError(Exception):
     """What an HTTP client raises for a non-2xx answer."""
-
-
-class Recording(SpanExporter):
-    """The real exporter, keeping what it sent and whether every batch got through."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.spans: list[ReadableSpan] = []
-        self.failures = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is SpanExportResult.SUCCESS:
-            self.spans.extend(spans)
-        else:
-            self.failures += 1
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 def build_agent(scenario: dict[str, Any]) -> Any:
@@ -269,45 +225,25 @@ def build_agent(scenario: dict[str, Any]) -> Any:
                 ),
             )
 
-    made = 0
+    upstream = Upstream(scenario, HTTPError)
 
     def call_upstream(**kwargs: Any) -> Any:
-        nonlocal made
-        i, made = made, made + 1
-        time.sleep(TOOL_SECONDS)
-        if i in scenario["fail"]:
-            if scenario["failure"] == "dict":
-                # ADK's documented way for a tool to report an error without raising.
-                return {"status": "error", "error_message": scenario["error"]}
-            raise HTTPError(scenario["error"])
-        return json.dumps({"results": [f"result {i + 1} for {json.dumps(kwargs, sort_keys=True)}"]})
+        try:
+            return upstream(**kwargs)
+        except HTTPError as error:
+            if scenario["failure"] != "dict":
+                raise
+            # ADK's documented way for a tool to report an error without raising
+            # (the tool function hands it back as its result).
+            return {"status": "error", "error_message": str(error)}
 
-    def search_flights(origin: str, destination: str, date: str) -> Any:
-        """Search flights.
-
-        Args:
-            origin: IATA code of the departure airport.
-            destination: IATA code of the arrival airport.
-            date: Departure date, YYYY-MM-DD.
-        """
-        return call_upstream(origin=origin, destination=destination, date=date)
-
-    def web_search(query: str) -> Any:
-        """Search the web.
-
-        Args:
-            query: What to search for.
-        """
-        return call_upstream(query=query)
-
-    tools = {"search_flights": search_flights, "web_search": web_search}
     desk: str | None = scenario.get("desk")
     agent = LlmAgent(
         name=scenario["agent"],
         description="Answers with the help of one tool.",
         model=ScriptedModel(model="scripted", parent=desk),
         instruction="You are a helpful assistant.",
-        tools=[tools[tool_name]],
+        tools=[tool_functions(call_upstream)[tool_name]],
     )
     if desk is None:
         return agent
@@ -344,14 +280,9 @@ async def run_turn(scenario: dict[str, Any], session: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario", choices=sorted(SCENARIOS))
-    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
-    ap.add_argument("--session", default=None, help="session id (default: adk-<scenario>)")
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, SCENARIOS, "adk", argv)
     scenario = SCENARIOS[args.scenario]
-    session = args.session or f"adk-{args.scenario}"
-    service = f"adk-{args.scenario}"
+    session, service = args.session, args.service
 
     # ADK reads these when each run's TelemetryConfig is made; set them before.
     for name in SWITCHES:
@@ -362,21 +293,14 @@ def main(argv: list[str] | None = None) -> int:
 
     # ADK's tracer (scope gcp.vertex.agent) comes from the global provider.
     exporter = Recording(OTLPSpanExporter(endpoint=args.endpoint, timeout=10))
-    provider = TracerProvider(resource=Resource.create())  # service.name from OTEL_SERVICE_NAME
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider = tracer_provider(exporter, None)  # service.name from OTEL_SERVICE_NAME
     trace.set_tracer_provider(provider)
 
     from google.adk import version as adk_version
 
     output = asyncio.run(run_turn(scenario, session))
-    provider.force_flush()
-    provider.shutdown()
-    if exporter.failures:
-        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
+    if not finish(provider, exporter, args.endpoint):
         return 1
-
-    def attrs(s: ReadableSpan) -> Any:
-        return s.attributes or {}
 
     spans = sorted(exporter.spans, key=lambda s: s.start_time or 0)
     # transfer_to_agent's execute_tool spans are ADK's bookkeeping, no call.
@@ -390,31 +314,25 @@ def main(argv: list[str] | None = None) -> int:
     # is the scenario's own knowledge: the i-th call (by start time) failed if
     # i is in the scenario's fail set.
     failed = {id(s) for i, s in enumerate(calls) if i in scenario["fail"]}
-    traces = sorted({format(s.context.trace_id, "032x") for s in spans})
+    rows = [
+        span_row(s, attrs(s).get("gen_ai.tool.name") if s in tool_spans else None, id(s) in failed)
+        for s in spans
+    ]
     doc = {
         "framework": "google-adk",
         "version": adk_version.__version__,
         "scenario": args.scenario,
         "output": output,
-        "trace_ids": traces,
+        "trace_ids": trace_ids(rows),
         "session_id": session,
         "service": service,
         "tool": scenario["tool"],
         "tool_calls": len(calls),
         "failures": len(failed),
         "content_capture": scenario["capture"],
-        "spans": [
-            {
-                "trace_id": format(s.context.trace_id, "032x"),
-                "span_id": format(s.context.span_id, "016x"),
-                "name": s.name,
-                "tool_name": attrs(s).get("gen_ai.tool.name") if s in tool_spans else None,
-                "failed": id(s) in failed,
-            }
-            for s in spans
-        ],
+        "spans": rows,
     }
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    emit(doc)
     return 0
 
 

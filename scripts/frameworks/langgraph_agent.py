@@ -75,19 +75,14 @@ or its `output.value` is a ToolMessage with status "error" (storm-toolexception)
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import time
 import warnings
 from importlib.metadata import version
 from typing import Any, Sequence
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace import ReadableSpan
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -98,39 +93,25 @@ from langgraph.prebuilt import ToolNode
 from openinference.instrumentation import using_session
 from openinference.instrumentation.langchain import LangChainInstrumentor
 
-TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
+import harness
+from harness import (
+    Recording,
+    Upstream,
+    attrs,
+    emit,
+    finish,
+    is_error,
+    parse_args,
+    span_row,
+    tool_functions,
+    trace_ids,
+    tracer_provider,
+)
 
+# The agents are named in snake_case, like the graphs' nodes.
 SCENARIOS: dict[str, dict[str, Any]] = {
-    "storm": {
-        "agent": "travel_agent",
-        "tool": "search_flights",
-        "calls": [{"origin": "SFO", "destination": "JFK", "date": "2026-07-29"}] * 8,
-        "fail": set(range(8)),
-        "error": "HTTP 503 Service Unavailable",
-        "prompt": "Find me a flight from SFO to JFK on July 29.",
-        "answer": "Sorry, the flight search is down right now. Please try again later.",
-    },
-    "healthy": {
-        "agent": "research_agent",
-        "tool": "web_search",
-        "calls": [
-            {"query": q}
-            for q in [
-                "retry storm definition",
-                "exponential backoff with jitter",
-                "circuit breaker pattern",
-                "HTTP 503 Retry-After header",
-                "idempotency keys for payments",
-                "OpenTelemetry GenAI semantic conventions",
-                "token bucket rate limiting",
-                "thundering herd problem",
-            ]
-        ],
-        "fail": {2, 6},  # the 3rd and 7th calls; never adjacent
-        "error": "HTTP 404 Not Found",
-        "prompt": "Write a short brief on how services should retry.",
-        "answer": "Here is a brief on retries, backoff and circuit breakers.",
-    },
+    "storm": {**harness.STORM, "agent": "travel_agent"},
+    "healthy": {**harness.HEALTHY, "agent": "research_agent"},
 }
 SCENARIOS["storm-toolexception"] = {**SCENARIOS["storm"], "tool_exception": True}
 # Each sub-agent replays `calls` (4 of the storm's); the tool fails all 8.
@@ -144,29 +125,6 @@ SCENARIOS["storm-subagents"] = {
 
 class HTTPError(Exception):
     """What an HTTP client raises for a non-2xx answer."""
-
-
-class Recording(SpanExporter):
-    """The real exporter, keeping what it sent and whether every batch got through."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.spans: list[ReadableSpan] = []
-        self.failures = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is SpanExportResult.SUCCESS:
-            self.spans.extend(spans)
-        else:
-            self.failures += 1
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -215,39 +173,8 @@ class ScriptedChatModel(BaseChatModel):
 
 
 def build_tools(scenario: dict[str, Any]) -> list[Any]:
-    made = 0
-
-    def call_upstream(**kwargs: Any) -> str:
-        nonlocal made
-        i, made = made, made + 1
-        time.sleep(TOOL_SECONDS)
-        if i in scenario["fail"]:
-            if scenario.get("tool_exception"):
-                raise ToolException(scenario["error"])
-            raise HTTPError(scenario["error"])
-        return json.dumps({"results": [f"result {i + 1} for {json.dumps(kwargs, sort_keys=True)}"]})
-
-    @tool
-    def search_flights(origin: str, destination: str, date: str) -> str:
-        """Search flights.
-
-        Args:
-            origin: IATA code of the departure airport.
-            destination: IATA code of the arrival airport.
-            date: Departure date, YYYY-MM-DD.
-        """
-        return call_upstream(origin=origin, destination=destination, date=date)
-
-    @tool
-    def web_search(query: str) -> str:
-        """Search the web.
-
-        Args:
-            query: What to search for.
-        """
-        return call_upstream(query=query)
-
-    chosen = {"search_flights": search_flights, "web_search": web_search}[scenario["tool"]]
+    upstream = Upstream(scenario, ToolException if scenario.get("tool_exception") else HTTPError)
+    chosen = tool(tool_functions(upstream)[scenario["tool"]])
     if scenario.get("tool_exception"):
         chosen.handle_tool_error = True  # a ToolException becomes the tool's (error) result
     return [chosen]
@@ -295,17 +222,12 @@ def build_agent(scenario: dict[str, Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario", choices=sorted(SCENARIOS))
-    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
-    ap.add_argument("--session", default=None, help="session id (default: langgraph-<scenario>)")
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, SCENARIOS, "langgraph", argv)
     scenario = SCENARIOS[args.scenario]
-    session = args.session or f"langgraph-{args.scenario}"
+    session = args.session
 
     exporter = Recording(OTLPSpanExporter(endpoint=args.endpoint, timeout=10))
-    provider = TracerProvider(resource=Resource.create({"service.name": f"langgraph-{args.scenario}"}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider = tracer_provider(exporter, args.service)
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
@@ -321,29 +243,28 @@ def main(argv: list[str] | None = None) -> int:
             )
     finally:
         instrumentor.uninstrument()
-    provider.force_flush()
-    provider.shutdown()
-    if exporter.failures:
-        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
+    if not finish(provider, exporter, args.endpoint):
         return 1
 
     def kind(s: ReadableSpan) -> Any:
-        return (s.attributes or {}).get("openinference.span.kind")
+        return attrs(s).get("openinference.span.kind")
 
     def failed(s: ReadableSpan) -> bool:
-        if s.status.status_code is StatusCode.ERROR:
+        if is_error(s):
             return True
         if kind(s) != "TOOL":
             return False
         try:
-            out = json.loads(str((s.attributes or {}).get("output.value", "")))
+            out = json.loads(str(attrs(s).get("output.value", "")))
         except ValueError:
             return False
         return isinstance(out, dict) and out.get("type") == "tool" and out.get("data", {}).get("status") == "error"
 
     spans = exporter.spans
     tool_spans = [s for s in spans if kind(s) == "TOOL"]
-    traces = sorted({format(s.context.trace_id, "032x") for s in spans})
+    rows = [
+        span_row(s, attrs(s).get("tool.name") if s in tool_spans else None, failed(s), kind=kind(s)) for s in spans
+    ]
     doc = {
         "framework": "langgraph",
         "version": version("langgraph"),
@@ -351,25 +272,15 @@ def main(argv: list[str] | None = None) -> int:
         "langchain_core": version("langchain-core"),
         "scenario": args.scenario,
         "output": str(state["messages"][-1].content),
-        "trace_ids": traces,
+        "trace_ids": trace_ids(rows),
         "session_id": session,
         "tool": scenario["tool"],
         "tool_calls": len(tool_spans),
         "failures": sum(1 for s in tool_spans if failed(s)),
-        "service": f"langgraph-{args.scenario}",
-        "spans": [
-            {
-                "trace_id": format(s.context.trace_id, "032x"),
-                "span_id": format(s.context.span_id, "016x"),
-                "name": s.name,
-                "kind": kind(s),
-                "tool_name": (s.attributes or {}).get("tool.name") if s in tool_spans else None,
-                "failed": failed(s),
-            }
-            for s in spans
-        ],
+        "service": args.service,
+        "spans": rows,
     }
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    emit(doc)
     return 0
 
 

@@ -55,11 +55,12 @@ HOME, ...), so pass these in the client's `env`.
 --spans-out FILE: when the server exits (its stdin closed, or SIGTERM), it
 flushes its exporter and writes FILE as one JSON object:
   {"service": ..., "export_failures": N, "tool_calls": N, "failures": N,
-   "spans": [{"trace_id", "span_id", "parent_span_id", "name", "kind",
+   "spans": [{"trace_id", "span_id", "name", "parent_span_id", "kind",
               "tool_name", "failed"}, ...]}
-listing every span its exporter delivered (tool_name = `gen_ai.tool.name` on
-tools/call spans, else null; failed = status ERROR), so a harness can put the
-server's spans into its manifest. The process exits 1 if an export batch
+listing every span its exporter delivered, as the harnesses' manifest rows
+(harness.py) with the parent and kind added (tool_name = `gen_ai.tool.name`
+on tools/call spans, else null; failed = status ERROR), so a harness can put
+the server's spans into its manifest. The process exits 1 if an export batch
 failed.
 """
 
@@ -71,41 +72,18 @@ import os
 import signal
 import sys
 import threading
-import time
-from typing import Any, Sequence
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from harness import MCP_SERVICE, TOOL_SECONDS, Recording, attrs, span_row
 
 TOOL = "lookup_fare"
 FAIL_AS = ("tool-error", "result", "crash", "protocol")
-
-
-class Recording(SpanExporter):
-    """The real exporter, keeping what it sent and whether every batch got through."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.spans: list[ReadableSpan] = []
-        self.failures = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is SpanExportResult.SUCCESS:
-            self.spans.extend(spans)
-        else:
-            self.failures += 1
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 def parse_fail(text: str) -> set[int] | str:
@@ -157,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--error", default=os.environ.get("FARE_MCP_ERROR", "HTTP 503 Service Unavailable"))
     ap.add_argument("--fail-as", choices=FAIL_AS, default=os.environ.get("FARE_MCP_FAIL_AS", "tool-error"))
     ap.add_argument("--spans-out", default=os.environ.get("FARE_MCP_SPANS_OUT") or None)
-    ap.add_argument("--tool-seconds", type=float, default=0.015)
+    ap.add_argument("--tool-seconds", type=float, default=TOOL_SECONDS)
     args = ap.parse_args(argv)
-    service = os.environ.get("OTEL_SERVICE_NAME") or "fare-mcp"
+    service = os.environ.get("OTEL_SERVICE_NAME") or MCP_SERVICE
 
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     exporter: Recording | None = None
@@ -186,15 +164,12 @@ def main(argv: list[str] | None = None) -> int:
                 "tool_calls": counts["calls"],
                 "failures": counts["failures"],
                 "spans": [
-                    {
-                        "trace_id": format(s.context.trace_id, "032x"),
-                        "span_id": format(s.context.span_id, "016x"),
-                        "parent_span_id": format(s.parent.span_id, "016x") if s.parent else None,
-                        "name": s.name,
-                        "kind": s.kind.name,
-                        "tool_name": (s.attributes or {}).get("gen_ai.tool.name"),
-                        "failed": s.status.status_code is StatusCode.ERROR,
-                    }
+                    span_row(
+                        s,
+                        attrs(s).get("gen_ai.tool.name"),
+                        parent_span_id=format(s.parent.span_id, "016x") if s.parent else None,
+                        kind=s.kind.name,
+                    )
                     for s in spans
                 ],
             }

@@ -69,67 +69,39 @@ exits). Exits 1 if an export batch (of this process or the server) failed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import sys
 import tempfile
 import time
-from typing import Any, Sequence
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
 
-TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
-HERE = os.path.dirname(os.path.abspath(__file__))
-MCP_SERVICE = "fare-mcp"
-
-STORM: dict[str, Any] = {
-    "agent": "travel-agent",
-    "tool": "search_flights",
-    "calls": [{"origin": "SFO", "destination": "JFK", "date": "2026-07-29"}] * 8,
-    "fail": set(range(8)),
-    "error": "HTTP 503 Service Unavailable",
-    "prompt": "Find me a flight from SFO to JFK on July 29.",
-    "answer": "Sorry, the flight search is down right now. Please try again later.",
-}
-
-HEALTHY: dict[str, Any] = {
-    "agent": "research-agent",
-    "tool": "web_search",
-    "calls": [
-        {"query": q}
-        for q in [
-            "retry storm definition",
-            "exponential backoff with jitter",
-            "circuit breaker pattern",
-            "HTTP 503 Retry-After header",
-            "idempotency keys for payments",
-            "OpenTelemetry GenAI semantic conventions",
-            "token bucket rate limiting",
-            "thundering herd problem",
-        ]
-    ],
-    "fail": {2, 6},  # the 3rd and 7th calls; never adjacent
-    "error": "HTTP 404 Not Found",
-    "prompt": "Write a short brief on how services should retry.",
-    "answer": "Here is a brief on retries, backoff and circuit breakers.",
-}
-
-MCP_STORM: dict[str, Any] = {
-    "agent": "fare-agent",
-    "tool": "lookup_fare",
-    "calls": [{"origin": "SFO", "destination": "CDG"}] * 8,
-    # What mcp_fare_server.py is told: which calls fail (numbered from 1) and how.
-    "server_args": ["--fail", "all", "--error", "HTTP 503 Service Unavailable"],
-    "prompt": "What does a flight from SFO to Paris cost?",
-    "answer": "Sorry, the fare service is down right now. Please try again later.",
-}
+from harness import (
+    HEALTHY,
+    MCP_SERVICE,
+    MCP_STORM,
+    STORM,
+    Recording,
+    Upstream,
+    attrs,
+    emit,
+    finish,
+    is_error,
+    mcp_client_tool,
+    mcp_server_args,
+    mcp_server_env,
+    parse_args,
+    read_server_spans,
+    server_failures,
+    server_rows,
+    span_row,
+    trace_ids,
+    tracer_provider,
+)
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "storm": {**STORM, "mcp": False, "error_function": "message"},
@@ -141,29 +113,6 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 class HTTPError(Exception):
     """What an HTTP client raises for a non-2xx answer."""
-
-
-class Recording(SpanExporter):
-    """The real exporter, keeping what it sent and whether every batch got through."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.spans: list[ReadableSpan] = []
-        self.failures = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is SpanExportResult.SUCCESS:
-            self.spans.extend(spans)
-        else:
-            self.failures += 1
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 def scripted_model(scenario: dict[str, Any]) -> Any:
@@ -279,15 +228,9 @@ def scripted_model(scenario: dict[str, Any]) -> Any:
 def build_function_tool(scenario: dict[str, Any]) -> Any:
     from agents import function_tool
 
-    made = 0
-
-    async def call_upstream(**kwargs: Any) -> str:
-        nonlocal made
-        i, made = made, made + 1
-        await asyncio.sleep(TOOL_SECONDS)
-        if i in scenario["fail"]:
-            raise HTTPError(scenario["error"])
-        return json.dumps({"results": [f"result {i + 1} for {json.dumps(kwargs, sort_keys=True)}"]})
+    # harness.tool_functions as coroutines: the SDK runs these on the event loop
+    # (a plain function tool it would run in a worker thread, asyncio.to_thread).
+    call_upstream = Upstream(scenario, HTTPError).call_async
 
     async def search_flights(origin: str, destination: str, date: str) -> str:
         """Search flights.
@@ -317,17 +260,6 @@ def build_function_tool(scenario: dict[str, Any]) -> Any:
     return function_tool(fn)  # the SDK's default_tool_error_function
 
 
-def span_record(s: ReadableSpan, service: str, tool_name: str | None) -> dict[str, Any]:
-    return {
-        "trace_id": format(s.context.trace_id, "032x"),
-        "span_id": format(s.context.span_id, "016x"),
-        "name": s.name,
-        "service": service,
-        "tool_name": tool_name,
-        "failed": s.status.status_code is StatusCode.ERROR,
-    }
-
-
 async def run(scenario: dict[str, Any], session: str, endpoint: str, spans_out: str) -> Any:
     from agents import Agent, Runner
     from openinference.instrumentation import using_session
@@ -347,16 +279,8 @@ async def run(scenario: dict[str, Any], session: str, endpoint: str, spans_out: 
 
     params = {
         "command": sys.executable,
-        "args": [
-            os.path.join(HERE, "mcp_fare_server.py"),
-            *scenario["server_args"],
-            "--tool-seconds",
-            str(TOOL_SECONDS),
-            "--spans-out",
-            spans_out,
-        ],
-        # A stdio server gets only a minimal environment unless told more.
-        "env": {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": MCP_SERVICE},
+        "args": mcp_server_args(scenario["server_args"], spans_out),
+        "env": mcp_server_env(endpoint),
     }
     # The SDK's defaults otherwise (cache_tools_list=False: tools/list every turn).
     async with MCPServerStdio(params=params, name=MCP_SERVICE, client_session_timeout_seconds=30) as server:
@@ -371,19 +295,9 @@ async def run(scenario: dict[str, Any], session: str, endpoint: str, spans_out: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario", choices=sorted(SCENARIOS))
-    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
-    ap.add_argument("--session", default=None, help="session id (default: oai-agents-<scenario>)")
-    ap.add_argument(
-        "--genai-semconv",
-        action="store_true",
-        help="also emit OTel gen_ai.* attributes (OpenInference's opt-in enable_genai_semconv; off by default)",
-    )
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, SCENARIOS, "oai-agents", argv, genai_semconv=True)
     scenario = SCENARIOS[args.scenario]
-    session = args.session or f"oai-agents-{args.scenario}"
-    service = f"oai-agents-{args.scenario}"
+    session, service = args.session, args.service
 
     from importlib.metadata import version
 
@@ -391,8 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
     exporter = Recording(OTLPSpanExporter(endpoint=args.endpoint, timeout=10))
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider = tracer_provider(exporter, service)
     # The MCP SDK traces with the global provider (opentelemetry.trace.get_tracer).
     trace.set_tracer_provider(provider)
     instrumentor = OpenAIAgentsInstrumentor()
@@ -409,48 +322,27 @@ def main(argv: list[str] | None = None) -> int:
             instrumentor.uninstrument()
         server_doc: dict[str, Any] | None = None
         if scenario["mcp"]:
-            try:
-                with open(spans_out, encoding="utf-8") as f:
-                    server_doc = json.load(f)
-            except FileNotFoundError:
-                print("error: the MCP server wrote no --spans-out file (did it exit cleanly?)", file=sys.stderr)
+            server_doc = read_server_spans(spans_out)
+            if server_doc is None:
                 return 1
-    provider.force_flush()
-    provider.shutdown()
-    if exporter.failures:
-        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
-        return 1
-    if server_doc and server_doc["export_failures"]:
-        print(f"error: the MCP server's exporter failed {server_doc['export_failures']} time(s)", file=sys.stderr)
+    if not finish(provider, exporter, args.endpoint, server_doc):
         return 1
 
     tool = scenario["tool"]
     spans = exporter.spans
 
-    def attrs(s: ReadableSpan) -> Any:
-        return s.attributes or {}
-
     # The framework's TOOL spans of the scenario's tool: one per call.
     tools = [s for s in spans if attrs(s).get("openinference.span.kind") == "TOOL" and attrs(s).get("tool.name") == tool]
     # The MCP SDK's client span names the tool only in its span name.
-    clients = [s for s in spans if attrs(s).get("mcp.method.name") == "tools/call" and s.name == f"MCP send tools/call {tool}"]
-    records = [
-        span_record(s, service, tool if (s in tools or s in clients) else None)
-        for s in spans
-    ]
+    clients = [s for s in spans if mcp_client_tool(s) == tool]
+    records = [span_row(s, tool if (s in tools or s in clients) else None, service=service) for s in spans]
     failures_by_layer = {
-        "framework": sum(1 for s in tools if s.status.status_code is StatusCode.ERROR),
+        "framework": sum(1 for s in tools if is_error(s)),
     }
     if server_doc is not None:
-        server_spans = server_doc["spans"]
-        records += [
-            {k: r[k] for k in ("trace_id", "span_id", "name")}
-            | {"service": server_doc["service"], "tool_name": r["tool_name"], "failed": r["failed"]}
-            for r in server_spans
-        ]
-        server_calls = [r for r in server_spans if r["tool_name"] == tool]
-        failures_by_layer["mcp_client"] = sum(1 for s in clients if s.status.status_code is StatusCode.ERROR)
-        failures_by_layer["mcp_server"] = sum(1 for r in server_calls if r["failed"])
+        records += server_rows(server_doc, service=True)
+        failures_by_layer["mcp_client"] = sum(1 for s in clients if is_error(s))
+        failures_by_layer["mcp_server"] = server_failures(server_doc, tool)
     doc = {
         "framework": "openai-agents",
         "version": version("openai-agents"),
@@ -459,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         "scenario": args.scenario,
         "genai_semconv": args.genai_semconv,
         "output": str(result.final_output),
-        "trace_ids": sorted({r["trace_id"] for r in records}),
+        "trace_ids": trace_ids(records),
         "session_id": session,
         "service": service,
         "mcp_service": MCP_SERVICE if scenario["mcp"] else None,
@@ -471,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         "failures_by_layer": failures_by_layer,
         "spans": records,
     }
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    emit(doc)
     return 0
 
 

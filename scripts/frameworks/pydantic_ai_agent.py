@@ -31,17 +31,11 @@ tool calls and failures, and every exported span.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
-from typing import Any, Sequence
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace import TracerProvider
 
 import pydantic_ai
 from pydantic_ai import Agent, ModelRetry
@@ -50,64 +44,30 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
+from harness import (
+    HEALTHY,
+    STORM,
+    Recording,
+    Upstream,
+    attrs,
+    emit,
+    finish,
+    is_error,
+    parse_args,
+    span_row,
+    trace_ids,
+    tracer_provider,
+)
+
 FAILURE = "upstream 503 Service Unavailable"
-TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
 
+# Here the storm is 12 calls and the healthy turn 10 searches (2 more queries),
+# every failure with the same words (see the docstring).
+MORE_QUERIES = ["hedged requests tail latency", "bulkhead isolation pattern"]
 SCENARIOS: dict[str, dict[str, Any]] = {
-    "storm": {
-        "agent": "travel-agent",
-        "tool": "search_flights",
-        "calls": [{"origin": "SFO", "destination": "JFK", "date": "2026-07-29"}] * 12,
-        "fail": set(range(12)),
-        "prompt": "Find me a flight from SFO to JFK on July 29.",
-        "answer": "Sorry, the flight search is down right now. Please try again later.",
-    },
-    "healthy": {
-        "agent": "research-agent",
-        "tool": "web_search",
-        "calls": [
-            {"query": q}
-            for q in [
-                "retry storm definition",
-                "exponential backoff with jitter",
-                "circuit breaker pattern",
-                "HTTP 503 Retry-After header",
-                "idempotency keys for payments",
-                "OpenTelemetry GenAI semantic conventions",
-                "token bucket rate limiting",
-                "thundering herd problem",
-                "hedged requests tail latency",
-                "bulkhead isolation pattern",
-            ]
-        ],
-        "fail": {2, 6},  # the 3rd and 7th calls; never adjacent
-        "prompt": "Write a short brief on how services should retry.",
-        "answer": "Here is a brief on retries, backoff and circuit breakers.",
-    },
+    "storm": {**STORM, "calls": STORM["calls"][:1] * 12, "fail": set(range(12)), "error": FAILURE},
+    "healthy": {**HEALTHY, "calls": HEALTHY["calls"] + [{"query": q} for q in MORE_QUERIES], "error": FAILURE},
 }
-
-
-class Recording(SpanExporter):
-    """The real exporter, keeping what it sent and whether every batch got through."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.spans: list[ReadableSpan] = []
-        self.failures = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is SpanExportResult.SUCCESS:
-            self.spans.extend(spans)
-        else:
-            self.failures += 1
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 def build_agent(scenario: dict[str, Any], provider: TracerProvider) -> Agent:
@@ -122,16 +82,8 @@ def build_agent(scenario: dict[str, Any], provider: TracerProvider) -> Agent:
 
     instrumentation = Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))
     agent = Agent(FunctionModel(model, model_name="scripted"), name=scenario["agent"], capabilities=[instrumentation])
-    made = 0
-
-    def call_upstream(**kwargs: Any) -> str:
-        nonlocal made
-        i, made = made, made + 1
-        time.sleep(TOOL_SECONDS)
-        if i in scenario["fail"]:
-            # What a tool wrapping an HTTP client does with a 503: tell the model.
-            raise ModelRetry(FAILURE)
-        return json.dumps({"results": [f"result {i + 1} for {json.dumps(kwargs, sort_keys=True)}"]})
+    # What a tool wrapping an HTTP client does with a 503: tell the model.
+    call_upstream = Upstream(scenario, ModelRetry)
 
     def search_flights(origin: str, destination: str, date: str) -> str:
         """Search flights."""
@@ -149,50 +101,33 @@ def build_agent(scenario: dict[str, Any], provider: TracerProvider) -> Agent:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario", choices=sorted(SCENARIOS))
-    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
-    ap.add_argument("--session", default=None, help="conversation id (default: pydantic-ai-<scenario>)")
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, SCENARIOS, "pydantic-ai", argv, session="conversation id")
     scenario = SCENARIOS[args.scenario]
-    session = args.session or f"pydantic-ai-{args.scenario}"
+    session = args.session
 
     exporter = Recording(OTLPSpanExporter(endpoint=args.endpoint, timeout=10))
-    provider = TracerProvider(resource=Resource.create({"service.name": f"pydantic-ai-{args.scenario}"}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider = tracer_provider(exporter, args.service)
     agent = build_agent(scenario, provider)
     result = agent.run_sync(scenario["prompt"], conversation_id=session)
-    provider.force_flush()
-    provider.shutdown()
-    if exporter.failures:
-        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
+    if not finish(provider, exporter, args.endpoint):
         return 1
 
     spans = exporter.spans
-    tools = [s for s in spans if (s.attributes or {}).get("gen_ai.operation.name") == "execute_tool"]
-    traces = sorted({format(s.context.trace_id, "032x") for s in spans})
+    tools = [s for s in spans if attrs(s).get("gen_ai.operation.name") == "execute_tool"]
+    rows = [span_row(s, attrs(s).get("gen_ai.tool.name") if s in tools else None) for s in spans]
     doc = {
         "framework": "pydantic-ai",
         "version": pydantic_ai.__version__,
         "scenario": args.scenario,
         "output": result.output,
-        "trace_ids": traces,
+        "trace_ids": trace_ids(rows),
         "session_id": session,
         "tool": scenario["tool"],
         "tool_calls": len(tools),
-        "failures": sum(1 for s in tools if s.status.status_code is StatusCode.ERROR),
-        "spans": [
-            {
-                "trace_id": format(s.context.trace_id, "032x"),
-                "span_id": format(s.context.span_id, "016x"),
-                "name": s.name,
-                "tool_name": (s.attributes or {}).get("gen_ai.tool.name") if s in tools else None,
-                "failed": s.status.status_code is StatusCode.ERROR,
-            }
-            for s in spans
-        ],
+        "failures": sum(1 for s in tools if is_error(s)),
+        "spans": rows,
     }
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    emit(doc)
     return 0
 
 

@@ -50,20 +50,15 @@ batch (of this process or the server) failed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
-from typing import Any, Sequence
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
 
 import pydantic_ai
 from pydantic_ai import Agent
@@ -72,21 +67,30 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
-TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
-HERE = os.path.dirname(os.path.abspath(__file__))
-MCP_SERVICE = "fare-mcp"
-TOOL = "lookup_fare"
+from harness import (
+    MCP_SERVICE,
+    MCP_STORM,
+    Recording,
+    attrs,
+    emit,
+    finish,
+    is_error,
+    mcp_client_tool,
+    mcp_server_args,
+    mcp_server_env,
+    parse_args,
+    read_server_spans,
+    server_failures,
+    server_rows,
+    span_row,
+    trace_ids,
+    tracer_provider,
+)
+
+TOOL = MCP_STORM["tool"]
 
 SCENARIOS: dict[str, dict[str, Any]] = {
-    "mcp-storm": {
-        "agent": "fare-agent",
-        "calls": [{"origin": "SFO", "destination": "CDG"}] * 8,
-        "failures": 8,
-        # What mcp_fare_server.py is told: which calls fail (numbered from 1) and how.
-        "server_args": ["--fail", "all", "--error", "HTTP 503 Service Unavailable"],
-        "prompt": "What does a flight from SFO to Paris cost?",
-        "answer": "Sorry, the fare service is down right now. Please try again later.",
-    },
+    "mcp-storm": {**MCP_STORM, "failures": 8},
     "mcp-healthy": {
         "agent": "fare-agent",
         "calls": [
@@ -99,29 +103,6 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "answer": "Here are the fares I could find; two lookups failed.",
     },
 }
-
-
-class Recording(SpanExporter):
-    """The real exporter, keeping what it sent and whether every batch got through."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.spans: list[ReadableSpan] = []
-        self.failures = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is SpanExportResult.SUCCESS:
-            self.spans.extend(spans)
-        else:
-            self.failures += 1
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 def build_agent(scenario: dict[str, Any], provider: TracerProvider, endpoint: str, spans_out: str) -> Agent:
@@ -138,16 +119,8 @@ def build_agent(scenario: dict[str, Any], provider: TracerProvider, endpoint: st
 
     transport = StdioTransport(
         command=sys.executable,
-        args=[
-            os.path.join(HERE, "mcp_fare_server.py"),
-            *scenario["server_args"],
-            "--tool-seconds",
-            str(TOOL_SECONDS),
-            "--spans-out",
-            spans_out,
-        ],
-        # A stdio server gets only a minimal environment unless told more.
-        env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": MCP_SERVICE},
+        args=mcp_server_args(scenario["server_args"], spans_out),
+        env=mcp_server_env(endpoint),
         # Stop the server when the run lets go of the toolset, so it flushes its spans.
         keep_alive=False,
     )
@@ -164,20 +137,14 @@ def build_agent(scenario: dict[str, Any], provider: TracerProvider, endpoint: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario", choices=sorted(SCENARIOS))
-    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
-    ap.add_argument("--session", default=None, help="conversation id (default: pydantic-ai-<scenario>)")
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, SCENARIOS, "pydantic-ai", argv, session="conversation id")
     scenario = SCENARIOS[args.scenario]
-    session = args.session or f"pydantic-ai-{args.scenario}"
-    service = f"pydantic-ai-{args.scenario}"
+    session, service = args.session, args.service
 
     from importlib.metadata import version
 
     exporter = Recording(OTLPSpanExporter(endpoint=args.endpoint, timeout=10))
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider = tracer_provider(exporter, service)
     # FastMCP's and the MCP SDK's tracers follow the global provider.
     trace.set_tracer_provider(provider)
 
@@ -185,25 +152,13 @@ def main(argv: list[str] | None = None) -> int:
         spans_out = os.path.join(tmp, "mcp-spans.json")
         agent = build_agent(scenario, provider, args.endpoint, spans_out)
         result = asyncio.run(agent.run(scenario["prompt"], conversation_id=session))
-        try:
-            with open(spans_out, encoding="utf-8") as f:
-                server_doc = json.load(f)
-        except FileNotFoundError:
-            print("error: the MCP server wrote no --spans-out file (did it exit cleanly?)", file=sys.stderr)
+        server_doc = read_server_spans(spans_out)
+        if server_doc is None:
             return 1
-    provider.force_flush()
-    provider.shutdown()
-    if exporter.failures:
-        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
-        return 1
-    if server_doc["export_failures"]:
-        print(f"error: the MCP server's exporter failed {server_doc['export_failures']} time(s)", file=sys.stderr)
+    if not finish(provider, exporter, args.endpoint, server_doc):
         return 1
 
     spans = exporter.spans
-
-    def attrs(s: ReadableSpan) -> Any:
-        return s.attributes or {}
 
     # pydantic-ai's execute_tool spans: one per call.
     tools = [s for s in spans if s.instrumentation_scope and s.instrumentation_scope.name == "pydantic-ai"
@@ -211,34 +166,19 @@ def main(argv: list[str] | None = None) -> int:
     # FastMCP's client span (gen_ai.tool.name) and the MCP SDK's (the name only).
     fastmcp = [s for s in spans if s.instrumentation_scope and s.instrumentation_scope.name == "fastmcp"
                and attrs(s).get("mcp.method.name") == "tools/call" and attrs(s).get("gen_ai.tool.name") == TOOL]
-    sdk = [s for s in spans if attrs(s).get("mcp.method.name") == "tools/call" and s.name == f"MCP send tools/call {TOOL}"]
+    sdk = [s for s in spans if mcp_client_tool(s) == TOOL]
     part_of_call = {id(s) for s in tools + fastmcp + sdk}
-    records = [
-        {
-            "trace_id": format(s.context.trace_id, "032x"),
-            "span_id": format(s.context.span_id, "016x"),
-            "name": s.name,
-            "service": service,
-            "tool_name": TOOL if id(s) in part_of_call else None,
-            "failed": s.status.status_code is StatusCode.ERROR,
-        }
-        for s in spans
-    ]
-    server_spans = server_doc["spans"]
-    records += [
-        {k: r[k] for k in ("trace_id", "span_id", "name")}
-        | {"service": server_doc["service"], "tool_name": r["tool_name"], "failed": r["failed"]}
-        for r in server_spans
-    ]
+    records = [span_row(s, TOOL if id(s) in part_of_call else None, service=service) for s in spans]
+    records += server_rows(server_doc, service=True)
 
     def failed(group: list[ReadableSpan]) -> int:
-        return sum(1 for s in group if s.status.status_code is StatusCode.ERROR)
+        return sum(1 for s in group if is_error(s))
 
     failures_by_layer = {
         "framework": failed(tools),
         "fastmcp_client": failed(fastmcp),
         "mcp_client": failed(sdk),
-        "mcp_server": sum(1 for r in server_spans if r["tool_name"] == TOOL and r["failed"]),
+        "mcp_server": server_failures(server_doc, TOOL),
     }
     doc = {
         "framework": "pydantic-ai",
@@ -247,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         "fastmcp": version("fastmcp-slim"),
         "scenario": args.scenario,
         "output": result.output,
-        "trace_ids": sorted({r["trace_id"] for r in records}),
+        "trace_ids": trace_ids(records),
         "session_id": session,
         "service": service,
         "mcp_service": server_doc["service"],
@@ -257,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "failures_by_layer": failures_by_layer,
         "spans": records,
     }
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    emit(doc)
     return 0
 
 

@@ -55,17 +55,12 @@ Prints one JSON manifest line on stdout; exits 1 if an export batch failed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import time
-from typing import Any, Sequence
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace import ReadableSpan
 
 import smolagents
 from openinference.instrumentation import TraceConfig, using_session
@@ -75,63 +70,26 @@ from smolagents import ChatMessage, Model, ToolCallingAgent, tool
 from smolagents.models import ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
 from smolagents.monitoring import LogLevel, TokenUsage
 
-TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
+import harness
+from harness import (
+    Recording,
+    Upstream,
+    attrs,
+    emit,
+    finish,
+    is_error,
+    parse_args,
+    span_row,
+    tool_functions,
+    trace_ids,
+    tracer_provider,
+)
 
+# smolagents wants agent names that are identifiers.
 SCENARIOS: dict[str, dict[str, Any]] = {
-    "storm": {
-        "agent": "travel_agent",
-        "tool": "search_flights",
-        "calls": [{"origin": "SFO", "destination": "JFK", "date": "2026-07-29"}] * 8,
-        "fail": set(range(8)),
-        "error": "HTTP 503 Service Unavailable",
-        "prompt": "Find me a flight from SFO to JFK on July 29.",
-        "answer": "Sorry, the flight search is down right now. Please try again later.",
-    },
-    "healthy": {
-        "agent": "research_agent",
-        "tool": "web_search",
-        "calls": [
-            {"query": q}
-            for q in [
-                "retry storm definition",
-                "exponential backoff with jitter",
-                "circuit breaker pattern",
-                "HTTP 503 Retry-After header",
-                "idempotency keys for payments",
-                "OpenTelemetry GenAI semantic conventions",
-                "token bucket rate limiting",
-                "thundering herd problem",
-            ]
-        ],
-        "fail": {2, 6},  # the 3rd and 7th calls; never adjacent
-        "error": "HTTP 404 Not Found",
-        "prompt": "Write a short brief on how services should retry.",
-        "answer": "Here is a brief on retries, backoff and circuit breakers.",
-    },
+    "storm": {**harness.STORM, "agent": "travel_agent"},
+    "healthy": {**harness.HEALTHY, "agent": "research_agent"},
 }
-
-
-class Recording(SpanExporter):
-    """The real exporter, keeping what it sent and whether every batch got through."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.spans: list[ReadableSpan] = []
-        self.failures = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is SpanExportResult.SUCCESS:
-            self.spans.extend(spans)
-        else:
-            self.failures += 1
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 class ScriptedModel(Model):
@@ -171,57 +129,18 @@ class ScriptedModel(Model):
 
 
 def build_tools(scenario: dict[str, Any]) -> list[Any]:
-    made = 0
-
-    def call_upstream(**kwargs: Any) -> str:
-        nonlocal made
-        i, made = made, made + 1
-        time.sleep(TOOL_SECONDS)
-        if i in scenario["fail"]:
-            # What a tool wrapping an HTTP client does with an error status.
-            raise RuntimeError(scenario["error"])
-        return json.dumps({"results": [f"result {i + 1} for {json.dumps(kwargs, sort_keys=True)}"]})
-
-    @tool
-    def search_flights(origin: str, destination: str, date: str) -> str:
-        """Search flights.
-
-        Args:
-            origin: IATA code of the departure airport.
-            destination: IATA code of the arrival airport.
-            date: Departure date, YYYY-MM-DD.
-        """
-        return call_upstream(origin=origin, destination=destination, date=date)
-
-    @tool
-    def web_search(query: str) -> str:
-        """Search the web.
-
-        Args:
-            query: What to search for.
-        """
-        return call_upstream(query=query)
-
-    return [{"search_flights": search_flights, "web_search": web_search}[scenario["tool"]]]
+    # What a tool wrapping an HTTP client does with an error status: a RuntimeError.
+    upstream = Upstream(scenario, RuntimeError)
+    return [tool(tool_functions(upstream)[scenario["tool"]])]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario", choices=sorted(SCENARIOS))
-    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
-    ap.add_argument("--session", default=None, help="session id (default: smolagents-<scenario>)")
-    ap.add_argument(
-        "--genai-semconv",
-        action="store_true",
-        help="also emit OTel gen_ai.* attributes (OpenInference's opt-in enable_genai_semconv; off by default)",
-    )
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, SCENARIOS, "smolagents", argv, genai_semconv=True)
     scenario = SCENARIOS[args.scenario]
-    session = args.session or f"smolagents-{args.scenario}"
+    session = args.session
 
     exporter = Recording(OTLPSpanExporter(endpoint=args.endpoint, timeout=10))
-    provider = TracerProvider(resource=Resource.create({"service.name": f"smolagents-{args.scenario}"}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider = tracer_provider(exporter, args.service)
 
     # See the module docstring: the instrumentor wraps `generate` only of the
     # Model classes in the smolagents namespace.
@@ -243,45 +162,32 @@ def main(argv: list[str] | None = None) -> int:
             output = agent.run(scenario["prompt"])
     finally:
         instrumentor.uninstrument()
-    provider.force_flush()
-    provider.shutdown()
-    if exporter.failures:
-        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
+    if not finish(provider, exporter, args.endpoint):
         return 1
 
     def kind(s: ReadableSpan) -> Any:
-        return (s.attributes or {}).get("openinference.span.kind")
+        return attrs(s).get("openinference.span.kind")
 
     spans = exporter.spans
     tool_spans = [s for s in spans if kind(s) == "TOOL"]
     # final_answer is a TOOL span too, but bookkeeping, not a call of the agent's tool.
-    calls = [s for s in tool_spans if (s.attributes or {}).get("tool.name") == scenario["tool"]]
-    traces = sorted({format(s.context.trace_id, "032x") for s in spans})
+    calls = [s for s in tool_spans if attrs(s).get("tool.name") == scenario["tool"]]
+    rows = [span_row(s, attrs(s).get("tool.name") if s in calls else None, kind=kind(s)) for s in spans]
     doc = {
         "framework": "smolagents",
         "version": smolagents.__version__,
         "instrumentation": f"openinference-instrumentation-smolagents {oi_smolagents_version}",
         "scenario": args.scenario,
         "output": str(output),
-        "trace_ids": traces,
+        "trace_ids": trace_ids(rows),
         "session_id": session,
         "tool": scenario["tool"],
         "tool_calls": len(calls),
-        "failures": sum(1 for s in calls if s.status.status_code is StatusCode.ERROR),
-        "service": f"smolagents-{args.scenario}",
-        "spans": [
-            {
-                "trace_id": format(s.context.trace_id, "032x"),
-                "span_id": format(s.context.span_id, "016x"),
-                "name": s.name,
-                "kind": kind(s),
-                "tool_name": (s.attributes or {}).get("tool.name") if s in calls else None,
-                "failed": s.status.status_code is StatusCode.ERROR,
-            }
-            for s in spans
-        ],
+        "failures": sum(1 for s in calls if is_error(s)),
+        "service": args.service,
+        "spans": rows,
     }
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    emit(doc)
     return 0
 
 

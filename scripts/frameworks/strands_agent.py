@@ -61,58 +61,42 @@ tools/call <tool>` spans and the server's `tools/call <tool>` spans).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-import time
-from typing import Any, Sequence
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-TOOL_SECONDS = 0.015  # each tool call takes a little time, as a real one would
+from harness import (
+    HEALTHY,
+    MCP_STORM,
+    STORM,
+    Recording,
+    Upstream,
+    attrs,
+    emit,
+    finish,
+    is_error,
+    mcp_client_tool,
+    mcp_server_args,
+    mcp_server_env,
+    parse_args,
+    read_server_spans,
+    server_rows,
+    span_row,
+    tool_functions,
+    trace_ids,
+)
 
-STORM: dict[str, Any] = {
-    "agent": "travel-agent",
-    "tool": "search_flights",
-    "calls": [{"origin": "SFO", "destination": "JFK", "date": "2026-07-29"}] * 8,
-    "fail": set(range(8)),
-    "error": "HTTP 503 Service Unavailable",
-    "prompt": "Find me a flight from SFO to JFK on July 29.",
-    "answer": "Sorry, the flight search is down right now. Please try again later.",
-}
-
-HEALTHY: dict[str, Any] = {
-    "agent": "research-agent",
-    "tool": "web_search",
-    "calls": [
-        {"query": q}
-        for q in [
-            "retry storm definition",
-            "exponential backoff with jitter",
-            "circuit breaker pattern",
-            "HTTP 503 Retry-After header",
-            "idempotency keys for payments",
-            "OpenTelemetry GenAI semantic conventions",
-            "token bucket rate limiting",
-            "thundering herd problem",
-        ]
-    ],
-    "fail": {2, 6},  # the 3rd and 7th calls; never adjacent
-    "error": "HTTP 404 Not Found",
-    "prompt": "Write a short brief on how services should retry.",
-    "answer": "Here is a brief on retries, backoff and circuit breakers.",
-}
-
-MCP_STORM: dict[str, Any] = {
-    **STORM,
-    "tool": "lookup_fare",
+# The MCP storm by the storm's agent, on the storm's route.
+MCP_STORM_JFK: dict[str, Any] = {
+    **MCP_STORM,
+    "agent": STORM["agent"],
     "calls": [{"origin": "SFO", "destination": "JFK"}] * 8,
     "prompt": "What does a flight from SFO to JFK cost?",
-    "answer": "Sorry, the fare service is down right now. Please try again later.",
     "mcp": True,
 }
 
@@ -121,38 +105,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "storm-latest": {**STORM, "latest": True},
     "healthy": {**HEALTHY, "latest": False},
     "healthy-latest": {**HEALTHY, "latest": True},
-    "mcp-storm": {**MCP_STORM, "latest": False},
+    "mcp-storm": {**MCP_STORM_JFK, "latest": False},
 }
-
-MCP_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_fare_server.py")
-MCP_SERVICE = "fare-mcp"
 
 
 class HTTPError(Exception):
     """What an HTTP client raises for a non-2xx answer."""
-
-
-class Recording(SpanExporter):
-    """The real exporter, keeping what it sent and whether every batch got through."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.spans: list[ReadableSpan] = []
-        self.failures = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is SpanExportResult.SUCCESS:
-            self.spans.extend(spans)
-        else:
-            self.failures += 1
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 def build_agent(scenario: dict[str, Any], session: str, mcp_tools: list[Any] | None = None) -> Any:
@@ -197,40 +155,12 @@ def build_agent(scenario: dict[str, Any], session: str, mcp_tools: list[Any] | N
             yield {"metadata": {"usage": {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out},
                                 "metrics": {"latencyMs": 5}}}
 
-    made = 0
-
-    def call_upstream(**kwargs: Any) -> str:
-        nonlocal made
-        i, made = made, made + 1
-        time.sleep(TOOL_SECONDS)
-        if i in scenario["fail"]:
-            raise HTTPError(scenario["error"])
-        return json.dumps({"results": [f"result {i + 1} for {json.dumps(kwargs, sort_keys=True)}"]})
-
-    @tool
-    def search_flights(origin: str, destination: str, date: str) -> str:
-        """Search flights.
-
-        Args:
-            origin: IATA code of the departure airport.
-            destination: IATA code of the arrival airport.
-            date: Departure date, YYYY-MM-DD.
-        """
-        return call_upstream(origin=origin, destination=destination, date=date)
-
-    @tool
-    def web_search(query: str) -> str:
-        """Search the web.
-
-        Args:
-            query: What to search for.
-        """
-        return call_upstream(query=query)
-
-    tools = {"search_flights": search_flights, "web_search": web_search}
+    tools = mcp_tools
+    if tools is None:
+        tools = [tool(tool_functions(Upstream(scenario, HTTPError))[tool_name])]
     return Agent(
         model=ScriptedModel(),
-        tools=mcp_tools if mcp_tools is not None else [tools[tool_name]],
+        tools=tools,
         name=scenario["agent"],
         system_prompt="You are a helpful assistant.",
         callback_handler=None,  # the default one prints the streamed text to stdout
@@ -238,24 +168,18 @@ def build_agent(scenario: dict[str, Any], session: str, mcp_tools: list[Any] | N
     )
 
 
-MCP_SEND = "MCP send tools/call "
-
-
 def span_tool_name(span: ReadableSpan, tools: list[ReadableSpan]) -> str | None:
     """The tool's name for a span that is part of a tool call, else None."""
     if span in tools:
-        return (span.attributes or {}).get("gen_ai.tool.name")
-    # The MCP SDK's client span names the tool only in its name.
-    if span.name.startswith(MCP_SEND) and (span.attributes or {}).get("mcp.method.name") == "tools/call":
-        return span.name[len(MCP_SEND):]
-    return None
+        return attrs(span).get("gen_ai.tool.name")
+    return mcp_client_tool(span)
 
 
 def server_summary(doc: dict[str, Any]) -> dict[str, Any]:
     return {"tool_calls": doc["tool_calls"], "failures": doc["failures"], "spans": len(doc["spans"])}
 
 
-def run_mcp(scenario: dict[str, Any], session: str, endpoint: str) -> tuple[Any, dict[str, Any]]:
+def run_mcp(scenario: dict[str, Any], session: str, endpoint: str) -> tuple[Any, dict[str, Any] | None]:
     """One turn with the tool on an MCP server over stdio; returns the result and the server's span file."""
     import tempfile
 
@@ -267,40 +191,29 @@ def run_mcp(scenario: dict[str, Any], session: str, endpoint: str) -> tuple[Any,
         spans_out = os.path.join(tmp, "server-spans.json")
         params = StdioServerParameters(
             command=sys.executable,
-            args=[MCP_SERVER, "--fail", "all", "--error", scenario["error"], "--spans-out", spans_out],
-            # stdio servers get a minimal environment: pass what its tracing needs.
-            env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": MCP_SERVICE},
+            args=mcp_server_args(scenario["server_args"], spans_out),
+            env=mcp_server_env(endpoint),
         )
         client = MCPClient(lambda: stdio_client(params))
         with client:
             agent = build_agent(scenario, session, mcp_tools=client.list_tools_sync())
             result = agent(scenario["prompt"])
         # Leaving the block closed the server's stdin; it flushes its exporter and
-        # writes spans_out as it exits.
-        deadline = time.monotonic() + 20
-        while not os.path.exists(spans_out):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the MCP server wrote no {spans_out}")
-            time.sleep(0.05)
-        with open(spans_out, encoding="utf-8") as f:
-            return result, json.load(f)
+        # writes spans_out as it exits (MCPClient does not wait for that).
+        return result, read_server_spans(spans_out, wait=20)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario", choices=sorted(SCENARIOS))
-    ap.add_argument("--endpoint", required=True, help="full traces URL, e.g. http://127.0.0.1:4318/v1/traces")
-    ap.add_argument("--session", default=None, help="session id (default: strands-<scenario>)")
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, SCENARIOS, "strands", argv)
     scenario = SCENARIOS[args.scenario]
-    session = args.session or f"strands-{args.scenario}"
+    session = args.session
 
     # Both are read when strands is imported / its tracer is first made.
     if scenario["latest"]:
         os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
     else:
         os.environ.pop("OTEL_SEMCONV_STABILITY_OPT_IN", None)
-    os.environ["OTEL_SERVICE_NAME"] = f"strands-{args.scenario}"
+    os.environ["OTEL_SERVICE_NAME"] = args.service
     import strands  # noqa: F401
     from importlib.metadata import version
     from strands.telemetry import StrandsTelemetry
@@ -318,51 +231,35 @@ def main(argv: list[str] | None = None) -> int:
     server_doc: dict[str, Any] | None = None
     if scenario.get("mcp"):
         result, server_doc = run_mcp(scenario, session, args.endpoint)
+        if server_doc is None:
+            return 1
     else:
         agent = build_agent(scenario, session)
         result = agent(scenario["prompt"])
-    provider.force_flush()
-    provider.shutdown()
-    if exporter.failures:
-        print(f"error: {exporter.failures} export batch(es) to {args.endpoint} failed", file=sys.stderr)
-        return 1
-    if server_doc is not None and server_doc["export_failures"]:
-        print(f"error: the MCP server's export to {args.endpoint} failed", file=sys.stderr)
+    if not finish(provider, exporter, args.endpoint, server_doc):
         return 1
 
     spans = exporter.spans
-    tools = [s for s in spans if (s.attributes or {}).get("gen_ai.operation.name") == "execute_tool"]
-    rows = [
-        {
-            "trace_id": format(s.context.trace_id, "032x"),
-            "span_id": format(s.context.span_id, "016x"),
-            "name": s.name,
-            "tool_name": span_tool_name(s, tools),
-            "failed": s.status.status_code is StatusCode.ERROR,
-        }
-        for s in spans
-    ]
+    tools = [s for s in spans if attrs(s).get("gen_ai.operation.name") == "execute_tool"]
+    rows = [span_row(s, span_tool_name(s, tools)) for s in spans]
     if server_doc is not None:
-        rows += [
-            {k: row[k] for k in ("trace_id", "span_id", "name", "tool_name", "failed")} for row in server_doc["spans"]
-        ]
-    traces = sorted({row["trace_id"] for row in rows})
+        rows += server_rows(server_doc)
     doc = {
         "framework": "strands",
         "version": version("strands-agents"),
         "scenario": args.scenario,
         "semconv_opt_in": os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", ""),
         "output": str(result).strip(),
-        "trace_ids": traces,
+        "trace_ids": trace_ids(rows),
         "session_id": session,
         "tool": scenario["tool"],
         "tool_calls": len(tools),
-        "failures": sum(1 for s in tools if s.status.status_code is StatusCode.ERROR),
-        "service": f"strands-{args.scenario}",
+        "failures": sum(1 for s in tools if is_error(s)),
+        "service": args.service,
         **({"mcp_service": server_doc["service"], "mcp_server": server_summary(server_doc)} if server_doc else {}),
         "spans": rows,
     }
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    emit(doc)
     return 0
 
 

@@ -38,7 +38,7 @@ pub fn check(
         .with_context(|| format!("{}: alert targets", path.display()))?;
     writeln!(
         out,
-        "{}: ok ({} alert target(s), sweep every {}, retention {})",
+        "{}: ok ({} alert target(s), sweep every {}, retention {}, {} result shape(s) of your own tools{})",
         path.display(),
         config.alert.targets.len(),
         match config.sweep.interval_secs {
@@ -48,6 +48,23 @@ pub fn check(
         match config.store.retention_days {
             0 => "off".to_string(),
             d => format!("{d} days"),
+        },
+        config.ingest.result_failures.len(),
+        match config.ingest.result_failures.len() {
+            0 => String::new(),
+            _ => format!(
+                ": {}",
+                config
+                    .ingest
+                    .result_failures
+                    .iter()
+                    .map(|r| match r.tools.as_slice() {
+                        [] => format!("{} (every tool)", r.pointer),
+                        t => format!("{} ({})", r.pointer, t.join(", ")),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
         }
     )?;
     Ok(Status::Success)

@@ -226,7 +226,11 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
         Command::Coverage(a) => {
             let span = match &a.since {
                 Some(t) => crate::coverage::Span::Since(
-                    crate::time::parse_now(t).map_err(|e| anyhow::anyhow!("--since: {e}"))?,
+                    crate::time::parse_point(
+                        t,
+                        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX),
+                    )
+                    .map_err(|e| anyhow::anyhow!("--since: {e}"))?,
                 ),
                 None => crate::coverage::Span::Days(a.days),
             };

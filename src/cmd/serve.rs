@@ -128,6 +128,13 @@ pub fn run(
     } else {
         o.retention_days
     };
+    for shape in &config.ingest.result_failures {
+        tracing::info!(
+            pointer = %shape.pointer,
+            tools = %shape.tools.join(","),
+            "ingest.result_failures: tool results of this shape are read as failures"
+        );
+    }
     let stores = match (&shared, o.role) {
         (None, Role::All) => crate::serve::Stores::single(Arc::new(Store::open(
             data_dir,

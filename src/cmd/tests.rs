@@ -348,9 +348,9 @@ fn coverage_names_what_a_default_adk_agent_leaves_unseen_and_the_switch() {
         .find(|b| b.starts_with("adk-storm-default "))
         .unwrap_or_else(|| panic!("{text}"));
     for gap in [
-        "gap arguments (0%)",
-        "gap results (0%)",
-        "gap failures (0%)",
+        "gap arguments (0% of the calls have it)",
+        "gap results (0% of the calls that did not fail have it)",
+        "gap failures (0% of the calls have it)",
     ] {
         assert!(default.contains(gap), "{gap}: {default}");
     }

@@ -87,6 +87,22 @@ pub struct Gap {
     pub fix: String,
 }
 
+impl Gap {
+    /// The share in words: of what, and which way it counts.
+    pub fn how_much(&self) -> String {
+        let pct = |r: f64| format!("{:.0}%", r * 100.0);
+        match self.what.as_str() {
+            "unknown_shape" => format!(
+                "{} of the calls are of no known shape",
+                pct(1.0 - self.share)
+            ),
+            "failure_detail" => format!("{} of the failed calls have it", pct(self.share)),
+            "results" => format!("{} of the calls that did not fail have it", pct(self.share)),
+            _ => format!("{} of the calls have it", pct(self.share)),
+        }
+    }
+}
+
 /// A scope's key: (service, scope, version).
 type Key = (String, Option<String>, Option<String>);
 
@@ -158,21 +174,34 @@ pub fn report(reader: &Reader, span: Span, cache: &Cache) -> Result<Coverage, St
     })
 }
 
-/// The counts of one day's spans (those that started at or after `since`).
+/// The counts of one day's tool calls (those that started at or after
+/// `since`), each in its turn as the rules resolve it: the whole day is
+/// read, and the day before's spans of the traces whose turn may have begun
+/// there.
 fn counted(
     reader: &Reader,
     day: i32,
     since: Option<i64>,
 ) -> Result<Vec<ScopeCoverage>, StoreError> {
-    use polars::prelude::{col, lit};
-    let columns: Vec<polars::prelude::Expr> = tally::COLUMNS.iter().map(|c| col(*c)).collect();
-    let df = reader.collect_spans(day..=day, |lf| match since {
-        Some(ns) => lf
-            .filter(col("start_ns").gt_eq(lit(ns)))
-            .select(columns.clone()),
-        None => lf.select(columns.clone()),
-    })?;
-    of_frame(&df).map_err(|e| StoreError::data("counting coverage", e))
+    use polars::prelude::*;
+    let data = |e| StoreError::data("counting coverage", e);
+    let columns: Vec<Expr> = tally::COLUMNS.iter().map(|c| col(*c)).collect();
+    let from_ns = (i64::from(day) * crate::model::NANOS_PER_DAY).max(since.unwrap_or(i64::MIN));
+    let mut df = reader.collect_spans(day..=day, |lf| lf.select(columns.clone()))?;
+    let cut = tally::cut_traces(&df, from_ns).map_err(data)?;
+    if !cut.is_empty() {
+        let before = reader.collect_spans(day - 1..=day - 1, |lf| lf.select(columns.clone()))?;
+        let keep: BooleanChunked = before
+            .column("trace_id")
+            .and_then(|c| c.str().cloned())
+            .map_err(data)?
+            .iter()
+            .map(|t| t.is_some_and(|t| cut.contains(t)))
+            .collect();
+        let before = before.filter(&keep).map_err(data)?;
+        df.vstack_mut_owned(before).map_err(data)?;
+    }
+    of_frame(&df, from_ns).map_err(data)
 }
 
 /// One day's counts, from the cache while its parts are the same.

@@ -34,11 +34,36 @@ pub const COLUMNS: &[&str] = &[
     "tool_args_recorded",
 ];
 
-/// The counts of the spans in `df` (the columns of [`COLUMNS`]; the scope
-/// and `tool_args_recorded` columns may be missing or null: parts written
-/// before they were stored, where arguments count as recorded when they
-/// have a hash), one per (service, scope, version), without gaps.
-pub fn of_frame(df: &DataFrame) -> PolarsResult<Vec<ScopeCoverage>> {
+/// The trace ids of the tool calls in `df` that started at or after
+/// `from_ns` and whose topmost stored ancestor names a parent that is not
+/// in `df`: their turn may have begun before (the day before, or before a
+/// `since` time), so its spans are read too before counting.
+pub fn cut_traces(df: &DataFrame, from_ns: i64) -> PolarsResult<HashSet<String>> {
+    let t = SpanTable::from_frame(df)?;
+    let index = SpanIndex::new(&t);
+    let mut out = HashSet::new();
+    for i in (0..t.len()).filter(|&i| t.is_tool[i] && t.start[i] >= from_ns) {
+        let mut top = i;
+        for _ in 0..64 {
+            match index.parent_of(top) {
+                Some(p) => top = p,
+                None => break,
+            }
+        }
+        if t.has_parent[top] {
+            out.insert(t.trace_str(i));
+        }
+    }
+    Ok(out)
+}
+
+/// The counts of the tool calls in `df` that started at or after `from_ns`
+/// (`df` may hold earlier spans of their turns; it has the columns of
+/// [`COLUMNS`]; the scope and `tool_args_recorded` columns may be missing
+/// or null: parts written before they were stored, where arguments count as
+/// recorded when they have a hash), one per (service, scope, version),
+/// without gaps.
+pub fn of_frame(df: &DataFrame, from_ns: i64) -> PolarsResult<Vec<ScopeCoverage>> {
     let t = SpanTable::from_frame(df)?;
     let index = SpanIndex::new(&t);
     let nested = nested_in(&t, &index);
@@ -91,7 +116,7 @@ pub fn of_frame(df: &DataFrame) -> PolarsResult<Vec<ScopeCoverage>> {
     }
     type Key = (String, Option<String>, Option<String>);
     let mut by: BTreeMap<Key, (ScopeCoverage, BTreeSet<String>)> = BTreeMap::new();
-    for (&o, rows) in &layers {
+    for (&o, rows) in layers.iter().filter(|(&o, _)| t.start[o] >= from_ns) {
         let scope_key = (
             service[o].clone().unwrap_or_default(),
             scope[o].clone(),

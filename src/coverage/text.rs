@@ -65,13 +65,7 @@ pub fn text(c: &Coverage) -> String {
             s.push_str("  no gap\n");
         }
         for g in &sc.gaps {
-            let _ = writeln!(
-                s,
-                "  gap {} ({:.0}%): {}",
-                g.what,
-                g.share * 100.0,
-                g.blinds
-            );
+            let _ = writeln!(s, "  gap {} ({}): {}", g.what, g.how_much(), g.blinds);
             if !g.fix.is_empty() {
                 let _ = writeln!(s, "    fix: {}", g.fix);
             }
@@ -129,9 +123,9 @@ pub fn markdown(c: &Coverage) -> String {
         for g in &sc.gaps {
             let _ = writeln!(
                 s,
-                "- **{}** ({:.0}% have it): {}\n  - fix: {}",
+                "- **{}** ({}): {}\n  - fix: {}",
                 g.what,
-                g.share * 100.0,
+                g.how_much(),
                 g.blinds,
                 g.fix
             );

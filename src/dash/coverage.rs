@@ -22,9 +22,12 @@ fn span(q: &HashMap<String, String>) -> Result<Span, Fail> {
     let bad = |why: String| Fail(StatusCode::BAD_REQUEST, why);
     match (q.get("days"), q.get("since")) {
         (Some(_), Some(_)) => Err(bad("days and since: expected one of them, got both".into())),
-        (_, Some(t)) => crate::time::parse_now(t)
-            .map(Span::Since)
-            .map_err(|e| bad(format!("since: {e}"))),
+        (_, Some(t)) => crate::time::parse_point(
+            t,
+            chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX),
+        )
+        .map(Span::Since)
+        .map_err(|e| bad(format!("since: {e}"))),
         (None, None) => Ok(Span::Days(DEFAULT_DAYS)),
         (Some(v), None) => v
             .parse::<u32>()
@@ -99,7 +102,7 @@ pub fn render(c: &Coverage, span: Span) -> String {
         b.push_str(r#"<p class="muted">No tool calls in these days.</p>"#);
         return page("Coverage", &b);
     }
-    b.push_str(r#"<table id="coverage"><tr><th>service</th><th>scope</th><th>conventions</th><th class="n">calls</th><th class="n">arguments</th><th class="n">results</th><th class="n">failures with a class</th><th class="n">session</th><th class="n">agent turn</th><th class="n">unknown shape</th><th class="n">gaps</th></tr>"#);
+    b.push_str(r#"<table id="coverage"><tr><th>service</th><th>scope</th><th>conventions</th><th class="n">calls</th><th class="n">arguments</th><th class="n">results (of calls that did not fail)</th><th class="n">failures with a class</th><th class="n">session</th><th class="n">agent turn</th><th class="n">unknown shape</th><th class="n">gaps</th></tr>"#);
     for s in &c.scopes {
         let scope = match (&s.scope, &s.scope_version) {
             (Some(n), Some(v)) => format!("{n} {v}"),
@@ -115,7 +118,7 @@ pub fn render(c: &Coverage, span: Span) -> String {
             esc(&s.conventions.join(", ")),
             s.calls,
             share(s.with_arguments, s.calls),
-            share(s.with_results, s.calls),
+            share(s.with_results, s.calls - s.failed),
             share(s.failed_with_class, s.failed),
             s.failed,
             share(s.with_session, s.calls),
@@ -135,9 +138,9 @@ pub fn render(c: &Coverage, span: Span) -> String {
         for g in &s.gaps {
             let _ = write!(
                 b,
-                r#"<li><b>{}</b> ({} have it): {}<br><span class="muted">Fix:</span> {}</li>"#,
+                r#"<li><b>{}</b> ({}): {}<br><span class="muted">Fix:</span> {}</li>"#,
                 esc(&g.what),
-                pct(g.share),
+                esc(&g.how_much()),
                 esc(&g.blinds),
                 esc(&g.fix)
             );

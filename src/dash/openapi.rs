@@ -75,7 +75,7 @@ fn coverage() -> Value {
             "gaps": {"type": "array", "items": gap}}});
     json!({"get": {"summary": "What the stored spans leave stormwatch blind to, per service and instrumentation scope, and the framework setting that fixes each gap",
         "parameters": [{"name": "days", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 366}, "description": "Days ending on the newest day with data (default 7). Not with since."},
-            {"name": "since", "in": "query", "required": false, "schema": {"type": "string"}, "description": "Only the spans that started at or after this time (RFC 3339, or a date): to see a fix take effect. Not with days.", "example": "2026-08-12T00:00:00Z"}],
+            {"name": "since", "in": "query", "required": false, "schema": {"type": "string"}, "description": "Only the spans that started at or after this time (RFC 3339, a date, or a duration back from now: 90m, 2h): to see a fix take effect. Not with days.", "example": "2026-08-12T00:00:00Z"}],
         "responses": responses(json!({"description": "The coverage report", "content": {"application/json": {"schema": {"type": "object", "required": ["scopes"], "properties": {
             "from": {"type": "string", "nullable": true}, "to": {"type": "string", "nullable": true}, "since": {"type": "string", "nullable": true}, "scopes": {"type": "array", "items": scope}}}}}}), &["400"])}})
 }

@@ -28,7 +28,8 @@ pub struct CoverageArgs {
     #[schemars(range(min = 1, max = 366))]
     pub days: Option<u32>,
     /// Only the spans that started at or after this time (RFC 3339, like
-    /// `2026-12-05T23:40:00Z`, or a date): to see a fix take effect. Not with `days`.
+    /// `2026-12-05T23:40:00Z`, a date, or a duration back from now like
+    /// `90m`): to see a fix take effect. Not with `days`.
     pub since: Option<String>,
 }
 

@@ -194,8 +194,11 @@ impl Stormwatch {
                     ))
                 }
                 (_, Some(t)) => crate::coverage::Span::Since(
-                    crate::time::parse_now(t)
-                        .map_err(|e| McpError::Argument(format!("since: {e}")))?,
+                    crate::time::parse_point(
+                        t,
+                        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX),
+                    )
+                    .map_err(|e| McpError::Argument(format!("since: {e}")))?,
                 ),
                 (days, None) => {
                     let days = days.unwrap_or(crate::coverage::DEFAULT_DAYS);

@@ -303,6 +303,11 @@ pub static BOOKKEEPING: &[Bookkeeping] = &[
         what: "Google ADK's hand-off to another agent (TransferToAgentTool, ADK 2.13)",
     },
     Bookkeeping {
+        scope: "strands",
+        tool: "handoff_to_agent",
+        what: "Strands' hand-off inside a Swarm (strands-agents 1.62)",
+    },
+    Bookkeeping {
         scope: "openinference.instrumentation.openai_agents",
         tool: "handoff to *",
         what: "the OpenAI Agents SDK's hand-off span (HandoffSpanData, openai-agents 0.24)",

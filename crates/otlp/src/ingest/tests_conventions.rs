@@ -710,7 +710,75 @@ fn workflow_and_chain_spans_may_open_a_turn() {
         "gen_ai.operation.name",
         "invoke_workflow"
     )]));
+    for op in ["invoke_swarm", "invoke_graph"] {
+        assert!(
+            toolcall::is_agent(&[s("gen_ai.operation.name", op)]),
+            "{op}"
+        );
+    }
     assert!(toolcall::is_agent(&[s("openinference.span.kind", "CHAIN")]));
     assert!(!toolcall::is_agent(&[s("gen_ai.operation.name", "chat")]));
     assert!(!toolcall::is_agent(&[s("openinference.span.kind", "LLM")]));
+}
+
+#[test]
+fn strands_text_blocks_are_looked_into_for_failures_and_shapes() {
+    // Strands records a tool's return value as untyped text blocks, in
+    // gen_ai.tool.call.result (latest) and the gen_ai.choice event (legacy).
+    let blocks =
+        r#"[{"text": "{\"success\": false, \"error\": \"HTTP 503 Service Unavailable\"}"}]"#;
+    let latest = [
+        s("gen_ai.operation.name", "execute_tool"),
+        s("gen_ai.tool.name", "reserve_table"),
+        s("gen_ai.tool.call.result", blocks),
+    ];
+    assert_eq!(read_span(&latest), ErrorClass::Unavailable);
+    let legacy = read(
+        "execute_tool reserve_table",
+        &latest[..2],
+        &[event("gen_ai.choice", vec![s("message", blocks)])],
+        "strands.telemetry.tracer",
+        None,
+    )
+    .unwrap();
+    assert_eq!(legacy.3, ErrorClass::Unavailable);
+    // A user's shape reads the tool's own payload inside them.
+    let own =
+        r#"[{"text": "{\"outcome\": {\"state\": \"FAILED\", \"reason\": \"upstream 503\"}}"}]"#;
+    let shapes = super::results::ResultShapes(vec![shape(
+        "/outcome/state",
+        &["FAILED"],
+        Some("/outcome/reason"),
+        None,
+        &["reserve_*"],
+    )]);
+    assert_eq!(
+        with_shapes("reserve_table", own, &shapes).0,
+        ErrorClass::Unavailable
+    );
+    // A plain text block of an answer is no failure.
+    assert_eq!(
+        with_shapes(
+            "reserve_table",
+            r#"[{"text": "table 12 at 19:00"}]"#,
+            &shapes
+        )
+        .0,
+        ErrorClass::Ok
+    );
+    // Strands' hand-off in a Swarm is bookkeeping.
+    let handoff = [
+        s("gen_ai.operation.name", "execute_tool"),
+        s("gen_ai.tool.name", "handoff_to_agent"),
+    ];
+    assert_eq!(
+        read(
+            "execute_tool handoff_to_agent",
+            &handoff,
+            &[],
+            "strands.telemetry.tracer",
+            None
+        ),
+        None
+    );
 }

@@ -199,12 +199,13 @@ pub fn session_id_cow<'a>(attrs: &'a [KeyValue], resource: &'a [KeyValue]) -> Op
 /// True for the spans that may open a turn (the outermost of them does,
 /// docs/detection.md §2): an agent (`invoke_agent`, an OpenInference
 /// AGENT) or what runs agents for one request (`invoke_workflow`: Google
-/// ADK's, whose sub-agents' hand-offs are siblings under it; an
-/// OpenInference CHAIN: a LangGraph graph running sub-agents).
+/// ADK's, whose sub-agents' hand-offs are siblings under it; Strands'
+/// `invoke_swarm` and `invoke_graph`; an OpenInference CHAIN: a LangGraph
+/// graph running sub-agents).
 pub fn is_agent(attrs: &[KeyValue]) -> bool {
     matches!(
         attrs::str_ref(attrs, "gen_ai.operation.name"),
-        Some("invoke_agent" | "invoke_workflow")
+        Some("invoke_agent" | "invoke_workflow" | "invoke_swarm" | "invoke_graph")
     ) || matches!(
         attrs::str_ref(attrs, "openinference.span.kind"),
         Some("AGENT" | "CHAIN")

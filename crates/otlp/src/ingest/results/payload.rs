@@ -2,7 +2,8 @@
 //! frameworks record it in: ADK's function response (`{"result": …}`), a
 //! serialized LangChain message (`{"type": "tool", "data": {…, "content":
 //! …}}`, `{"lc": 1, …, "kwargs": {…}}`), an MCP text content block
-//! (`{"type": "text", "text": …}`), whose text or content is often JSON
+//! (`{"type": "text", "text": …}`) or Strands' (`[{"text": …}]`), whose
+//! text or content is often JSON
 //! again. The failure rules and the users' shapes look at every layer; the
 //! result's hash is of the LangChain message's content, not of the message
 //! with its per-call id.
@@ -64,6 +65,9 @@ fn inner(j: &Json) -> Option<Json> {
     };
     match j {
         Json::Object(o) => {
+            if let Some(text) = text_block(j) {
+                return Some(parse_text(text));
+            }
             if o.len() == 1 {
                 return o.get("result").or_else(|| o.get("response")).map(text_of);
             }
@@ -76,7 +80,7 @@ fn inner(j: &Json) -> Option<Json> {
             if is_langchain_message(j) {
                 return o.get("content").map(text_of);
             }
-            text_block(j).map(parse_text)
+            None
         }
         Json::Array(items) => items.iter().find_map(text_block).map(parse_text),
         _ => None,
@@ -88,10 +92,17 @@ fn is_langchain_message(j: &Json) -> bool {
     j.get("content").is_some() && j.get("tool_call_id").is_some()
 }
 
-/// The text of an MCP text content block.
+/// The text of a text content block: MCP's `{"type": "text", "text": …}`,
+/// Strands' `{"text": …}` (a tool's return value as Strands records it).
 pub fn text_block(b: &Json) -> Option<&str> {
-    (b.get("type")?.as_str()? == "text")
-        .then(|| b.get("text")?.as_str())
+    let o = b.as_object()?;
+    let typed = match o.get("type") {
+        None => true,
+        Some(t) => t.as_str() == Some("text"),
+    };
+    let only_text = o.keys().all(|k| matches!(k.as_str(), "type" | "text"));
+    (typed && only_text)
+        .then(|| o.get("text")?.as_str())
         .flatten()
 }
 
