@@ -511,6 +511,34 @@ def build():
     t.series("geocode2", h(4, 0, 0, 5), 6, 100, 10, "503", {"q": "a"})
     t.close()
 
+    # A supervisor handing a failing task to three sub-agents (their own
+    # agent spans under its): 3 + 4 + 3 calls, one storm of 10 in its turn.
+    t = Turn(doc, "subagents-handoff", h(4, 12))
+    at = t.start + 10 * MS
+    for k, n in enumerate([3, 4, 3]):
+        sub_start = at
+        sub_end = at + n * 450 * MS + 100 * MS
+        sub = t.other(f"invoke_agent sub-{k}", sub_start, sub_end,
+                      attrs=[("gen_ai.operation.name", "invoke_agent")])
+        for i in range(n):
+            t.call("book_seat", at + 10 * MS, 400, "503", {"seat": "12A"}, parent=sub)
+            at += 450 * MS
+        at = sub_end + 200 * MS
+    t.close()
+    # A retry's backoff (1, 2, 4 s) before a success is no poll: the same
+    # booking sent again 0.5 s after it succeeded is a retry after success.
+    t = Turn(doc, "backoff-success-then-repeat", h(4, 12, 5))
+    t.series("book_room", t.start + 10 * MS, 5, 100, [1000, 2000, 4000, 500, 0],
+             ["503", "503", "503", "ok", "ok"], {"room": 7}, [None, None, None, "c1", "c2"])
+    t.close()
+    # A status poll whose answer carries a counter: every result differs, the
+    # gaps grow (1, 2, 4 ... 64 s): polling, no finding.
+    t = Turn(doc, "progress-poll", h(4, 12, 10))
+    t.series("job_progress", t.start + 10 * MS, 8, 100, [1000 << k for k in range(7)] + [0], "ok",
+             {"job": 9}, [{"status": "running", "progress": p} for p in (5, 12, 20, 28, 36, 61, 88)]
+             + [{"status": "succeeded", "progress": 100}])
+    t.close()
+
     # The check's "now" is 09-06 00:05: this turn ended 30 s before, not settled.
     t = Turn(doc, "not-settled", h(5, 0, 3, 40))
     t.series("search_flights", t.start + 10 * MS, 6, 1000, 10, "503", {"q": "now"})

@@ -497,7 +497,7 @@ fn a_result_shape_a_user_declared_reads_their_own_tools_failures() {
 
 #[test]
 fn a_result_shape_names_what_is_wrong_with_it() {
-    let problem = |sh: super::results::ResultShape| sh.problem().map(|(k, why)| (k, why));
+    let problem = |sh: super::results::ResultShape| sh.problem();
     let (key, why) = problem(shape("status", &[], None, None, &[])).unwrap();
     assert_eq!(key, "pointer");
     assert!(why.contains("\"status\""), "{why}");
