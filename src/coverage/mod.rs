@@ -87,6 +87,17 @@ pub struct Gap {
     pub fix: String,
 }
 
+impl ScopeCoverage {
+    /// The scope's name and version, `(none)` when the spans named no scope.
+    pub fn scope_label(&self) -> String {
+        match (&self.scope, &self.scope_version) {
+            (Some(n), Some(v)) => format!("{n} {v}"),
+            (Some(n), None) => n.clone(),
+            (None, _) => "(none)".to_string(),
+        }
+    }
+}
+
 impl Gap {
     /// The share in words: of what, and which way it counts.
     pub fn how_much(&self) -> String {
@@ -185,7 +196,7 @@ fn counted(
 ) -> Result<Vec<ScopeCoverage>, StoreError> {
     use polars::prelude::*;
     let data = |e| StoreError::data("counting coverage", e);
-    let columns: Vec<Expr> = tally::COLUMNS.iter().map(|c| col(*c)).collect();
+    let columns: Vec<Expr> = tally::columns().map(col).collect();
     let from_ns = (i64::from(day) * crate::model::NANOS_PER_DAY).max(since.unwrap_or(i64::MIN));
     let mut df = reader.collect_spans(day..=day, |lf| lf.select(columns.clone()))?;
     let cut = tally::cut_traces(&df, from_ns).map_err(data)?;

@@ -12,27 +12,15 @@ use crate::detect::turns::{self, Anchor};
 use crate::store::rollup::nested_in;
 use crate::store::table::{Hex, SpanIndex, SpanTable};
 
-/// The columns the counts read.
-pub const COLUMNS: &[&str] = &[
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "is_agent",
-    "agent_call_id",
-    "start_ns",
-    "end_ns",
-    "is_tool_call",
-    "tool_name",
-    "service_name",
-    "error_class",
-    "tool_args_hash",
-    "tool_result_hash",
-    "session_id",
-    "tool_convention",
-    "scope_name",
-    "scope_version",
-    "tool_args_recorded",
-];
+/// The columns the counts read: the span table's, and the scope and
+/// whether arguments were recorded.
+pub fn columns() -> impl Iterator<Item = &'static str> {
+    crate::store::table::COLUMNS.into_iter().chain([
+        "scope_name",
+        "scope_version",
+        "tool_args_recorded",
+    ])
+}
 
 /// The trace ids of the tool calls in `df` that started at or after
 /// `from_ns` and whose topmost stored ancestor names a parent that is not
@@ -59,7 +47,7 @@ pub fn cut_traces(df: &DataFrame, from_ns: i64) -> PolarsResult<HashSet<String>>
 
 /// The counts of the tool calls in `df` that started at or after `from_ns`
 /// (`df` may hold earlier spans of their turns; it has the columns of
-/// [`COLUMNS`]; the scope and `tool_args_recorded` columns may be missing
+/// [`columns`]; the scope and `tool_args_recorded` columns may be missing
 /// or null: parts written before they were stored, where arguments count as
 /// recorded when they have a hash), one per (service, scope, version),
 /// without gaps.

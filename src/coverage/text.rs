@@ -31,11 +31,7 @@ pub fn text(c: &Coverage) -> String {
         s.push_str("no tool calls in these days\n");
     }
     for sc in &c.scopes {
-        let scope = match (&sc.scope, &sc.scope_version) {
-            (Some(n), Some(v)) => format!("{n} {v}"),
-            (Some(n), None) => n.clone(),
-            (None, _) => "(none)".to_string(),
-        };
+        let scope = sc.scope_label();
         let _ = writeln!(
             s,
             "\n{}  scope {scope}  ({})",
@@ -93,11 +89,7 @@ pub fn markdown(c: &Coverage) -> String {
     s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let cell = |t: &str| t.replace('|', "\\|");
     for sc in &c.scopes {
-        let scope = match (&sc.scope, &sc.scope_version) {
-            (Some(n), Some(v)) => format!("{n} {v}"),
-            (Some(n), None) => n.clone(),
-            (None, _) => "(none)".to_string(),
-        };
+        let scope = sc.scope_label();
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",

@@ -104,11 +104,7 @@ pub fn render(c: &Coverage, span: Span) -> String {
     }
     b.push_str(r#"<table id="coverage"><tr><th>service</th><th>scope</th><th>conventions</th><th class="n">calls</th><th class="n">arguments</th><th class="n">results (of calls that did not fail)</th><th class="n">failures with a class</th><th class="n">session</th><th class="n">agent turn</th><th class="n">unknown shape</th><th class="n">gaps</th></tr>"#);
     for s in &c.scopes {
-        let scope = match (&s.scope, &s.scope_version) {
-            (Some(n), Some(v)) => format!("{n} {v}"),
-            (Some(n), None) => n.clone(),
-            (None, _) => "(none)".into(),
-        };
+        let scope = s.scope_label();
         let gaps = if s.gaps.is_empty() { "" } else { " err" };
         let _ = write!(
             b,

@@ -300,30 +300,6 @@ fn last_end_ns(data: &Path) -> i64 {
         .unwrap_or(0)
 }
 
-/// One line per signal, for the failure message.
-fn summary(report: &serde_json::Value) -> String {
-    report["signals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            let evidence: Vec<String> = s["evidence"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|e| {
-                    format!(
-                        "{} calls={} failures={}",
-                        e["trace_id"], e["calls"], e["failures"]
-                    )
-                })
-                .collect();
-            format!("  {} {}: {}", s["key"], s["title"], evidence.join("; "))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// What the sweep (and, for an MCP storm, `/api/tools`; for a blind run,
 /// the coverage report) says against what the case expects.
 fn detection_problems(c: &Case, data: &Path, report: &serde_json::Value) -> Vec<String> {
@@ -460,7 +436,7 @@ fn report(c: &Case, how: &str, problems: &[String], report: &serde_json::Value) 
         c.harness.label,
         c.scenario,
         problems.join("\n- "),
-        summary(report)
+        crate::frameworks::summary(report)
     );
 }
 

@@ -164,7 +164,7 @@ fn sweep(data: &Path, end: chrono::DateTime<chrono::Utc>) -> serde_json::Value {
 }
 
 /// One line per signal, for the failure message.
-fn summary(report: &serde_json::Value) -> String {
+pub(crate) fn summary(report: &serde_json::Value) -> String {
     report["signals"]
         .as_array()
         .unwrap()
