@@ -224,16 +224,10 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
             out,
         ),
         Command::Coverage(a) => {
-            let span = match &a.since {
-                Some(t) => crate::coverage::Span::Since(
-                    crate::time::parse_point(
-                        t,
-                        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX),
-                    )
-                    .map_err(|e| anyhow::anyhow!("--since: {e}"))?,
-                ),
-                None => crate::coverage::Span::Days(a.days),
-            };
+            let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+            let days = a.since.is_none().then_some(a.days);
+            let span = crate::coverage::Span::ask(days, a.since.as_deref(), now)
+                .map_err(|e| anyhow::anyhow!("--{e}"))?;
             coverage::run(&data_dir, span, a.format.into(), out)
         }
         Command::Signals(a) => {

@@ -137,6 +137,28 @@ pub enum Span {
     Since(i64),
 }
 
+impl Span {
+    /// The span a caller asked for: `days` (1 to 366) or `since` (a time,
+    /// a date or a duration back from `now_ns`), not both; neither is the
+    /// last [`DEFAULT_DAYS`] days. The error names the argument.
+    pub fn ask(days: Option<u32>, since: Option<&str>, now_ns: i64) -> Result<Span, String> {
+        match (days, since) {
+            (Some(_), Some(_)) => Err("days and since: expected one of them, got both".into()),
+            (_, Some(t)) => crate::time::parse_point(t, now_ns)
+                .map(Span::Since)
+                .map_err(|e| format!("since: {e}")),
+            (days, None) => {
+                let days = days.unwrap_or(DEFAULT_DAYS);
+                if (1..=366).contains(&days) {
+                    Ok(Span::Days(days))
+                } else {
+                    Err(format!("days: expected 1 to 366, got {days}"))
+                }
+            }
+        }
+    }
+}
+
 /// The report over `span`, counting again only the days whose parts changed
 /// since `cache` last saw them (a `Since` time's own day is counted anew).
 pub fn report(reader: &Reader, span: Span, cache: &Cache) -> Result<Coverage, StoreError> {

@@ -15,31 +15,24 @@ use super::fail::{blocking, internal, Fail};
 use super::html::{esc, page, pct};
 use super::query::Q;
 use super::Shared;
-use crate::coverage::{Coverage, Span, DEFAULT_DAYS};
+use crate::coverage::{Coverage, Span};
 
-/// `days` (1 to 366, default 7), or `since` (a time or date).
+/// `days` (1 to 366, default 7), or `since` (a time, a date or a duration
+/// back from now): [`Span::ask`].
 fn span(q: &HashMap<String, String>) -> Result<Span, Fail> {
     let bad = |why: String| Fail(StatusCode::BAD_REQUEST, why);
-    match (q.get("days"), q.get("since")) {
-        (Some(_), Some(_)) => Err(bad("days and since: expected one of them, got both".into())),
-        (_, Some(t)) => crate::time::parse_point(
-            t,
-            chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX),
-        )
-        .map(Span::Since)
-        .map_err(|e| bad(format!("since: {e}"))),
-        (None, None) => Ok(Span::Days(DEFAULT_DAYS)),
-        (Some(v), None) => v
-            .parse::<u32>()
-            .ok()
-            .filter(|d| (1..=366).contains(d))
-            .map(Span::Days)
-            .ok_or_else(|| {
+    let days = q
+        .get("days")
+        .map(|v| {
+            v.parse::<u32>().map_err(|_| {
                 bad(format!(
                     "days: expected a number of days from 1 to 366, got {v:?}"
                 ))
-            }),
-    }
+            })
+        })
+        .transpose()?;
+    let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    Span::ask(days, q.get("since").map(String::as_str), now).map_err(bad)
 }
 
 fn read(d: &Shared, span: Span) -> Result<Coverage, Fail> {

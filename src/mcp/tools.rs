@@ -187,29 +187,9 @@ impl Stormwatch {
         Parameters(a): Parameters<CoverageArgs>,
     ) -> Result<Json<crate::coverage::Coverage>, String> {
         blocking(&self.ctx, move |c| {
-            let span = match (a.days, a.since.as_deref()) {
-                (Some(_), Some(_)) => {
-                    return Err(McpError::Argument(
-                        "days and since: expected one of them, got both".into(),
-                    ))
-                }
-                (_, Some(t)) => crate::coverage::Span::Since(
-                    crate::time::parse_point(
-                        t,
-                        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX),
-                    )
-                    .map_err(|e| McpError::Argument(format!("since: {e}")))?,
-                ),
-                (days, None) => {
-                    let days = days.unwrap_or(crate::coverage::DEFAULT_DAYS);
-                    if !(1..=366).contains(&days) {
-                        return Err(McpError::Argument(format!(
-                            "days: expected 1 to 366, got {days}"
-                        )));
-                    }
-                    crate::coverage::Span::Days(days)
-                }
-            };
+            let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+            let span = crate::coverage::Span::ask(a.days, a.since.as_deref(), now)
+                .map_err(McpError::Argument)?;
             Ok(crate::coverage::report(&c.reader, span, &c.reads.coverage)?)
         })
         .await

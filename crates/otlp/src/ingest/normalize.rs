@@ -135,7 +135,8 @@ pub fn normalize_with(
                             &ids,
                             resource,
                             resource_attrs,
-                            (scope, shapes),
+                            scope,
+                            shapes,
                         );
                         if out.batch.len() == 1 {
                             // The first span's texts size the rest (one growth, not a dozen).
@@ -252,7 +253,8 @@ fn push(
     ids: &Ids,
     resource: u32,
     resource_attrs: &[KeyValue],
-    (scope, shapes): (&str, &ResultShapes),
+    scope: &str,
+    shapes: &ResultShapes,
 ) {
     let a = span.attributes.as_slice();
     let start_ns = span.start_time_unix_nano as i64;

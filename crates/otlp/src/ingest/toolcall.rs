@@ -35,7 +35,7 @@ const SESSION_KEYS: &[&str] = &[
     "ai.telemetry.metadata.sessionId",
 ];
 
-/// A tool call as [`detect_ref`] finds it: strings borrowed from the span
+/// A tool call as [`detect_view`] finds it: strings borrowed from the span
 /// where they can be, hashes as numbers (`to_hex` of their big-endian bytes
 /// is the stored text), the result as recorded (for [`super::classify`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +53,7 @@ pub struct ToolRef<'a> {
 /// The tool call a span of only a name and attributes describes, if any
 /// ([`detect_view`] with no events and no scope).
 pub fn detect(span_name: &str, attrs: &[KeyValue]) -> Option<ToolCall> {
-    detect_ref(span_name, attrs).map(ToolCall::from)
+    detect_view(&SpanView::bare(span_name, attrs)).map(ToolCall::from)
 }
 
 impl From<ToolRef<'_>> for ToolCall {
@@ -67,11 +67,6 @@ impl From<ToolRef<'_>> for ToolCall {
             convention: t.convention,
         }
     }
-}
-
-/// [`detect`] without copying the strings the span holds.
-pub fn detect_ref<'a>(span_name: &'a str, attrs: &'a [KeyValue]) -> Option<ToolRef<'a>> {
-    detect_view(&SpanView::bare(span_name, attrs))
 }
 
 /// The tool call a span describes, as the first convention of
