@@ -28,9 +28,12 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use rmcp::transport::{Transport, WorkerTransport};
 use rmcp::RoleServer;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::limits::{McpConfig, CALLS_PER_SESSION, MAX_ID_CHARS};
+
+/// How long ending a session waits for its worker to let go of it.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// JSON-RPC code of a refusal for capacity (the server-defined range).
 pub const AT_CAPACITY: ErrorCode = ErrorCode(-32000);
@@ -65,10 +68,13 @@ pub struct Sessions {
     last_warned: Mutex<Option<(Instant, u64)>>,
 }
 
-/// What one session holds beyond rmcp's own: its calls in flight.
+/// What one session holds beyond rmcp's own: its calls in flight, and its
+/// place among `mcp.max_sessions`.
 pub struct Slot {
     calls: Mutex<HashMap<RequestId, OwnedSemaphorePermit>>,
-    _permit: OwnedSemaphorePermit,
+    permit: Mutex<Option<OwnedSemaphorePermit>>,
+    /// Resolves when the session's transport (held by its worker) is gone.
+    gone: Mutex<Option<oneshot::Receiver<()>>>,
 }
 
 impl Slot {
@@ -213,6 +219,8 @@ fn refusal(
 pub struct Tracked {
     inner: WorkerTransport<LocalSessionWorker>,
     slot: Arc<Slot>,
+    /// Dropped with the transport, which tells [`Slot::gone`].
+    _alive: oneshot::Sender<()>,
 }
 
 impl Transport<RoleServer> for Tracked {
@@ -261,15 +269,24 @@ impl SessionManager for Sessions {
             None => self.reserve()?,
         };
         let (id, inner) = self.inner.create_session().await?;
+        let (alive, gone) = oneshot::channel();
         let slot = Arc::new(Slot {
             calls: Mutex::default(),
-            _permit: permit,
+            permit: Mutex::new(Some(permit)),
+            gone: Mutex::new(Some(gone)),
         });
         self.slots
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.clone(), Arc::clone(&slot));
-        Ok((id, Tracked { inner, slot }))
+        Ok((
+            id,
+            Tracked {
+                inner,
+                slot,
+                _alive: alive,
+            },
+        ))
     }
 
     async fn initialize_session(
@@ -284,12 +301,25 @@ impl SessionManager for Sessions {
         Ok(self.inner.has_session(id).await?)
     }
 
+    /// Ends a session (a client's DELETE, or its worker ending): the slot
+    /// is given back once the worker has let go of the transport (at most
+    /// [`CLOSE_WAIT`] later), before the answer, so a client that ended a
+    /// session can open the next one at once.
     async fn close_session(&self, id: &SessionId) -> Result<(), SessionsError> {
-        self.slots
+        let slot = self
+            .slots
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(id);
-        Ok(self.inner.close_session(id).await?)
+        let closed = self.inner.close_session(id).await;
+        if let Some(slot) = slot {
+            let gone = slot.gone.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(gone) = gone {
+                let _ = tokio::time::timeout(CLOSE_WAIT, gone).await;
+            }
+            drop(slot.permit.lock().unwrap_or_else(|e| e.into_inner()).take());
+        }
+        Ok(closed?)
     }
 
     async fn create_stream(

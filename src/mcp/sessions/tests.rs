@@ -13,7 +13,8 @@ fn sessions(calls: usize) -> Sessions {
 fn slot(s: &Sessions) -> Slot {
     Slot {
         calls: Mutex::default(),
-        _permit: s.reserve().unwrap(),
+        permit: Mutex::new(Some(s.reserve().unwrap())),
+        gone: Mutex::default(),
     }
 }
 
