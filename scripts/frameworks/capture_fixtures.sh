@@ -38,6 +38,10 @@ capture oai-agents-healthy-genai "$oai" scripts/frameworks/oai_agents_agent.py h
 for scenario in mcp-storm mcp-healthy; do
   capture "pydantic-ai-$scenario" "$pym" scripts/frameworks/pydantic_ai_mcp_agent.py "$scenario" --endpoint '{endpoint}'
 done
+# An MCP dependency's outage (scripts/frameworks/mcp_quote_server.py, four tools), then its recovery.
+for scenario in mcp-outage mcp-recovered; do
+  capture "pydantic-ai-$scenario" "$pym" scripts/frameworks/pydantic_ai_mcp_outage_agent.py "$scenario" --endpoint '{endpoint}'
+done
 for scenario in storm healthy storm-latest healthy-latest mcp-storm; do
   capture "strands-$scenario" "$strands" scripts/frameworks/strands_agent.py "$scenario" --endpoint '{endpoint}'
 done

@@ -71,7 +71,11 @@ environment, so `mcp_server_env` passes the endpoint and its service name,
 it exits, writes the ones that got through to its --spans-out file, which the
 harness reads (`read_server_spans`) and adds to the manifest's `spans`
 (`server_rows`). The MCP SDK's client span `MCP send tools/call <tool>` names
-the tool only in its name (`mcp_client_tool`).
+the tool only in its name (`mcp_client_tool`). pydantic_ai_mcp_outage_agent.py
+starts mcp_quote_server.py (four tools behind one upstream that can be down,
+service `quote-mcp`) the same way, naming its script and service
+(`mcp_server_args(..., script=)`, `mcp_server_env(..., service=)`); both
+servers run on mcp_fare_server.py's `serve_stdio`.
 """
 
 from __future__ import annotations
@@ -284,14 +288,15 @@ def emit(doc: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
 
 
-def mcp_server_args(server_args: list[str], spans_out: str) -> list[str]:
-    """The arguments that make this Python run mcp_fare_server.py as told, writing its spans to spans_out."""
-    return [MCP_SERVER, *server_args, "--tool-seconds", str(TOOL_SECONDS), "--spans-out", spans_out]
+def mcp_server_args(server_args: list[str], spans_out: str, script: str = MCP_SERVER) -> list[str]:
+    """The arguments that make this Python run an MCP server script (mcp_fare_server.py unless
+    `script` says another, e.g. mcp_quote_server.py) as told, writing its spans to spans_out."""
+    return [script, *server_args, "--tool-seconds", str(TOOL_SECONDS), "--spans-out", spans_out]
 
 
-def mcp_server_env(endpoint: str) -> dict[str, str]:
+def mcp_server_env(endpoint: str, service: str = MCP_SERVICE) -> dict[str, str]:
     """What the server's tracing needs: a stdio server gets only a minimal environment unless told more."""
-    return {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": MCP_SERVICE}
+    return {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": service}
 
 
 def read_server_spans(path: str, wait: float = 0.0) -> dict[str, Any] | None:

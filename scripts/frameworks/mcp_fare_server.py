@@ -72,7 +72,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -129,15 +129,18 @@ def build_server(fail: set[int] | str, error: str, fail_as: str, tool_seconds: f
     return server
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--fail", type=parse_fail, default=parse_fail(os.environ.get("FARE_MCP_FAIL", "none")))
-    ap.add_argument("--error", default=os.environ.get("FARE_MCP_ERROR", "HTTP 503 Service Unavailable"))
-    ap.add_argument("--fail-as", choices=FAIL_AS, default=os.environ.get("FARE_MCP_FAIL_AS", "tool-error"))
-    ap.add_argument("--spans-out", default=os.environ.get("FARE_MCP_SPANS_OUT") or None)
-    ap.add_argument("--tool-seconds", type=float, default=TOOL_SECONDS)
-    args = ap.parse_args(argv)
-    service = os.environ.get("OTEL_SERVICE_NAME") or MCP_SERVICE
+def serve_stdio(build: Callable[[dict[str, int]], Any], default_service: str, spans_out: str | None, who: str) -> int:
+    """Serve the MCPServer `build(counts)` makes over stdio, traced; the process's exit status.
+
+    Sets an SDK TracerProvider (service OTEL_SERVICE_NAME, else
+    default_service) as the global one, exporting over OTLP/HTTP when
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; serves until stdin closes (or
+    SIGTERM); then flushes and, with spans_out, writes the spans that got
+    through (the module docstring's --spans-out). `counts` ({"calls",
+    "failures"}) is the tools' own tally; `who` names the script on stderr.
+    1 if an export batch failed.
+    """
+    service = os.environ.get("OTEL_SERVICE_NAME") or default_service
 
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     exporter: Recording | None = None
@@ -157,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         provider.force_flush(5_000)
         provider.shutdown()
         spans = exporter.spans if exporter else []
-        if args.spans_out:
+        if spans_out:
             doc = {
                 "service": service,
                 "export_failures": exporter.failures if exporter else 0,
@@ -173,12 +176,12 @@ def main(argv: list[str] | None = None) -> int:
                     for s in spans
                 ],
             }
-            tmp = args.spans_out + ".tmp"
+            tmp = spans_out + ".tmp"
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(doc, f, separators=(",", ":"))
-            os.replace(tmp, args.spans_out)
+            os.replace(tmp, spans_out)
         if exporter and exporter.failures:
-            print(f"mcp_fare_server.py: {exporter.failures} export batch(es) failed", file=sys.stderr)
+            print(f"{who}: {exporter.failures} export batch(es) failed", file=sys.stderr)
             return 1
         return 0
 
@@ -187,12 +190,28 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(finish())
 
     signal.signal(signal.SIGTERM, on_sigterm)
-    server = build_server(args.fail, args.error, args.fail_as, args.tool_seconds, counts)
+    server = build(counts)
     try:
         server.run("stdio")  # returns when the client closes stdin
     except KeyboardInterrupt:
         pass
     return finish()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fail", type=parse_fail, default=parse_fail(os.environ.get("FARE_MCP_FAIL", "none")))
+    ap.add_argument("--error", default=os.environ.get("FARE_MCP_ERROR", "HTTP 503 Service Unavailable"))
+    ap.add_argument("--fail-as", choices=FAIL_AS, default=os.environ.get("FARE_MCP_FAIL_AS", "tool-error"))
+    ap.add_argument("--spans-out", default=os.environ.get("FARE_MCP_SPANS_OUT") or None)
+    ap.add_argument("--tool-seconds", type=float, default=TOOL_SECONDS)
+    args = ap.parse_args(argv)
+    return serve_stdio(
+        lambda counts: build_server(args.fail, args.error, args.fail_as, args.tool_seconds, counts),
+        MCP_SERVICE,
+        args.spans_out,
+        "mcp_fare_server.py",
+    )
 
 
 if __name__ == "__main__":
