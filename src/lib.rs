@@ -12,6 +12,9 @@
 //!   stacked retry layers.
 //! - [`signal`]: findings grouped into named signals with a lifecycle in
 //!   `state.sqlite`.
+//! - [`incident`]: open signals with one likely cause (the same tool, the
+//!   same dependency, a burst of one class) joined into incidents, with
+//!   their lifecycle in `state.sqlite`.
 //! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health,
 //!   metrics, the dashboard).
 //! - [`sweep`]: one detection pass: rules, signals, lifecycle, reports.
@@ -46,6 +49,7 @@ pub mod demo;
 pub mod detect;
 pub mod faults;
 pub mod import;
+pub mod incident;
 pub mod mcp;
 pub mod retry;
 pub mod serve;

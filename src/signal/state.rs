@@ -148,6 +148,8 @@ pub enum StateError {
     /// The sweep may no longer commit (it lost the detect lease).
     #[error("{0}")]
     Fenced(String),
+    #[error("{0}")]
+    Incident(String),
 }
 
 /// The state database.
@@ -249,6 +251,16 @@ impl StateDb {
             conn,
             path: path.to_path_buf(),
         })
+    }
+
+    /// The connection, for the stages that keep tables of their own in
+    /// `state.sqlite` (incidents, the outbox) and read them outside a sweep.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     pub(super) fn db<T>(&self, r: rusqlite::Result<T>) -> Result<T, StateError> {

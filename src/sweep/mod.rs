@@ -132,6 +132,9 @@ pub struct SweepReport {
     pub days_sealed: usize,
     pub signals: Vec<Signal>,
     pub changes: Vec<Change>,
+    /// The incidents of these signals (open), and those this sweep changed.
+    pub incidents: Vec<crate::incident::Incident>,
+    pub incident_changes: Vec<crate::incident::IncidentChange>,
     /// Messages this sweep queued for delivery.
     pub queued: Vec<crate::alert::Queued>,
 }
@@ -155,12 +158,14 @@ pub fn run(
     let today = day_of_ns(opts.now_ns);
     let since = today - opts.since_days;
     let mut findings = Vec::new();
+    let mut facts = crate::incident::Facts::default();
 
     // Daily rules over the rollup: the whole history feeds the baselines,
     // findings are kept for the window.
     if let Some(rollup) = reader.tool_daily()? {
         let rollup = rollup.collect().map_err(data("reading the daily rollup"))?;
         let rows = detect::daily_rows(&rollup).map_err(data("reading the daily rollup"))?;
+        facts = incident_facts(&rows);
         let verdicts = detect::judge(&rows, today, &BTreeSet::new(), &cfg.error_spike);
         for v in verdicts.iter().filter(|v| v.day >= since) {
             if v.flagged {
@@ -296,6 +301,7 @@ pub fn run(
         }
     }
 
+    add_outcomes(&mut facts, &outcomes, &findings);
     state.put_outcomes(since, today, &outcomes)?;
     let mut drafts = signal::group(&findings, opts.evidence_limit);
     remedies::attach(reader, since, &mut drafts)?;
@@ -311,22 +317,26 @@ pub fn run(
             .map(|(t, ns)| (t, ns.min(now - settle_ns)))
             .collect(),
     };
+    let mut incident_changes = Vec::new();
     let outcome = state.apply_then(&drafts, now, &quiet, |c, out| {
         crate::faults::kill_point("sweep_before_commit");
         if let Some(Fence(check)) = &opts.fence {
             check().map_err(StateError::Fenced)?;
         }
-        let Some(alerting) = &opts.alerting else {
-            return Ok(());
-        };
         let db = |source| StateError::Db {
             path: state_path.clone(),
             source,
         };
         let signals = crate::signal::state::signals_in(c, &state_path)?;
+        incident_changes =
+            crate::incident::store::apply(c, &signals, &facts, now, opts.evidence_limit)
+                .map_err(db)?;
+        let Some(alerting) = &opts.alerting else {
+            return Ok(());
+        };
         let wall = crate::alert::Clock::System.now_ns();
         queued = alerting
-            .enqueue(c, &signals, &out.changes, now, wall)
+            .enqueue(c, &signals, &out.changes, &incident_changes, now, wall)
             .map_err(db)?;
         Ok(())
     })?;
@@ -342,8 +352,21 @@ pub fn run(
             .cmp(&a.draft.last_seen_ns)
             .then_with(|| a.draft.id.cmp(&b.draft.id))
     });
+    // The incidents of the signals reported, and those this sweep changed.
+    let ids: BTreeSet<&str> = signals.iter().map(|s| s.draft.id.as_str()).collect();
+    let changed: BTreeSet<&str> = incident_changes.iter().map(|c| c.id.as_str()).collect();
+    let incidents: Vec<crate::incident::Incident> = crate::incident::store::list(state.conn())
+        .map_err(|e| StateError::Incident(e.to_string()))?
+        .into_iter()
+        .filter(|i| {
+            changed.contains(i.id.as_str())
+                || (i.is_open() && i.members.iter().any(|m| ids.contains(m.signal_id.as_str())))
+        })
+        .collect();
     Ok(SweepReport {
         now_ns: now,
+        incidents,
+        incident_changes,
         since_day: day_to_string(since),
         horizon_ns,
         settling_until_ns: Some(horizon_ns.saturating_add(settle_ns)).filter(|t| *t > now),
@@ -360,4 +383,42 @@ pub fn run(
             .collect(),
         queued,
     })
+}
+
+/// What incidents need of the daily rollup: each tool's figures per day.
+fn incident_facts(rows: &[detect::DailyRow]) -> crate::incident::Facts {
+    let mut facts = crate::incident::Facts::default();
+    for r in rows {
+        let f = facts.daily.entry((r.tool.clone(), r.day)).or_default();
+        // A tool served by several services: the busiest names it.
+        if r.calls >= f.calls {
+            f.service = r.service.clone();
+        }
+        f.calls += r.calls;
+        f.errors += r.errors;
+    }
+    facts
+}
+
+/// The retry outcomes per tool and day, and the turns and sessions of each
+/// signal key's findings.
+fn add_outcomes(
+    facts: &mut crate::incident::Facts,
+    outcomes: &[detect::outcomes::ToolDay],
+    findings: &[Finding],
+) {
+    for o in outcomes {
+        let f = facts.daily.entry((o.tool.clone(), o.day)).or_default();
+        f.wasted += o.wasted;
+        f.wasted_seconds += o.wasted_seconds;
+    }
+    for f in findings {
+        let Some(e) = &f.evidence else { continue };
+        let reach = facts
+            .reach
+            .entry(signal::group::key(f.kind, &f.tool, f.class))
+            .or_default();
+        reach.turns.extend(e.turn_id.clone());
+        reach.sessions.extend(e.session_id.clone());
+    }
 }

@@ -19,6 +19,8 @@ pub fn to_json(report: &SweepReport) -> serde_json::Value {
         "days_sealed": report.days_sealed,
         "signals": report.signals.iter().map(signal_json).collect::<Vec<_>>(),
         "changes": report.changes,
+        "incidents": report.incidents,
+        "incident_changes": report.incident_changes,
         "alerts_queued": report.queued,
     })
 }
@@ -45,14 +47,16 @@ pub fn signal_json(s: &Signal) -> serde_json::Value {
     })
 }
 
-/// The short human report.
+/// The short human report: incidents first (what is broken), then each
+/// signal.
 pub fn to_text(report: &SweepReport) -> String {
     let mut out = format!(
-        "stormwatch sweep at {} over {} .. now ({} day(s) read, {} unchanged): {} signal(s), {} change(s)\n",
+        "stormwatch sweep at {} over {} .. now ({} day(s) read, {} unchanged): {} incident(s), {} signal(s), {} change(s)\n",
         rfc3339(report.now_ns),
         report.since_day,
         report.days_scanned,
         report.days_reused,
+        report.incidents.len(),
         report.signals.len(),
         report.changes.len()
     );
@@ -61,6 +65,25 @@ pub fn to_text(report: &SweepReport) -> String {
             "(spans ended less than detect.retry_storm.settle_seconds ago: their turns are judged once quiet, from {}; sweep again then)\n",
             rfc3339(t)
         ));
+    }
+    for i in &report.incidents {
+        out.push_str(&format!(
+            "\n{}  [{}, {}]  {}\n",
+            i.id,
+            i.state.as_str(),
+            i.severity,
+            i.title
+        ));
+        for m in &i.members {
+            out.push_str(&format!(
+                "    {}  [{}]  {} ({})\n",
+                m.signal_id, m.state, m.title, m.reason
+            ));
+        }
+        out.push_str(&format!("    impact: {}\n", impact_line(&i.impact)));
+    }
+    if !report.incidents.is_empty() {
+        out.push_str("\nsignals:\n");
     }
     for s in &report.signals {
         let d = &s.draft;
@@ -107,10 +130,24 @@ pub fn to_markdown(report: &SweepReport) -> String {
             .replace('<', "&lt;")
             .replace('>', "&gt;")
     };
-    let mut out = format!(
-        "## stormwatch sweep — {}\n\n| id | state | signal | findings | days |\n|---|---|---|---|---|\n",
-        rfc3339(report.now_ns)
-    );
+    let mut out = format!("## stormwatch sweep — {}\n\n", rfc3339(report.now_ns));
+    if !report.incidents.is_empty() {
+        out.push_str("### Incidents\n\n| id | state | severity | incident | members | impact |\n|---|---|---|---|---|---|\n");
+        for i in &report.incidents {
+            let members: Vec<&str> = i.members.iter().map(|m| m.signal_id.as_str()).collect();
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                i.id,
+                i.state.as_str(),
+                i.severity,
+                esc(&i.title),
+                members.join(", "),
+                esc(&impact_line(&i.impact))
+            ));
+        }
+        out.push_str("\n### Signals\n\n");
+    }
+    out.push_str("| id | state | signal | findings | days |\n|---|---|---|---|---|\n");
     for s in &report.signals {
         let d = &s.draft;
         out.push_str(&format!(
@@ -137,4 +174,12 @@ pub fn to_markdown(report: &SweepReport) -> String {
         ));
     }
     out
+}
+
+/// "12 turns, 3 sessions, 64 of 150 calls failed, 40 wasted (51.2 s)".
+pub fn impact_line(i: &crate::incident::Impact) -> String {
+    format!(
+        "{} turn(s), {} session(s), {} of {} calls failed, {} wasted retries ({:.1} s)",
+        i.turns, i.sessions, i.failed_calls, i.calls, i.wasted_calls, i.wasted_seconds
+    )
 }

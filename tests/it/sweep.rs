@@ -618,3 +618,155 @@ fn an_incremental_sweep_reads_only_changed_days_and_finds_what_a_full_one_does()
     let later = sweep_json(&open_dir, "2026-08-06T12:00:00Z");
     assert!(later["days_scanned"].as_u64().unwrap() >= 1, "{later:#}");
 }
+
+/// The demo's data (`serve --demo`): the July 29 airline outage is one
+/// incident of `search_flights` holding its storm and its spike (its wasted
+/// retries are in the impact: `unavailable` is retryable, so they are the
+/// storm's, not a signal of their own), each member saying why it joined;
+/// the booking retried after success is an incident of its own (another
+/// cause), apart from the booking's failures.
+#[test]
+fn the_demo_outage_is_one_incident_and_the_retried_booking_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    import(
+        &data,
+        &[
+            "search_flights_history.json",
+            "fixed_loop.json",
+            "retry_gate.json",
+        ],
+    );
+    let out = run(
+        &[
+            "sweep",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--now",
+            "2026-08-13T06:00:00Z",
+            "--since",
+            "40d",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let incidents = report["incidents"].as_array().unwrap();
+    let id_of = |kind: &str, tool: &str| -> String {
+        by_kind(&report, kind)
+            .into_iter()
+            .find(|s| s["tool"] == tool)
+            .unwrap_or_else(|| panic!("no {kind} of {tool}: {report:#}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let storm = id_of("retry_storm", "search_flights");
+    let spike = id_of("error_rate_spike", "search_flights");
+    let holding = |id: &str| -> Vec<&serde_json::Value> {
+        incidents
+            .iter()
+            .filter(|i| {
+                i["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["signal_id"] == id)
+            })
+            .collect()
+    };
+    let outage = holding(&storm);
+    assert_eq!(outage.len(), 1, "{incidents:#?}");
+    let outage = outage[0];
+    for id in [&spike] {
+        assert_eq!(
+            holding(id),
+            vec![outage],
+            "{id} is in the outage's incident"
+        );
+    }
+    assert_eq!(outage["key"], "inc1:tool:search_flights");
+    assert!(outage["id"].as_str().unwrap().starts_with("INC-"));
+    assert_eq!(outage["state"], "open");
+    assert_eq!(outage["severity"], "critical");
+    let title = outage["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("search_flights failing since 2026-07-29 ")
+            && title.contains("(unavailable)"),
+        "{title}"
+    );
+    let members = outage["members"].as_array().unwrap();
+    assert!(members.iter().any(|m| m["reason"] == "first finding"));
+    for m in members.iter().filter(|m| m["reason"] != "first finding") {
+        assert!(
+            m["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("same tool search_flights as SW-"),
+            "{m}"
+        );
+    }
+    assert_eq!(members.len(), 2, "{outage:#}");
+    assert!(outage["impact"]["failed_calls"].as_u64().unwrap() > 0);
+    assert!(outage["impact"]["wasted_calls"].as_u64().unwrap() > 0);
+    assert!(
+        outage["impact"]["turns"].as_u64().unwrap() >= 4,
+        "the four storms' turns"
+    );
+    assert!(!outage["evidence"].as_array().unwrap().is_empty());
+    assert!(outage["remedy"]["summary"].is_string());
+    let whats: Vec<&str> = outage["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["what"].as_str().unwrap())
+        .collect();
+    assert!(
+        whats.contains(&"first_finding")
+            && whats.contains(&"peak")
+            && whats.contains(&"last_finding"),
+        "{whats:?}"
+    );
+    // The booking retried after success: its own incident.
+    for after in by_kind(&report, "retry_after_success") {
+        let own = holding(after["id"].as_str().unwrap());
+        assert_eq!(own.len(), 1);
+        assert_ne!(own[0]["id"], outage["id"]);
+        assert_eq!(own[0]["members"].as_array().unwrap().len(), 1);
+        assert!(own[0]["key"]
+            .as_str()
+            .unwrap()
+            .starts_with("inc1:signal:v1:retry_after_success:"));
+        // Its impact is its own repeated call, not the tool's failing day.
+        assert_eq!(own[0]["impact"]["failed_calls"], 0, "{:#}", own[0]);
+        assert_eq!(own[0]["impact"]["wasted_calls"], 1, "{:#}", own[0]);
+    }
+    assert!(
+        !by_kind(&report, "retry_after_success").is_empty(),
+        "{report:#}"
+    );
+    // The text report leads with it.
+    let text = run(
+        &[
+            "sweep",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--now",
+            "2026-08-13T06:00:00Z",
+            "--since",
+            "40d",
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(outage["id"].as_str().unwrap()) && text.contains(title),
+        "{text}"
+    );
+}

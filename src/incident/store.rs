@@ -1,0 +1,427 @@
+//! Incidents in `state.sqlite`: one row per incident (its key, state and
+//! body), one row per member signal (the incident it belongs to, when and
+//! why it joined), and a history of state changes. [`apply`] runs in the
+//! sweep's transaction, after the signals' lifecycle: it groups the open
+//! signals again, gives each group its incident (the open one a member is
+//! in, else the one with its key, else the resolved one a member was in,
+//! reopened; else a new one), and writes what changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+use super::body::{self, Joined};
+use super::group::{self, Cause, Facts};
+use super::{Incident, IncidentState};
+use crate::signal::{Lifecycle, Signal};
+
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS incidents (
+    id TEXT PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL,
+    cause TEXT NOT NULL,
+    body TEXT NOT NULL,
+    opened_ns INTEGER NOT NULL,
+    updated_ns INTEGER NOT NULL,
+    resolved_ns INTEGER
+);
+CREATE TABLE IF NOT EXISTS incident_members (
+    signal_id TEXT PRIMARY KEY,
+    incident_id TEXT NOT NULL,
+    joined_ns INTEGER NOT NULL,
+    reason TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS incident_members_by_incident ON incident_members (incident_id);
+CREATE TABLE IF NOT EXISTS incident_history (
+    id TEXT NOT NULL,
+    at_ns INTEGER NOT NULL,
+    from_state TEXT,
+    to_state TEXT NOT NULL,
+    reason TEXT NOT NULL
+);
+";
+
+#[derive(Debug, thiserror::Error)]
+pub enum IncidentError {
+    #[error("incident state: {0}")]
+    Db(#[from] rusqlite::Error),
+    #[error("no incident {0} (see `stormwatch incidents list`)")]
+    NoSuchIncident(String),
+    #[error(
+        "incident {id}: its stored body is unreadable ({message}); the next sweep writes it again"
+    )]
+    Corrupt { id: String, message: String },
+}
+
+/// What one sweep changed of one incident.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IncidentChange {
+    pub id: String,
+    /// `None`: opened for the first time.
+    pub from: Option<IncidentState>,
+    pub to: IncidentState,
+    /// Signals that joined it in this sweep (not those it opened with).
+    pub joined: Vec<String>,
+    /// Its severity rose.
+    pub escalated: bool,
+}
+
+impl IncidentChange {
+    /// Whether anything happened worth a person's attention.
+    pub fn is_news(&self) -> bool {
+        self.from != Some(self.to) || !self.joined.is_empty() || self.escalated
+    }
+}
+
+/// Create the tables.
+pub fn ensure(c: &Connection) -> rusqlite::Result<()> {
+    c.execute_batch(SCHEMA)
+}
+
+struct Row {
+    id: String,
+    key: String,
+    state: IncidentState,
+    cause: Cause,
+    body: Option<Incident>,
+    opened_ns: i64,
+    resolved_ns: Option<i64>,
+}
+
+fn rows(c: &Connection) -> rusqlite::Result<Vec<Row>> {
+    let mut stmt = c.prepare(
+        "SELECT id, key, state, cause, body, opened_ns, resolved_ns FROM incidents ORDER BY opened_ns, id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let cause: String = r.get(3)?;
+        let body: String = r.get(4)?;
+        Ok(Row {
+            id: r.get(0)?,
+            key: r.get(1)?,
+            state: IncidentState::parse(&r.get::<_, String>(2)?).unwrap_or(IncidentState::Open),
+            cause: serde_json::from_str(&cause).unwrap_or(Cause::Own(String::new())),
+            body: serde_json::from_str(&body).ok(),
+            opened_ns: r.get(5)?,
+            resolved_ns: r.get(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Signal id → (incident id, joined at, reason).
+fn memberships(c: &Connection) -> rusqlite::Result<BTreeMap<String, (String, i64, String)>> {
+    let mut stmt =
+        c.prepare("SELECT signal_id, incident_id, joined_ns, reason FROM incident_members")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))
+    })?;
+    rows.collect()
+}
+
+/// The id a new key gets: `INC-` and four letters from its hash, one more
+/// for as long as that id is taken. Existing ids never change.
+pub fn free_id(c: &Connection, key: &str) -> rusqlite::Result<String> {
+    for letters in 4..=14 {
+        let id = super::short_id_of(key, letters);
+        if !c
+            .prepare_cached("SELECT 1 FROM incidents WHERE id = ?1")?
+            .exists([&id])?
+        {
+            return Ok(id);
+        }
+    }
+    Ok(format!(
+        "INC-{:016X}",
+        xxhash_rust::xxh3::xxh3_64(key.as_bytes())
+    ))
+}
+
+/// Group the signals again and bring the incidents up to date, on `c` (the
+/// sweep's transaction). `signals` are every stored signal as it now
+/// stands; `now_ns` the sweep's clock.
+pub fn apply(
+    c: &Connection,
+    signals: &[Signal],
+    facts: &Facts,
+    now_ns: i64,
+    evidence_limit: usize,
+) -> rusqlite::Result<Vec<IncidentChange>> {
+    ensure(c)?;
+    let stored = rows(c)?;
+    let mut members = memberships(c)?;
+    let by_id: BTreeMap<&str, &Signal> = signals.iter().map(|s| (s.draft.id.as_str(), s)).collect();
+    let live: Vec<&Signal> = signals
+        .iter()
+        .filter(|s| s.state.is_open() || s.state == Lifecycle::Muted)
+        .collect();
+    let groups = group::group(&live, facts);
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    let mut created: BTreeSet<String> = BTreeSet::new();
+    let mut causes: BTreeMap<String, Cause> = stored
+        .iter()
+        .map(|r| (r.id.clone(), r.cause.clone()))
+        .collect();
+    let mut joined: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for g in &groups {
+        let mine: Vec<&str> = g
+            .members
+            .iter()
+            .filter_map(|(sid, _)| members.get(sid).map(|m| m.0.as_str()))
+            .collect();
+        let open_one = stored
+            .iter()
+            .filter(|r| r.state != IncidentState::Resolved && !used.contains(&r.id))
+            .find(|r| mine.contains(&r.id.as_str()));
+        let key = g.cause.key();
+        let by_key = || {
+            stored
+                .iter()
+                .find(|r| r.key == key && !used.contains(&r.id))
+        };
+        let resolved_one = || {
+            stored
+                .iter()
+                .filter(|r| !used.contains(&r.id) && mine.contains(&r.id.as_str()))
+                .max_by_key(|r| (r.resolved_ns.unwrap_or(0), r.id.clone()))
+        };
+        let id = match open_one.or_else(by_key).or_else(resolved_one) {
+            Some(r) => r.id.clone(),
+            None => {
+                let id = free_id(c, &key)?;
+                // Another incident may hold the key (its cause drifted):
+                // the new one takes the key with its id.
+                let key = if stored.iter().any(|r| r.key == key) {
+                    format!("{key}#{id}")
+                } else {
+                    key.clone()
+                };
+                c.execute(
+                    "INSERT INTO incidents (id, key, state, cause, body, opened_ns, updated_ns) VALUES (?1, ?2, 'open', ?3, '{}', ?4, ?4)",
+                    params![id, key, serde_json::to_string(&g.cause).unwrap_or_default(), now_ns],
+                )?;
+                created.insert(id.clone());
+                id
+            }
+        };
+        used.insert(id.clone());
+        causes.insert(id.clone(), g.cause.clone());
+        for (sid, reason) in &g.members {
+            if members.get(sid).is_some_and(|m| m.0 == id) {
+                continue;
+            }
+            let s = by_id[sid.as_str()];
+            let at = if s.state == Lifecycle::Regressed {
+                s.draft.last_seen_ns
+            } else {
+                s.draft.first_seen_ns
+            };
+            c.execute(
+                "INSERT INTO incident_members (signal_id, incident_id, joined_ns, reason) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(signal_id) DO UPDATE SET incident_id = excluded.incident_id, joined_ns = excluded.joined_ns, reason = excluded.reason",
+                params![sid, id, at, reason],
+            )?;
+            members.insert(sid.clone(), (id.clone(), at, reason.clone()));
+            if !created.contains(&id) {
+                joined.entry(id.clone()).or_default().push(sid.clone());
+            }
+        }
+        // The cause of a group may have moved on (a dependency learnt):
+        // kept for the body, the key stays.
+        c.execute(
+            "UPDATE incidents SET cause = ?2 WHERE id = ?1",
+            params![id, serde_json::to_string(&g.cause).unwrap_or_default()],
+        )?;
+    }
+    // Every incident written again from its members as they now stand.
+    let mut by_incident: BTreeMap<&str, Vec<Joined<'_>>> = BTreeMap::new();
+    for (sid, (iid, at, reason)) in &members {
+        if let Some(s) = by_id.get(sid.as_str()) {
+            by_incident.entry(iid.as_str()).or_default().push(Joined {
+                signal: s,
+                joined_ns: *at,
+                reason: reason.clone(),
+            });
+        }
+    }
+    let mut changes = Vec::new();
+    let fresh = rows(c)?;
+    for r in &fresh {
+        let Some(list) = by_incident.get_mut(r.id.as_str()) else {
+            // No member left (moved into another incident, or forgotten).
+            if r.state != IncidentState::Resolved {
+                resolve_empty(c, r, now_ns)?;
+                changes.push(IncidentChange {
+                    id: r.id.clone(),
+                    from: Some(r.state),
+                    to: IncidentState::Resolved,
+                    joined: Vec::new(),
+                    escalated: false,
+                });
+            }
+            continue;
+        };
+        list.sort_by(|a, b| {
+            a.joined_ns
+                .cmp(&b.joined_ns)
+                .then_with(|| a.signal.draft.id.cmp(&b.signal.draft.id))
+        });
+        let state = IncidentState::of(list.iter().map(|m| m.signal.state));
+        let is_new = created.contains(&r.id);
+        let resolved_ns = match (r.state, state) {
+            (_, IncidentState::Resolved) if r.state != IncidentState::Resolved || is_new => {
+                Some(now_ns)
+            }
+            (IncidentState::Resolved, IncidentState::Resolved) => r.resolved_ns,
+            _ => None,
+        };
+        let cause = causes
+            .get(&r.id)
+            .cloned()
+            .unwrap_or(Cause::Own(r.key.clone()));
+        let mut inc = body::build(
+            &r.id,
+            &cause,
+            list,
+            facts,
+            r.opened_ns,
+            resolved_ns,
+            evidence_limit,
+        );
+        inc.key = r.key.clone();
+        let before = r.body.as_ref();
+        let escalated = !is_new
+            && before
+                .is_some_and(|b| inc.severity() > b.severity() && state != IncidentState::Resolved);
+        let joined_here = joined.remove(&r.id).unwrap_or_default();
+        let from = if is_new { None } else { Some(r.state) };
+        if from != Some(state) {
+            let reason = match (from, state) {
+                (None, _) => "first member".to_string(),
+                (Some(IncidentState::Resolved), _) => {
+                    let back: Vec<&str> = list
+                        .iter()
+                        .filter(|m| m.signal.state == Lifecycle::Regressed)
+                        .map(|m| m.signal.draft.id.as_str())
+                        .collect();
+                    format!(
+                        "reopened by {}",
+                        if back.is_empty() {
+                            "a new member".into()
+                        } else {
+                            back.join(", ")
+                        }
+                    )
+                }
+                (_, IncidentState::Resolved) => "every member resolved".to_string(),
+                (_, IncidentState::Acknowledged) => "every open member muted".to_string(),
+                (_, IncidentState::Open) => "a member open again".to_string(),
+            };
+            c.execute(
+                "INSERT INTO incident_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![r.id, now_ns, from.map(IncidentState::as_str), state.as_str(), reason],
+            )?;
+        }
+        if before != Some(&inc) || r.state != state {
+            c.execute(
+                "UPDATE incidents SET state = ?2, body = ?3, updated_ns = ?4, resolved_ns = ?5 WHERE id = ?1",
+                params![r.id, state.as_str(), serde_json::to_string(&inc).unwrap_or_default(), now_ns, resolved_ns],
+            )?;
+        }
+        let change = IncidentChange {
+            id: r.id.clone(),
+            from,
+            to: state,
+            joined: joined_here,
+            escalated,
+        };
+        if change.is_news() {
+            changes.push(change);
+        }
+    }
+    Ok(changes)
+}
+
+fn resolve_empty(c: &Connection, r: &Row, now_ns: i64) -> rusqlite::Result<()> {
+    let mut body = r.body.clone();
+    if let Some(b) = body.as_mut() {
+        b.state = IncidentState::Resolved;
+        b.resolved_ns = Some(now_ns);
+    }
+    c.execute(
+        "UPDATE incidents SET state = 'resolved', resolved_ns = ?2, updated_ns = ?2, body = coalesce(?3, body) WHERE id = ?1",
+        params![r.id, now_ns, body.map(|b| serde_json::to_string(&b).unwrap_or_default())],
+    )?;
+    c.execute(
+        "INSERT INTO incident_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, 'resolved', 'its members joined another incident')",
+        params![r.id, now_ns, r.state.as_str()],
+    )?;
+    Ok(())
+}
+
+/// Every incident, open ones first, then newest first.
+pub fn list(c: &Connection) -> Result<Vec<Incident>, IncidentError> {
+    ensure(c)?;
+    let mut out = Vec::new();
+    for r in rows(c)? {
+        match r.body {
+            Some(b) if !b.id.is_empty() => out.push(b),
+            _ => {
+                return Err(IncidentError::Corrupt {
+                    id: r.id,
+                    message: "not an incident".into(),
+                })
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.state == IncidentState::Resolved)
+            .cmp(&(b.state == IncidentState::Resolved))
+            .then_with(|| b.last_seen_ns.cmp(&a.last_seen_ns))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(out)
+}
+
+/// One incident by id (case as given, or upper-cased).
+pub fn get(c: &Connection, id: &str) -> Result<Incident, IncidentError> {
+    ensure(c)?;
+    let body: Option<String> = c
+        .query_row(
+            "SELECT body FROM incidents WHERE id = ?1 OR id = upper(?1)",
+            params![id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let body = body.ok_or_else(|| IncidentError::NoSuchIncident(id.to_string()))?;
+    serde_json::from_str(&body).map_err(|e| IncidentError::Corrupt {
+        id: id.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// The incident signal `signal_id` belongs to, if any.
+pub fn of_signal(c: &Connection, signal_id: &str) -> rusqlite::Result<Option<String>> {
+    ensure(c)?;
+    c.query_row(
+        "SELECT incident_id FROM incident_members WHERE signal_id = ?1",
+        params![signal_id],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// One change of an incident's state: (at ns, from, to, reason).
+pub type HistoryEntry = (i64, Option<String>, String, String);
+
+pub fn history(c: &Connection, id: &str) -> rusqlite::Result<Vec<HistoryEntry>> {
+    ensure(c)?;
+    let mut stmt = c.prepare(
+        "SELECT at_ns, from_state, to_state, reason FROM incident_history WHERE id = ?1 ORDER BY at_ns, rowid",
+    )?;
+    let rows = stmt.query_map(params![id], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?;
+    rows.collect()
+}
