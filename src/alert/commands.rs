@@ -1,7 +1,8 @@
 //! The pieces the `alerts` commands (`crate::cmd::alerts`), `serve` and the
 //! sweep share: the outbox opened on `state.sqlite`, a sender, a flush of
-//! every target, the sample message of `alerts test`, alerting resolved
-//! from the config. Plain parameters; nothing here prints.
+//! every target, the sample messages of `alerts test` (an incident, or a
+//! signal for a target told per signal), alerting resolved from the
+//! config. Plain parameters; nothing here prints.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -9,7 +10,8 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::config::Target;
+use super::config::{GroupBy, Target};
+use super::incidents::{IncidentEvent, IncidentNotice};
 use super::notify::{Event, Notice};
 use super::sender::{self, Clock, Mode, Sender};
 use super::{outbox, AlertConfig};
@@ -33,12 +35,17 @@ pub fn list_text(rows: &[outbox::Row]) -> String {
     let mut out = String::new();
     for r in rows {
         out.push_str(&format!(
-            "{:>5}  {:<10} {:<16} attempts {:<2} created {}  signals {}{}\n",
+            "{:>5}  {:<10} {:<16} attempts {:<2} created {}  {} {}{}\n",
             r.id,
             r.status,
             r.target,
             r.attempts,
             rfc3339(r.created_ns),
+            if r.signals.starts_with("INC-") {
+                "incident"
+            } else {
+                "signals"
+            },
             r.signals,
             r.last_error
                 .as_deref()
@@ -125,6 +132,51 @@ pub fn sample() -> Vec<Notice> {
             mute_until_escalates: false,
         },
     }]
+}
+
+/// The sample incident `alerts test` sends a target told per incident: the
+/// sample signal as an incident of its own tool, keyed apart from any real
+/// one (`inc1:test:…`), so a PagerDuty test opens its own alert.
+pub fn sample_incident(target: &str) -> IncidentNotice {
+    let notice = sample().remove(0);
+    let cause = crate::incident::Cause::Tool(notice.signal.draft.tool.clone());
+    let joined = [crate::incident::body::Joined {
+        signal: &notice.signal,
+        joined_ns: notice.signal.draft.first_seen_ns,
+        reason: "first finding".into(),
+    }];
+    let mut incident = crate::incident::body::build(
+        "INC-TEST",
+        &cause,
+        &joined,
+        &crate::incident::Facts::default(),
+        notice.signal.draft.first_seen_ns,
+        None,
+        5,
+    );
+    incident.key = format!("inc1:test:{target}");
+    incident.title = format!("Test from stormwatch: {}", incident.title);
+    IncidentNotice {
+        event: IncidentEvent::Opened,
+        why: Vec::new(),
+        incident,
+    }
+}
+
+/// The body `alerts test` sends `target`: the sample incident, or the
+/// sample signal for a target told per signal.
+pub fn test_body(target: &Target, public_url: &str, evidence: usize, now_ns: i64) -> String {
+    match target.group_by {
+        GroupBy::Incident => super::render_incident(
+            target.kind,
+            &sample_incident(&target.name),
+            public_url,
+            evidence,
+            now_ns,
+        ),
+        GroupBy::Signal => super::render(target.kind, &sample(), public_url, evidence, now_ns),
+    }
+    .to_string()
 }
 
 /// Alerting for a sweep (`send` false: only routing is needed, secrets may

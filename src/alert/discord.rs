@@ -6,7 +6,10 @@
 
 use serde_json::{json, Value};
 
-use super::message::{cut, evidence, evidence_line, numbers, remedy_line, short_trace, Message};
+use super::incidents::IncidentEvent;
+use super::message::{
+    cut, evidence, evidence_line, numbers, remedy_line, short_trace, Fit, IncidentMessage, Message,
+};
 use super::notify::Event;
 
 pub const MAX_CONTENT: usize = 2000;
@@ -110,6 +113,75 @@ pub fn render(m: &Message<'_>) -> Value {
     json!({
         "content": cut(&content, MAX_CONTENT),
         "embeds": embeds,
+        "allowed_mentions": {"parse": []},
+    })
+}
+
+fn incident_colour(e: IncidentEvent) -> u32 {
+    match e {
+        IncidentEvent::Opened | IncidentEvent::Reopened | IncidentEvent::Updated => 0xD6_2728,
+        IncidentEvent::Resolved => 0x2C_A02C,
+        IncidentEvent::Acknowledged => 0x1F_77B4,
+        IncidentEvent::Reminder => 0xFF_7F0E,
+    }
+}
+
+/// One incident: one embed (title: event, id, title; the description:
+/// what happened and changed, the members and why each is here, impact,
+/// timeline, remedies, evidence links), within the 4096 and 6000
+/// character limits, cut with "+N more".
+pub fn render_incident(m: &IncidentMessage<'_>) -> Value {
+    let title = cut_escaped(&escape(&m.heading()), MAX_TITLE);
+    let room = (MAX_TOTAL - 200)
+        .saturating_sub(title.chars().count())
+        .min(MAX_DESCRIPTION);
+    let mut fit = Fit::new(room);
+    // Each line cut before it is escaped, then whole escapes kept (an
+    // escaped line is never cut again).
+    let line = |fit: &mut Fit, s: &str, what: &'static str| {
+        fit.push(&escape(&cut(s, 500)), what);
+    };
+    line(&mut fit, &m.status_line(), "changes");
+    for w in m.why() {
+        line(&mut fit, w, "changes");
+    }
+    fit.push("**Members**", "members");
+    for l in m.member_lines() {
+        line(&mut fit, &l, "members");
+    }
+    if let Some(i) = m.impact_line() {
+        line(&mut fit, &i, "moments");
+    }
+    for l in m.timeline_lines() {
+        line(&mut fit, &l, "moments");
+    }
+    for l in m.remedy_lines() {
+        line(&mut fit, &l, "remedies");
+    }
+    let (shown, more) = m.evidence();
+    for e in shown {
+        let trace = short_trace(&e.evidence.trace_id);
+        let text = match m.trace_url(&e.evidence.trace_id) {
+            Some(url) => format!(
+                "[trace {trace}]({url}): {}",
+                escape(&evidence_line(&e.evidence))
+            ),
+            None => format!("trace {trace}: {}", escape(&evidence_line(&e.evidence))),
+        };
+        fit.push(&text, "traces");
+    }
+    fit.more("traces", more);
+    let mut embed = json!({
+        "title": title,
+        "description": fit.finish(),
+        "color": incident_colour(m.notice.event),
+    });
+    if let Some(url) = m.incident_url() {
+        embed["url"] = json!(url);
+    }
+    json!({
+        "content": cut_escaped(&escape(&m.headline()), MAX_CONTENT),
+        "embeds": [embed],
         "allowed_mentions": {"parse": []},
     })
 }

@@ -1,13 +1,16 @@
 //! The outbox in `state.sqlite`: one row per (grouped message, target),
 //! written in the same transaction as the signal state change that caused
 //! it, worked by a sender, kept after delivery for `alerts list`. Also what
-//! was last told per signal, and which targets a person must re-enable.
+//! was last told per signal and per incident, and which targets a person
+//! must re-enable.
 //! Every function takes a `Connection` (a `Transaction` derefs to one).
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
+use super::incidents::IncidentTold;
 use super::notify::Told;
+use crate::incident::IncidentState;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS outbox (
@@ -30,6 +33,15 @@ CREATE TABLE IF NOT EXISTS alert_told (
     last_ns INTEGER NOT NULL,
     last_fire_ns INTEGER NOT NULL,
     findings INTEGER NOT NULL,
+    quiet INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS alert_incident_told (
+    incident_id TEXT PRIMARY KEY,
+    last_ns INTEGER NOT NULL,
+    last_fire_ns INTEGER NOT NULL,
+    findings INTEGER NOT NULL,
+    severity TEXT NOT NULL,
+    state TEXT NOT NULL,
     quiet INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS alert_targets (
@@ -274,6 +286,54 @@ pub fn remember(c: &Connection, id: &str, t: &Told) -> rusqlite::Result<()> {
          ON CONFLICT(signal_id) DO UPDATE SET last_ns = excluded.last_ns, last_fire_ns = excluded.last_fire_ns, \
          findings = excluded.findings, quiet = excluded.quiet",
         params![id, t.last_ns, t.last_fire_ns, t.findings as i64, t.quiet as i64],
+    )?;
+    Ok(())
+}
+
+/// What was last told about each incident.
+pub fn incident_told(
+    c: &Connection,
+) -> rusqlite::Result<std::collections::BTreeMap<String, IncidentTold>> {
+    let mut stmt = c.prepare(
+        "SELECT incident_id, last_ns, last_fire_ns, findings, severity, state, quiet FROM alert_incident_told",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let severity: String = r.get(4)?;
+        let state: String = r.get(5)?;
+        Ok((
+            r.get::<_, String>(0)?,
+            IncidentTold {
+                last_ns: r.get(1)?,
+                last_fire_ns: r.get(2)?,
+                findings: r.get::<_, i64>(3)?.max(0) as u64,
+                severity: match severity.as_str() {
+                    "critical" => crate::signal::Severity::Critical,
+                    "warning" => crate::signal::Severity::Warning,
+                    _ => crate::signal::Severity::Info,
+                },
+                state: IncidentState::parse(&state).unwrap_or(IncidentState::Open),
+                quiet: r.get::<_, i64>(6)? != 0,
+            },
+        ))
+    })?;
+    rows.collect()
+}
+
+pub fn remember_incident(c: &Connection, id: &str, t: &IncidentTold) -> rusqlite::Result<()> {
+    c.execute(
+        "INSERT INTO alert_incident_told (incident_id, last_ns, last_fire_ns, findings, severity, state, quiet) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         ON CONFLICT(incident_id) DO UPDATE SET last_ns = excluded.last_ns, last_fire_ns = excluded.last_fire_ns, \
+         findings = excluded.findings, severity = excluded.severity, state = excluded.state, quiet = excluded.quiet",
+        params![
+            id,
+            t.last_ns,
+            t.last_fire_ns,
+            t.findings as i64,
+            t.severity.as_str(),
+            t.state.as_str(),
+            t.quiet as i64
+        ],
     )?;
     Ok(())
 }

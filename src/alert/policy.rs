@@ -7,6 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use super::config::TargetKind;
 
+/// How long a PagerDuty 429 without `Retry-After` waits at least:
+/// PagerDuty asks for "a backoff of a few minutes" on throttling.
+pub const PAGERDUTY_THROTTLE: Duration = Duration::from_secs(30);
+
 /// What one attempt's answer means.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -59,6 +63,24 @@ impl std::fmt::Display for Verdict {
 }
 
 impl Verdict {
+    /// Replace every `secret` in the reason by `instead` (a target that
+    /// echoes what it was sent must not put a key in a log line).
+    pub fn redact(&mut self, secret: &str, instead: &str) {
+        if secret.is_empty() {
+            return;
+        }
+        match self {
+            Verdict::Delivered => {}
+            Verdict::Retry { reason, .. }
+            | Verdict::Dead { reason }
+            | Verdict::Disable { reason } => {
+                if reason.contains(secret) {
+                    *reason = reason.replace(secret, instead);
+                }
+            }
+        }
+    }
+
     /// Add `note` to the reason of a failure (a delivery has none).
     pub fn note(&mut self, note: &str) {
         match self {
@@ -99,9 +121,17 @@ pub fn classify(
         TargetKind::Discord => super::discord::accepted(status),
         TargetKind::Teams => super::teams::accepted(status),
         TargetKind::Webhook => super::webhook::accepted(status),
+        TargetKind::PagerDuty => super::pagerduty::accepted(status),
     };
     if ok {
         return Verdict::Delivered;
+    }
+    if kind == TargetKind::PagerDuty && status == 400 {
+        // An invalid event: retrying sends the same one.
+        let why = super::pagerduty::refusal(body).unwrap_or(snippet);
+        return Verdict::Dead {
+            reason: format!("HTTP 400 {why}").trim().to_string(),
+        };
     }
     let slack_gone = kind == TargetKind::Slack
         && ["channel_not_found", "channel_is_archived", "no_service"]
@@ -119,6 +149,9 @@ pub fn classify(
                 if let Some(b) = discord_retry_after(body) {
                     after = Some(after.map_or(b, |h| h.max(b)));
                 }
+            }
+            if kind == TargetKind::PagerDuty && status == 429 && after.is_none() {
+                after = Some(PAGERDUTY_THROTTLE);
             }
             Verdict::Retry {
                 after,

@@ -144,8 +144,31 @@ impl Sender {
     }
 
     /// POST one message body to a target once (not at all to a host it
-    /// may not post to: that attempt is a retry, its reason saying why).
+    /// may not post to: that attempt is a retry, its reason saying why). A
+    /// PagerDuty event gets its `routing_key` here, from the resolved
+    /// target, and only here: it is never stored, and a reason that would
+    /// quote it shows `<routing key>` instead.
     pub async fn attempt(&self, target: &Target, webhook_id: &str, body: &str) -> Answer {
+        if target.kind != TargetKind::PagerDuty {
+            return self.post(target, webhook_id, body).await;
+        }
+        let dead = |reason: String| Answer {
+            verdict: Verdict::Dead { reason },
+            status: None,
+        };
+        let Some(key) = target.routing_key.as_deref() else {
+            return dead("not sent: the target's routing key is not resolved".into());
+        };
+        let sent = match super::pagerduty::with_routing_key(body, key) {
+            Ok(b) => b,
+            Err(e) => return dead(format!("not sent: {e}")),
+        };
+        let mut answer = self.post(target, webhook_id, &sent).await;
+        answer.verdict.redact(key, "<routing key>");
+        answer
+    }
+
+    async fn post(&self, target: &Target, webhook_id: &str, body: &str) -> Answer {
         if let Err(why) = self.hosts.check(&target.url).await {
             return Answer {
                 verdict: Verdict::Retry {

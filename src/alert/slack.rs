@@ -7,7 +7,9 @@
 
 use serde_json::{json, Value};
 
-use super::message::{cut, evidence, evidence_line, numbers, remedy_line, short_trace, Message};
+use super::message::{
+    cut, evidence, evidence_line, numbers, remedy_line, short_trace, Fit, IncidentMessage, Message,
+};
 
 pub const MAX_BLOCKS: usize = 50;
 pub const MAX_SECTION: usize = 3000;
@@ -73,6 +75,65 @@ pub fn render(m: &Message<'_>) -> Value {
     }
     json!({
         "text": cut(&escape(&m.headline()), MAX_SECTION),
+        "mrkdwn": false,
+        "blocks": blocks,
+    })
+}
+
+/// One incident: a header, a section each for what happened (with what
+/// changed), the members and why each is here, the impact and timeline,
+/// the remedies; a context of evidence links and one of the incident's
+/// page. At most 7 blocks, each section within its 3000 characters.
+pub fn render_incident(m: &IncidentMessage<'_>) -> Value {
+    let section = |lines: &[String], what: &'static str| -> Option<Value> {
+        let mut fit = Fit::new(MAX_SECTION);
+        for l in lines {
+            fit.push(&cut(&escape(l), 1000), what);
+        }
+        let text = fit.finish();
+        (!text.is_empty())
+            .then(|| json!({"type": "section", "text": {"type": "plain_text", "text": text, "emoji": false}}))
+    };
+    let mut blocks = vec![json!({"type": "header", "text": plain(&m.headline(), MAX_HEADER)})];
+    let mut head = vec![m.heading(), m.status_line()];
+    head.extend(m.why().iter().cloned());
+    blocks.extend(section(&head, "changes"));
+    let mut members = vec!["Members:".to_string()];
+    members.extend(m.member_lines());
+    blocks.extend(section(&members, "members"));
+    let mut story: Vec<String> = m.impact_line().into_iter().collect();
+    story.extend(m.timeline_lines());
+    blocks.extend(section(&story, "moments"));
+    blocks.extend(section(&m.remedy_lines(), "remedies"));
+    let (shown, more) = m.evidence();
+    let mut elements: Vec<Value> = shown
+        .iter()
+        .take(9)
+        .map(|e| {
+            // Only hex ids, numbers and the dashboard's own URL go into mrkdwn.
+            let trace = short_trace(&e.evidence.trace_id);
+            let link = match m.trace_url(&e.evidence.trace_id) {
+                Some(url) => format!("<{url}|trace {trace}>"),
+                None => format!("trace {trace}"),
+            };
+            json!({"type": "mrkdwn", "text": format!("{link}: {}", mrkdwn_safe(&evidence_line(&e.evidence)))})
+        })
+        .collect();
+    let more = more + shown.len().saturating_sub(9);
+    if more > 0 {
+        elements.push(json!({"type": "plain_text", "text": format!("+{more} more traces")}));
+    }
+    if !elements.is_empty() {
+        blocks.push(json!({"type": "context", "elements": elements}));
+    }
+    if let Some(url) = m.incident_url() {
+        let id = &m.notice.incident.id;
+        blocks.push(json!({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": format!("<{url}|{id} in stormwatch>")}
+        ]}));
+    }
+    json!({
+        "text": cut(&escape(&format!("{}: {}", m.headline(), m.notice.incident.title)), MAX_SECTION),
         "mrkdwn": false,
         "blocks": blocks,
     })

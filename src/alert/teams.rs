@@ -5,7 +5,9 @@
 
 use serde_json::{json, Value};
 
-use super::message::{cut, evidence, evidence_line, numbers, remedy_line, short_trace, Message};
+use super::message::{
+    cut, evidence, evidence_line, numbers, remedy_line, short_trace, IncidentMessage, Message,
+};
 
 pub const MAX_BYTES: usize = 24 * 1024;
 
@@ -111,6 +113,111 @@ pub fn render(m: &Message<'_>) -> Value {
             format!("+{left} more signals"),
             json!({"isSubtle": true}),
         ));
+    }
+    card(body)
+}
+
+/// One incident: a card with the headline, what happened and changed, the
+/// members and why each is here, impact, timeline, remedies, evidence
+/// links and the incident's page; items past the size budget are counted
+/// in "+N more" lines.
+pub fn render_incident(m: &IncidentMessage<'_>) -> Value {
+    let i = &m.notice.incident;
+    let good = m.notice.event == super::incidents::IncidentEvent::Resolved;
+    let mut body = vec![
+        text(
+            escape(&m.headline()),
+            json!({"size": "Large", "weight": "Bolder"}),
+        ),
+        text(
+            escape(&cut(&m.heading(), 400)),
+            json!({"weight": "Bolder", "color": if good { "Good" } else { "Attention" }}),
+        ),
+        text(
+            escape(&cut(&m.status_line(), 400)),
+            json!({"isSubtle": true}),
+        ),
+    ];
+    // Room for the items below: the card so far, less a margin for the
+    // "+N more" lines and the link.
+    let size = |v: &Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+    let mut used = size(&card(body.clone()));
+    let budget = MAX_BYTES - 2048;
+    let mut left: Vec<(&'static str, usize)> = Vec::new();
+    let mut add = |body: &mut Vec<Value>, item: Value, what: &'static str| {
+        let n = size(&item) + 1;
+        if used + n <= budget {
+            used += n;
+            body.push(item);
+        } else {
+            match left.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, c)) => *c += 1,
+                None => left.push((what, 1)),
+            }
+        }
+    };
+    for w in m.why() {
+        add(
+            &mut body,
+            text(escape(&cut(w, 400)), json!({"spacing": "None"})),
+            "changes",
+        );
+    }
+    add(
+        &mut body,
+        text("Members".into(), json!({"weight": "Bolder"})),
+        "members",
+    );
+    for l in m.member_lines() {
+        add(
+            &mut body,
+            text(escape(&cut(&l, 400)), json!({"spacing": "None"})),
+            "members",
+        );
+    }
+    if let Some(l) = m.impact_line() {
+        add(&mut body, text(escape(&l), json!({})), "moments");
+    }
+    for l in m.timeline_lines() {
+        add(
+            &mut body,
+            text(
+                escape(&cut(&l, 400)),
+                json!({"spacing": "None", "isSubtle": true}),
+            ),
+            "moments",
+        );
+    }
+    for l in m.remedy_lines() {
+        add(
+            &mut body,
+            text(escape(&cut(&l, 600)), json!({})),
+            "remedies",
+        );
+    }
+    let (shown, more) = m.evidence();
+    for e in shown {
+        let trace = short_trace(&e.evidence.trace_id);
+        let line = match m.trace_url(&e.evidence.trace_id) {
+            Some(url) => format!(
+                "[trace {trace}]({url}): {}",
+                escape(&evidence_line(&e.evidence))
+            ),
+            None => format!("trace {trace}: {}", escape(&evidence_line(&e.evidence))),
+        };
+        add(&mut body, text(line, json!({"spacing": "None"})), "traces");
+    }
+    if more > 0 {
+        match left.iter_mut().find(|(w, _)| *w == "traces") {
+            Some((_, c)) => *c += more,
+            None => left.push(("traces", more)),
+        }
+    }
+    for (what, n) in left {
+        body.push(text(format!("+{n} more {what}"), json!({"isSubtle": true})));
+    }
+    if let Some(url) = m.incident_url() {
+        body.push(text(format!("[{} in stormwatch]({url})", i.id), json!({})));
     }
     card(body)
 }

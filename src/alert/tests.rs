@@ -348,6 +348,7 @@ fn hostile_tool_names_arrive_inert() {
                 ),
                 // JSON carries the text as data; the receiver's own escaping applies.
                 TargetKind::Webhook => assert_eq!(body["signals"][0]["tool"], tool),
+                TargetKind::PagerDuty => unreachable!("not among the kinds tried"),
             }
         }
     }
@@ -382,8 +383,12 @@ fn targets_filter_by_kind_tool_and_severity_and_never_show_their_secrets() {
         "{err}"
     );
     let bad: Result<TargetConfig, _> =
-        toml::from_str("name = \"x\"\nkind = \"pagerduty\"\nurl = \"https://x\"\n");
-    assert!(bad.unwrap_err().to_string().contains("pagerduty"));
+        toml::from_str("name = \"x\"\nkind = \"opsgenie\"\nurl = \"https://x\"\n");
+    let err = bad.unwrap_err().to_string();
+    assert!(
+        err.contains("opsgenie") && err.contains("pagerduty"),
+        "{err}"
+    );
 }
 
 /// The messages each target gets for one sweep with three signals (one of

@@ -11,7 +11,7 @@ use anyhow::Context;
 use rusqlite::Connection;
 
 use super::{Format, Status};
-use crate::alert::commands::{list_text, open, sample, sender};
+use crate::alert::commands::{list_text, open, sender, test_body};
 use crate::alert::{outbox, policy::Verdict, AlertConfig, Clock, Target};
 
 /// The outbox at `state_db`, opened (and created) for a command.
@@ -142,14 +142,12 @@ pub fn test(
         );
     };
     let s = sender(db, cfg);
-    let body = crate::alert::render(
-        t.kind,
-        &sample(),
+    let body = test_body(
+        t,
         public_url.unwrap_or(&cfg.public_url),
         cfg.evidence_per_signal,
         s.clock.now_ns(),
-    )
-    .to_string();
+    );
     let id = format!("msg_test_{:016x}", s.clock.now_ns());
     let answer = runtime()?.block_on(s.attempt(t, &id, &body));
     match answer.verdict {

@@ -49,15 +49,11 @@ impl BodyServer {
     }
 
     fn target(&self, kind: TargetKind) -> Target {
-        Target {
-            name: format!("huge-{}", kind.as_str()),
+        Target::new(
+            &format!("huge-{}", kind.as_str()),
             kind,
-            url: format!("http://{}/hook", self.addr),
-            secret: None,
-            kinds: Vec::new(),
-            tools: Vec::new(),
-            min_severity: None,
-        }
+            &format!("http://{}/hook", self.addr),
+        )
     }
 }
 

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use tokio::time::Instant;
 
-use stormwatch::alert::config::{AlertConfig, Target, TargetKind};
+use stormwatch::alert::config::{AlertConfig, GroupBy, Target, TargetKind};
 use stormwatch::alert::{commands, outbox, Mode, Sender};
 
 use crate::common::{repo, run};
@@ -78,15 +78,17 @@ pub async fn receiver(script: Vec<Answer>, default: (u16, &str)) -> (Arc<Receive
     (r, addr)
 }
 
+/// A target told per signal: these tests are about delivery and the
+/// signal notices (`alerts_incidents.rs` has the incidents).
 fn target(kind: TargetKind, addr: SocketAddr, secret: Option<&str>) -> Target {
     Target {
-        name: format!("{}-test", kind.as_str()),
-        kind,
-        url: format!("http://{addr}/hook"),
         secret: secret.map(str::to_string),
-        kinds: Vec::new(),
-        tools: Vec::new(),
-        min_severity: None,
+        group_by: GroupBy::Signal,
+        ..Target::new(
+            &format!("{}-test", kind.as_str()),
+            kind,
+            &format!("http://{addr}/hook"),
+        )
     }
 }
 
@@ -423,8 +425,9 @@ fn import_history(data: &Path) {
     crate::common::import_files(data, &[&f]);
 }
 
-/// Case 11, 12 and the end-to-end acceptance: fixtures → sweep → one grouped
-/// message per target; Slack-shaped and signed generic receivers; the
+/// Case 11, 12 and the end-to-end acceptance: fixtures → sweep → one
+/// message per target (the July outage is one incident: its storm and
+/// spike inside it); Slack-shaped and signed generic receivers; the
 /// signature verifies; the same sweep again sends nothing.
 #[test]
 fn sweep_then_flush_sends_one_grouped_message_per_target() {
@@ -478,9 +481,14 @@ fn sweep_then_flush_sends_one_grouped_message_per_target() {
         h[0].body.as_bytes(),
         sig
     ));
+    // The default: one message per incident, its signals inside it.
     let v: serde_json::Value = serde_json::from_str(&h[0].body).unwrap();
-    assert_eq!(v["type"], "stormwatch.signals");
-    assert_eq!(v["signals"].as_array().unwrap().len(), signals);
+    assert_eq!(v["type"], "stormwatch.incidents");
+    assert_eq!(v["event"], "opened");
+    assert_eq!(v["incident"]["members"].as_array().unwrap().len(), signals);
+    assert!(s[0]
+        .body
+        .contains("http://dash.example:8080/incidents/INC-"));
 
     // The same sweep again, then flush: nothing more.
     let again = sweep("2026-08-06");
@@ -602,7 +610,7 @@ fn sweep_state(
         .apply_then(drafts, now_ns, &quiet, |c, out| {
             let signals = stormwatch::signal::state::signals_in(c, path)?;
             queued = alerting
-                .enqueue(c, &signals, &out.changes, now_ns, now_ns)
+                .enqueue(c, &signals, &out.changes, &[], now_ns, now_ns)
                 .unwrap()
                 .len();
             Ok(())

@@ -581,7 +581,7 @@ fn a_standby_takes_over_a_killed_detect_node_and_no_alert_goes_out_twice() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (receiver, addr) = rt.block_on(crate::alerts::receiver(Vec::new(), (200, "ok")));
     let c = Cluster::new(&format!(
-        "[alert]\npace_ms = 10\n[[alert.targets]]\nname = \"hook\"\nkind = \"webhook\"\nurl = \"http://{addr}/hook\"\n"
+        "[alert]\npace_ms = 10\n[[alert.targets]]\nname = \"hook\"\nkind = \"webhook\"\ngroup_by = \"signal\"\nurl = \"http://{addr}/hook\"\n"
     ));
     // The July incident through `import --store`: an ingest node of one run.
     c.import("search_flights_history.json");
