@@ -30,6 +30,7 @@ mod mcp_bounds;
 mod mcp_budget;
 mod mcp_clients;
 mod mcp_http;
+mod mcp_outage;
 mod mcp_sandbox;
 mod memcap;
 mod metrics;
