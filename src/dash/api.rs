@@ -141,8 +141,9 @@ pub(super) async fn api_signal(
     Segments(id): Segments<String>,
 ) -> Result<Json<serde_json::Value>, Fail> {
     blocking(move || {
-        let (s, h) = one_signal(&d.state_path, &id)?;
+        let (s, h, incident) = one_signal(&d.state_path, &id)?;
         let mut v = crate::sweep::signal_json(&s);
+        v["incident"] = incident.into();
         v["history"] = h
             .iter()
             .map(|(at, from, to, why)| serde_json::json!({"at": crate::time::rfc3339(*at), "from": from, "to": to, "reason": why}))

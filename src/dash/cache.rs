@@ -1,6 +1,7 @@
 //! What the reads keep in memory between requests, each dropped when what
-//! it was made from changed: the signals (one SQLite connection kept open,
-//! read again only when another connection committed), and the tools table of a
+//! it was made from changed: the signals and the incidents (each on one
+//! SQLite connection kept open, read again only when another connection
+//! committed), and the tools table of a
 //! range (made again only when the rollup or the signals were read again),
 //! served a page at a time.
 //! The JSON API and the MCP server share them, so a busy agent does not
@@ -13,26 +14,27 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::data::{Rollup, ToolSummary};
+use crate::incident::Incident;
 use crate::signal::{Signal, StateDb, StateError};
 
-/// The signals of `state.sqlite`, read again only when another connection
-/// committed (SQLite's `data_version`, on one connection kept open) or the
-/// file was replaced.
-pub struct SignalCache {
+/// A value read from `state.sqlite` (the signals, the incidents), read
+/// again only when another connection committed (SQLite's `data_version`,
+/// on one connection kept open) or the file was replaced.
+struct StateCache<T: Send + Sync + 'static> {
     path: PathBuf,
-    inner: Mutex<Option<Kept>>,
-    /// The answer while no state file exists: one list, so what was made
+    inner: Mutex<Option<Kept<T>>>,
+    /// The answer while no state file exists: one value, so what was made
     /// from it (the tools table) stays cached.
-    none: Arc<Vec<Signal>>,
+    none: Arc<T>,
 }
 
 /// The kept connection and what it read.
-struct Kept {
+struct Kept<T> {
     db: StateDb,
     /// The file the connection is on (a file moved aside and made anew is another).
     file: (u64, u64),
     version: i64,
-    signals: Arc<Vec<Signal>>,
+    value: Arc<T>,
 }
 
 fn file_id(p: &Path) -> Option<(u64, u64)> {
@@ -40,17 +42,17 @@ fn file_id(p: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
-impl SignalCache {
-    pub fn new(path: PathBuf) -> SignalCache {
-        SignalCache {
+impl<T: Default + Send + Sync + 'static> StateCache<T> {
+    fn new(path: PathBuf) -> StateCache<T> {
+        StateCache {
             path,
             inner: Mutex::new(None),
             none: Arc::default(),
         }
     }
 
-    /// Every signal, as the state now stands.
-    pub fn signals(&self) -> Result<Arc<Vec<Signal>>, StateError> {
+    /// The value `read` makes, as the state now stands.
+    fn get(&self, read: impl Fn(&StateDb) -> Result<T, StateError>) -> Result<Arc<T>, StateError> {
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let Some(file) = file_id(&self.path) else {
             // No sweep has written state yet.
@@ -62,32 +64,29 @@ impl SignalCache {
             // the next call read again.
             let version = k.db.data_version()?;
             if version != k.version {
-                k.signals = Arc::new(k.db.list()?);
+                k.value = Arc::new(read(&k.db)?);
                 k.version = version;
             }
-            return Ok(Arc::clone(&k.signals));
+            return Ok(Arc::clone(&k.value));
         }
         let db = StateDb::open(&self.path)?;
         let version = db.data_version()?;
-        let signals = Arc::new(db.list()?);
+        let value = Arc::new(read(&db)?);
         *guard = Some(Kept {
             db,
             file,
             version,
-            signals: Arc::clone(&signals),
+            value: Arc::clone(&value),
         });
-        Ok(signals)
+        Ok(value)
     }
 
-    /// Forget what was read. (Changes this process makes through another
-    /// connection are seen anyway; this is for a caller that must not rely
-    /// on it.)
-    pub fn invalidate(&self) {
+    fn invalidate(&self) {
         *self.inner.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
-impl Drop for SignalCache {
+impl<T: Send + Sync + 'static> Drop for StateCache<T> {
     /// Closing the kept connection is a SQLite call (the last connection
     /// checkpoints the WAL): inside a runtime it goes to the blocking pool.
     fn drop(&mut self) {
@@ -99,6 +98,58 @@ impl Drop for SignalCache {
         if let (Some(k), Ok(rt)) = (kept, tokio::runtime::Handle::try_current()) {
             rt.spawn_blocking(move || drop(k));
         }
+    }
+}
+
+/// The signals of `state.sqlite`, read again only when another connection
+/// committed or the file was replaced.
+pub struct SignalCache(StateCache<Vec<Signal>>);
+
+impl SignalCache {
+    pub fn new(path: PathBuf) -> SignalCache {
+        SignalCache(StateCache::new(path))
+    }
+
+    /// Every signal, as the state now stands.
+    pub fn signals(&self) -> Result<Arc<Vec<Signal>>, StateError> {
+        self.0.get(StateDb::list)
+    }
+
+    /// Forget what was read. (Changes this process makes through another
+    /// connection are seen anyway; this is for a caller that must not rely
+    /// on it.)
+    pub fn invalidate(&self) {
+        self.0.invalidate()
+    }
+}
+
+/// The incidents of `state.sqlite` (open ones first, then newest first, as
+/// [`crate::incident::store::list`] orders them), read again like the
+/// signals: when another connection committed (a sweep) or the file was
+/// replaced.
+pub struct IncidentCache(StateCache<Vec<Incident>>);
+
+impl IncidentCache {
+    pub fn new(path: PathBuf) -> IncidentCache {
+        IncidentCache(StateCache::new(path))
+    }
+
+    /// Every incident, as the last sweep left it. An unreadable stored
+    /// incident is a [`StateError::Incident`] naming it.
+    pub fn incidents(&self) -> Result<Arc<Vec<Incident>>, StateError> {
+        self.0.get(|db| {
+            crate::incident::store::list(db.conn()).map_err(|e| StateError::Incident(e.to_string()))
+        })
+    }
+
+    /// The incident `id` (as given, or upper-cased), if there is one.
+    pub fn incident(&self, id: &str) -> Result<Option<Incident>, StateError> {
+        let upper = id.to_ascii_uppercase();
+        Ok(self
+            .incidents()?
+            .iter()
+            .find(|i| i.id == id || i.id == upper)
+            .cloned())
     }
 }
 
@@ -204,6 +255,9 @@ pub struct Reads {
     pub reader: crate::store::Reader,
     pub rollup: super::data::RollupCache,
     pub signals: SignalCache,
+    /// The incidents (`/`, `/incidents`, `/api/incidents`, MCP
+    /// `list_incidents` and `get_incident`).
+    pub incidents: IncidentCache,
     pub tools: ToolsCache,
     /// The coverage report's counts per day (`/coverage`, `/api/coverage`,
     /// MCP `get_coverage`).
@@ -223,7 +277,8 @@ impl Reads {
         Reads {
             reader,
             rollup: Default::default(),
-            signals: SignalCache::new(state),
+            signals: SignalCache::new(state.clone()),
+            incidents: IncidentCache::new(state),
             tools: Default::default(),
             coverage: Default::default(),
             by_hand: None,

@@ -40,7 +40,7 @@ pub fn page(title: &str, body: &str) -> String {
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{} · stormwatch</title>
 <link rel="icon" href="data:,"><meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="{}"></head><body>
-<header><a href="/">stormwatch</a><a href="/signals">Signals</a><a href="/coverage">Coverage</a><a href="/api/openapi.json">API</a></header>
+<header><a href="/">stormwatch</a><a href="/incidents">Incidents</a><a href="/signals">Signals</a><a href="/coverage">Coverage</a><a href="/api/openapi.json">API</a></header>
 <main>{body}</main></body></html>"#,
         esc(title),
         super::assets::css_href()

@@ -1,5 +1,6 @@
 //! The reads both the pages and the JSON API answer from: a tool's rollup
-//! and range, the signals (filtered), one signal with its history, the
+//! and range, the signals (filtered), one signal with its history and
+//! incident, the
 //! sweeps' outcomes, one trace's view. Each runs on a blocking thread.
 
 use std::collections::HashMap;
@@ -73,14 +74,19 @@ pub(super) fn filter_signals(all: Vec<Signal>, q: &HashMap<String, String>) -> V
     v
 }
 
-pub(super) fn one_signal(
-    path: &std::path::Path,
-    id: &str,
-) -> Result<(Signal, Vec<crate::signal::state::HistoryEntry>), Fail> {
+/// One signal, its history, and the incident it is part of (if any).
+pub(super) type OneSignal = (
+    Signal,
+    Vec<crate::signal::state::HistoryEntry>,
+    Option<String>,
+);
+
+pub(super) fn one_signal(path: &std::path::Path, id: &str) -> Result<OneSignal, Fail> {
     let db = StateDb::open(path).map_err(internal)?;
     let s = db.get(id).map_err(signal_error)?;
     let h = db.history(id).map_err(internal)?;
-    Ok((s, h))
+    let incident = crate::incident::store::of_signal(db.conn(), &s.draft.id).map_err(internal)?;
+    Ok((s, h, incident))
 }
 
 pub(super) fn trace_view(

@@ -1,21 +1,23 @@
 //! The dashboard and its JSON API, served by `stormwatch serve` on the HTTP
-//! port: the overview (daily volume, tools, open signals, recent retries),
-//! a page per tool, the signals with mute / unmute / resolve, and the trace
-//! view. Pages and charts read the daily rollup (cached until it changes)
+//! port: the overview (daily volume, incidents, tools, open signals, recent
+//! retries), a page per tool, the incidents, the signals with mute / unmute /
+//! resolve, and the trace view. Pages and charts read the daily rollup (cached until it changes)
 //! and `state.sqlite`; only the trace view reads spans, and only its own.
 //! Reads run on blocking threads, never on the async ones; so does every
 //! SQLite call (reads, mute / unmute / resolve, dropping the kept connection).
 //!
 //! Here: what the handlers share ([`Dash`], with the overview's cache and
 //! its `Stamp`) and the routes ([`router`]). The handlers: `views` (the
-//! pages and chart files), `api` (the JSON reads), `actions` (the signal
-//! actions, behind `csrf`'s check), `coverage` (what the spans leave
+//! pages and chart files), `api` (the JSON reads), `incidents` (the
+//! incidents' pages and API, and the types every surface shows them with),
+//! `actions` (the signal actions, behind `csrf`'s check), `coverage` (what the spans leave
 //! stormwatch blind to: its page and API). What they share: `query` (the path
 //! and query a request asks with), `load` (the reads behind both pages
 //! and API), `fail` (the error page, the blocking runner). What they read
 //! and draw with: [`cache`] and [`data`] (the rollup and signals kept in
 //! memory), [`trace`], [`spike`], [`panels`], [`chart`]; what they answer
-//! with: [`pages`] and [`html`], [`headers`], [`assets`], [`openapi`].
+//! with: [`pages`], [`incident_pages`] and [`html`], [`headers`], [`assets`],
+//! [`openapi`].
 
 pub mod assets;
 pub mod cache;
@@ -23,6 +25,8 @@ pub mod chart;
 pub mod data;
 pub mod headers;
 pub mod html;
+pub mod incident_pages;
+pub mod incidents;
 pub mod openapi;
 pub mod pages;
 pub mod panels;
@@ -117,6 +121,8 @@ pub fn router(
         .route("/tools/{tool}", get(views::tool_page))
         .route("/signals", get(views::signals_page))
         .route("/signals/{id}", get(views::signal_page))
+        .route("/incidents", get(incidents::incidents_page))
+        .route("/incidents/{id}", get(incidents::incident_page))
         .route("/traces/{trace_id}", get(views::trace_page))
         .route("/charts/tools/{tool}/{file}", get(views::chart_file))
         .route("/api/tools", get(api::api_tools))
@@ -124,6 +130,8 @@ pub fn router(
         .route("/api/signals", get(api::api_signals))
         .route("/api/signals/{id}", get(api::api_signal))
         .route("/api/signals/{id}/{action}", post(actions::signal_action))
+        .route("/api/incidents", get(incidents::api_incidents))
+        .route("/api/incidents/{id}", get(incidents::api_incident))
         .route("/api/traces/{trace_id}", get(api::api_trace))
         .route("/api/feed", get(api::api_feed))
         .route("/coverage", get(coverage::coverage_page))

@@ -80,6 +80,53 @@ fn coverage() -> Value {
             "from": {"type": "string", "nullable": true}, "to": {"type": "string", "nullable": true}, "since": {"type": "string", "nullable": true}, "scopes": {"type": "array", "items": scope}}}}}}), &["400"])}})
 }
 
+/// `schema`'s non-OpenAPI numeric formats (schemars' `uint`, `uint64`,
+/// `int8`…) left out: OpenAPI 3.0 knows `int32`, `int64`, `float`, `double`.
+fn openapi_formats(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            let foreign = m
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| f.starts_with("uint") || matches!(f, "int" | "int8" | "int16"));
+            if foreign {
+                m.remove("format");
+            }
+            m.values_mut().for_each(openapi_formats);
+        }
+        Value::Array(a) => a.iter_mut().for_each(openapi_formats),
+        _ => {}
+    }
+}
+
+/// The incidents' operations, their schemas made by schemars from the types
+/// they answer with (OpenAPI 3.0 flavour: `nullable`, references into
+/// `components/schemas`), and those schemas.
+fn incidents() -> (Value, Value, serde_json::Map<String, Value>) {
+    use super::incidents::{IncidentAnswer, IncidentsPage, PAGE, PAGE_MAX};
+    use schemars::generate::{Contract, SchemaSettings};
+    let mut g = SchemaSettings::openapi3()
+        .with(|s| s.contract = Contract::Serialize)
+        .into_generator();
+    let page = g.subschema_for::<IncidentsPage>().to_value();
+    let one = g.subschema_for::<IncidentAnswer>().to_value();
+    let mut defs = g.take_definitions(true);
+    for v in defs.values_mut() {
+        openapi_formats(v);
+    }
+    let list = json!({"get": {"summary": "Incidents (open signals with one likely cause): open ones first, then acknowledged, then resolved; the most severe first, then the latest finding. What to read first when something is broken.",
+        "parameters": [
+            {"name": "state", "in": "query", "required": false, "schema": {"type": "string", "enum": ["open", "acknowledged", "resolved", "all"]}, "description": "Which incidents (default: the open and the acknowledged ones)."},
+            {"name": "page", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1}, "description": "Page number (default 1); past the last page is a 400 naming how many there are."},
+            {"name": "page_size", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": PAGE_MAX}, "description": format!("Incidents per page (default {PAGE}, at most {PAGE_MAX}).")}],
+        "responses": responses(json!({"description": "One page of the incidents, with every stored incident counted by state", "content": {"application/json": {"schema": page}}}), &["400"])}});
+    let id = json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}, "example": "INC-XHPQ", "description": "The incident's id (upper case, or as given); an unknown one is a 404."});
+    let get = json!({"get": {"summary": "One incident: title, state, cause, members with why each joined, timeline, impact, remedies, evidence traces, state history",
+        "parameters": [id],
+        "responses": responses(json!({"description": "The incident", "content": {"application/json": {"schema": one}}}), &["400", "404"])}});
+    (list, get, defs)
+}
+
 pub fn document() -> Value {
     let signal = json!({"type": "object", "required": ["id", "key", "kind", "tool", "error_class", "title", "state", "first_seen", "last_seen", "days", "findings", "evidence"], "properties": {
         "id": {"type": "string"}, "key": {"type": "string"}, "kind": {"type": "string", "enum": ["error_rate_spike", "retry_storm", "wasted_retries", "retry_after_success", "stacked_retries", "latency_spike"]},
@@ -88,6 +135,7 @@ pub fn document() -> Value {
         "first_seen": {"type": "string"}, "last_seen": {"type": "string"}, "days": {"type": "array", "items": {"type": "string"}},
         "findings": {"type": "integer"}, "evidence": {"type": "array", "items": {"type": "object"}}, "evidence_more": {"type": "integer"},
         "muted_until": {"type": "string", "nullable": true}, "history": {"type": "array", "items": {"type": "object"}},
+        "incident": {"type": "string", "nullable": true, "description": "The incident it is part of (one signal's answer only)"},
         "remedy": {"type": "object", "nullable": true, "required": ["waiting_fixes", "cut_off", "change", "summary"], "properties": {"waiting_fixes": {"type": "string"}, "cut_off": {"type": "string"}, "change": {"type": "string"}, "summary": {"type": "string"}}}
     }});
     // The examples are from the demo incident (`stormwatch serve --demo`).
@@ -107,7 +155,7 @@ pub fn document() -> Value {
     let tools_page = json!({"description": "One page of the tools table", "content": {"application/json": {"schema": page_schema}}});
     let mut doc = json!({
         "openapi": "3.0.3",
-        "info": {"title": "stormwatch API", "version": env!("CARGO_PKG_VERSION"), "description": "Daily per-tool volume, signals and traces, as the dashboard shows them. A query value is taken as given: an empty one is a bad value (400), not an absent one."},
+        "info": {"title": "stormwatch API", "version": env!("CARGO_PKG_VERSION"), "description": "Daily per-tool volume, incidents, signals and traces, as the dashboard shows them. A query value is taken as given: an empty one is a bad value (400), not an absent one."},
         "paths": {
             "/api/tools": {"get": {"summary": "Tools over a range, busiest first (then by name), a page at a time", "parameters": tools_params(),
                 "responses": responses(tools_page, &["400"])}},
@@ -139,7 +187,10 @@ pub fn document() -> Value {
     });
     doc["paths"]["/api/sweep"] = sweep();
     doc["paths"]["/api/coverage"] = coverage();
-    doc["components"] = json!({"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "The server's --api-token, when it has one"}}});
+    let (list, one, schemas) = incidents();
+    doc["paths"]["/api/incidents"] = list;
+    doc["paths"]["/api/incidents/{id}"] = one;
+    doc["components"] = json!({"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "The server's --api-token, when it has one"}}, "schemas": schemas});
     doc["security"] = json!([{}, {"bearer": []}]);
     doc
 }

@@ -1,5 +1,5 @@
-//! The pages: overview, tool, signals, signal, trace. Each is a function of
-//! data already read; no IO here.
+//! The pages: overview, tool, signals, signal, trace (the incidents' are in
+//! `incident_pages`). Each is a function of data already read; no IO here.
 
 use std::fmt::Write;
 
@@ -145,12 +145,15 @@ fn outcome_table(outcomes: &[ToolDay]) -> String {
     s
 }
 
+/// The overview; `incidents` is its incidents section
+/// (`incident_pages::overview_section`).
 pub fn overview(
     r: &Range,
     summaries: &[ToolSummary],
     signals: &[Signal],
     outcomes: &[ToolDay],
     panels: &str,
+    incidents: &str,
 ) -> String {
     let mut b = String::new();
     // Per day, over every tool (the table's daily columns add up).
@@ -191,6 +194,7 @@ pub fn overview(
         );
     }
     b.push_str(panels);
+    b.push_str(incidents);
     let mut open: Vec<&Signal> = signals.iter().filter(|s| s.state.is_open()).collect();
     open.sort_by_key(|s| std::cmp::Reverse(s.draft.last_seen_ns));
     let _ = write!(
@@ -365,7 +369,13 @@ pub fn signals(list: &[Signal], filter: &str) -> String {
     page("Signals", &b)
 }
 
-pub fn signal(s: &Signal, history: &[(i64, Option<String>, String, String)]) -> String {
+/// A signal's page; `incident` is the line naming the incident it is part
+/// of (`incident_pages::part_of`), empty when it is part of none.
+pub fn signal(
+    s: &Signal,
+    history: &[(i64, Option<String>, String, String)],
+    incident: &str,
+) -> String {
     let d = &s.draft;
     let mut b = String::new();
     let _ = write!(
@@ -381,6 +391,7 @@ pub fn signal(s: &Signal, history: &[(i64, Option<String>, String, String)]) -> 
         d.findings,
         esc(&d.days.join(", "))
     );
+    b.push_str(incident);
     let _ = write!(
         b,
         r#"<div class="counters"><div class="counter" id="wasted"><b>{:.0} s</b>spent on attempts that could not succeed</div></div>"#,

@@ -160,3 +160,344 @@ async fn a_path_segment_that_is_not_utf8_is_a_400_page() {
         .unwrap();
     assert_eq!(ok.status(), StatusCode::OK);
 }
+
+/// The demo (`serve --demo`'s spans, swept as of its morning after) behind
+/// the dashboard's router, as `serve` mounts it.
+struct Demo {
+    _dir: tempfile::TempDir,
+    store: crate::store::Store,
+    cfg: crate::config::Config,
+    app: axum::Router,
+}
+
+/// A runtime like `serve`'s, for the handlers (whose reads go to its
+/// blocking pool); the store is opened and swept outside it.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn demo() -> Demo {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = crate::config::Config::default();
+    let store = crate::store::Store::open(dir.path(), cfg.store_options(Some(0))).unwrap();
+    crate::demo::load(&store).unwrap();
+    crate::demo::sweep(&store, &cfg).unwrap();
+    let reads = std::sync::Arc::new(super::cache::Reads::new(store.reader()));
+    let app = super::router(
+        reads,
+        &dir.path().join("no-panels.toml"),
+        cfg.detect.error_spike.clone(),
+    )
+    .unwrap();
+    Demo {
+        _dir: dir,
+        store,
+        cfg,
+        app,
+    }
+}
+
+impl Demo {
+    /// GET `path`: status, content type, body.
+    async fn get(&self, path: &str) -> (StatusCode, String, String) {
+        use axum::body::Body;
+        use axum::http::Request;
+        use tower::ServiceExt;
+        let r = self
+            .app
+            .clone()
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = r.status();
+        let ct = r
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, ct, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    async fn json(&self, path: &str) -> serde_json::Value {
+        let (status, ct, body) = self.get(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        assert!(ct.starts_with("application/json"), "{path}: {ct}");
+        serde_json::from_str(&body).unwrap()
+    }
+}
+
+/// The demo's incidents on the overview, `/incidents`, an incident's page
+/// and the API: the search_flights outage is one incident of its spike and
+/// its storm, with the reason the storm joined, its timeline, impact,
+/// remedy and evidence traces linked to the trace view; each member's page
+/// links back to it.
+#[test]
+fn incidents_show_on_the_overview_their_pages_and_the_api() {
+    let d = demo();
+    runtime().block_on(incidents_show(&d));
+}
+
+async fn incidents_show(d: &Demo) {
+    let list = d.json("/api/incidents").await;
+    let all = list["incidents"].as_array().unwrap();
+    assert_eq!(list["total"], all.len());
+    assert!(all.len() >= 2, "{list:#}");
+    assert_eq!(list["counts"]["open"], all.len(), "{list:#}");
+    assert!(all.iter().all(|i| i["state"] == "open"), "{list:#}");
+    // Open first, then the most severe first.
+    let sev: Vec<&str> = all
+        .iter()
+        .map(|i| i["severity"].as_str().unwrap())
+        .collect();
+    let rank = |s: &str| ["critical", "warning", "info"].iter().position(|x| *x == s);
+    assert!(sev.windows(2).all(|w| rank(w[0]) <= rank(w[1])), "{sev:?}");
+    let flights = all
+        .iter()
+        .find(|i| i["tools"] == serde_json::json!(["search_flights"]))
+        .unwrap_or_else(|| panic!("{list:#}"));
+    let id = flights["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("INC-"), "{id}");
+    assert!(
+        flights["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("search_flights failing since 2026-07-29"),
+        "{flights}"
+    );
+    assert_eq!(flights["members"].as_array().unwrap().len(), 2, "{flights}");
+
+    // The overview: the incidents list, each linked, and the resolved count.
+    let (status, _, home) = d.get("/").await;
+    assert_eq!(status, StatusCode::OK);
+    let section = &home[home
+        .find(r#"<div id="incidents">"#)
+        .expect("the incidents section")..];
+    let section = &section[..section.find("</div>").unwrap()];
+    assert!(
+        section.contains(&format!(r#"<a href="/incidents/{id}">{id}</a>"#)),
+        "{section}"
+    );
+    assert!(
+        section.contains("search_flights failing since"),
+        "{section}"
+    );
+    assert!(
+        section.contains(r#"0 resolved · <a href="/incidents?state=all">"#),
+        "{section}"
+    );
+    assert!(
+        home.contains(r#"<a href="/incidents">Incidents</a>"#),
+        "the header links them"
+    );
+
+    // The list page, its filters.
+    let (status, _, page) = d.get("/incidents").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        page.matches(r#"<a href="/incidents/INC-"#).count(),
+        all.len()
+    );
+    let (_, _, none) = d.get("/incidents?state=resolved").await;
+    assert!(none.contains("No resolved incidents."), "{none}");
+    let (_, _, blank) = d.get("/incidents?state=").await;
+    assert_eq!(
+        blank.matches(r#"<a href="/incidents/INC-"#).count(),
+        all.len()
+    );
+    assert_eq!(
+        d.get("/incidents?state=sleeping").await.0,
+        StatusCode::BAD_REQUEST
+    );
+
+    // One incident's page.
+    let (status, _, one) = d.get(&format!("/incidents/{id}")).await;
+    assert_eq!(status, StatusCode::OK, "{one}");
+    for want in [
+        "<h1>search_flights failing since 2026-07-29",
+        r#"<dl id="cause"><dt>Cause</dt><dd>one tool, search_flights</dd>"#,
+        r#"<div class="counters" id="impact">"#,
+        r#"<dl id="remedy"><dt>Will waiting fix it?</dt>"#,
+        "When to cut it off",
+        r#"<table id="timeline">"#,
+        "first finding: Error-rate spike: search_flights",
+        r#"<table id="members">"#,
+        "same tool search_flights as SW-",
+        r#"<a class="trace" href="/traces/baacbed78f2b62522a113193688fafe8?day=2026-07-29">"#,
+        "first member",
+    ] {
+        assert!(one.contains(want), "{want}: {one}");
+    }
+    let members: Vec<String> = flights["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect();
+    for m in &members {
+        assert!(
+            one.contains(&format!(r#"<a class="sid" href="/signals/{m}">{m}</a>"#)),
+            "{m}"
+        );
+        // The member's page names its incident, linked; so does its JSON.
+        let (_, _, sig) = d.get(&format!("/signals/{m}")).await;
+        assert!(
+            sig.contains(&format!(r#"Part of <a href="/incidents/{id}">{id}</a>"#)),
+            "{sig}"
+        );
+        let j = d.json(&format!("/api/signals/{m}")).await;
+        assert_eq!(j["incident"], id.as_str(), "{j}");
+    }
+    // Lower case finds it; an unknown id is a 404 page saying where the ids are.
+    assert_eq!(
+        d.get(&format!("/incidents/{}", id.to_lowercase())).await.0,
+        StatusCode::OK
+    );
+    let (status, ct, missing) = d.get("/incidents/INC-NOPE").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(ct.starts_with("text/html"), "{ct}");
+    assert!(
+        missing.contains("no incident &quot;INC-NOPE&quot;; /incidents lists them"),
+        "{missing}"
+    );
+
+    // The API's incident: the stored body, its times in RFC 3339, its history.
+    let j = d.json(&format!("/api/incidents/{id}")).await;
+    assert_eq!(j["id"], id.as_str());
+    assert_eq!(j["state"], "open");
+    assert_eq!(j["first_seen"], "2026-07-29T00:00:00.000Z", "{j:#}");
+    assert_eq!(j["members"].as_array().unwrap().len(), 2);
+    assert_eq!(j["members"][0]["reason"], "first finding");
+    assert!(
+        j["remedy"]["cut_off"]
+            .as_str()
+            .unwrap()
+            .contains("attempts"),
+        "{j:#}"
+    );
+    assert_eq!(j["history"][0]["to"], "open");
+    assert_eq!(j["history"][0]["reason"], "first member");
+    assert!(!j["evidence"].as_array().unwrap().is_empty());
+    assert_eq!(
+        j["evidence"][0]["trace_id"],
+        "baacbed78f2b62522a113193688fafe8"
+    );
+    // Ids of any shape: a 404, never a 500.
+    for bad in [
+        "nope",
+        "INC-%27%20OR%201%3D1--",
+        "%E2%98%83",
+        "INC-XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    ] {
+        let (status, _, body) = d.get(&format!("/api/incidents/{bad}")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{bad}: {body}");
+    }
+
+    // Paging and the filter.
+    let p2 = d.json("/api/incidents?page_size=1&page=2").await;
+    assert_eq!(p2["pages"], all.len());
+    assert_eq!(p2["incidents"][0]["id"], all[1]["id"]);
+    for bad in [
+        "state=",
+        "state=all%20",
+        "page=0",
+        "page_size=201",
+        "page=99",
+    ] {
+        let (status, _, body) = d.get(&format!("/api/incidents?{bad}")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+    assert_eq!(d.json("/api/incidents?state=resolved").await["total"], 0);
+    assert_eq!(d.json("/api/incidents?state=all").await["total"], all.len());
+
+    // The OpenAPI document: both operations, their schemas in components.
+    let doc = d.json("/api/openapi.json").await;
+    let schemas = &doc["components"]["schemas"];
+    for (path, want) in [
+        ("/api/incidents", "IncidentsPage"),
+        ("/api/incidents/{id}", "IncidentAnswer"),
+    ] {
+        let r = &doc["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]
+            ["schema"]["$ref"];
+        assert_eq!(r, &format!("#/components/schemas/{want}"), "{path}");
+        assert!(schemas[want]["properties"].is_object(), "{want}");
+    }
+    // Every reference resolves; no JSON Schema-only keyword OpenAPI 3.0 lacks.
+    let text = doc.to_string();
+    for r in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+        let name = &r[..r.find('"').unwrap()];
+        assert!(schemas[name].is_object(), "{name}");
+    }
+    assert!(
+        !text.contains("\"$defs\"") && !text.contains("\"const\""),
+        "{text}"
+    );
+    assert!(!text.contains("\"format\":\"uint"), "{text}");
+}
+
+/// The kept incidents are read again when a sweep commits: muting every
+/// member of an incident and sweeping makes it acknowledged on the pages
+/// and the API, without a restart.
+#[test]
+fn a_sweep_that_changes_an_incident_is_seen_at_once() {
+    let d = demo();
+    let rt = runtime();
+    let list = rt.block_on(d.json("/api/incidents"));
+    let flights = list["incidents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["tools"] == serde_json::json!(["search_flights"]))
+        .unwrap()
+        .clone();
+    let id = flights["id"].as_str().unwrap();
+    let open_before = list["counts"]["open"].as_u64().unwrap();
+    {
+        let mut db = crate::signal::StateDb::open(&d.store.reader().layout().state_db()).unwrap();
+        for m in flights["members"].as_array().unwrap() {
+            db.mute(m.as_str().unwrap(), None, false, crate::demo::NOW_NS)
+                .unwrap();
+        }
+    }
+    // The store's calls block: outside the runtime, as `serve` makes them.
+    crate::demo::sweep(&d.store, &d.cfg).unwrap();
+    rt.block_on(acknowledged(&d, id, open_before));
+}
+
+async fn acknowledged(d: &Demo, id: &str, open_before: u64) {
+    let after = d.json("/api/incidents").await;
+    assert_eq!(after["counts"]["open"], open_before - 1, "{after:#}");
+    assert_eq!(after["counts"]["acknowledged"], 1, "{after:#}");
+    // Open ones first: the acknowledged one comes last.
+    let ids: Vec<&str> = after["incidents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.last(), Some(&id), "{ids:?}");
+    let j = d.json(&format!("/api/incidents/{id}")).await;
+    assert_eq!(j["state"], "acknowledged");
+    assert_eq!(
+        j["history"][1]["reason"], "every open member muted",
+        "{j:#}"
+    );
+    let (_, _, page) = d.get(&format!("/incidents/{id}")).await;
+    assert!(
+        page.contains(
+            r#"<span id="state"><span class="pill state-acknowledged">acknowledged</span></span>"#
+        ),
+        "{page}"
+    );
+    let (_, _, home) = d.get("/").await;
+    assert!(
+        home.contains(&format!(r#"<a href="/incidents/{id}">"#)),
+        "acknowledged ones stay on the overview"
+    );
+}

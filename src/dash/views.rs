@@ -1,6 +1,7 @@
 //! The page handlers: the overview (rendered once per range and kept until
 //! its inputs change, [`super::Dash::stamp`]), a tool's page and its chart
-//! files, the signals, one signal, a trace.
+//! files, the signals, one signal (with the incident it is part of), a
+//! trace. (The incidents' pages are in `incidents`.)
 
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
@@ -11,7 +12,7 @@ use super::load::{
     filter_signals, load_outcomes, load_signals, one_signal, tool_rollup, trace_view,
 };
 use super::query::{form_fields, page_no, range, Segments, Q};
-use super::{chart, pages, panels, spike, Shared};
+use super::{chart, incident_pages, pages, panels, spike, Shared};
 use crate::model::day_of_ns;
 
 pub(super) async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Response, Fail> {
@@ -34,8 +35,15 @@ pub(super) async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Res
         let rows = rollup.frame_between(r.from, r.to).map_err(internal)?;
         let panels = panels::render(&d.panels, &rows, r.from, r.to);
         let outcomes = load_outcomes(&d.state_path, &r, None)?;
+        // Incidents that cannot be read are said in their section; the
+        // rest of the overview still renders.
+        let incidents = d.reads.incidents.incidents().map_err(|e| e.to_string());
+        let incidents = incident_pages::overview_section(match &incidents {
+            Ok(list) => Ok(list.as_slice()),
+            Err(e) => Err(e.as_str()),
+        });
         let html = bytes::Bytes::from(pages::overview(
-            &r, &summaries, &signals, &outcomes, &panels,
+            &r, &summaries, &signals, &outcomes, &panels, &incidents,
         ));
         let mut cache = d.overviews.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= 64 {
@@ -97,8 +105,15 @@ pub(super) async fn signal_page(
     Segments(id): Segments<String>,
 ) -> Result<Html<String>, Fail> {
     blocking(move || {
-        let (s, h) = one_signal(&d.state_path, &id)?;
-        Ok(Html(pages::signal(&s, &h)))
+        let (s, h, incident) = one_signal(&d.state_path, &id)?;
+        let part_of = match incident {
+            Some(inc) => {
+                let about = d.reads.incidents.incident(&inc).map_err(internal)?;
+                incident_pages::part_of(&inc, about.as_ref())
+            }
+            None => String::new(),
+        };
+        Ok(Html(pages::signal(&s, &h, &part_of)))
     })
     .await
 }

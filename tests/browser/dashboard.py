@@ -10,9 +10,12 @@ chromium), run by tests/it/dashboard.rs against `stormwatch serve`.
 tool, with its legend, shows search_flights' July 29 failures; the tool page
 marks the three days the spike rule flagged; the search_flights retry-storm
 signal leads to an evidence trace with 15 attempts and no backoff; muting
-from the page changes the state; the overview links to the coverage page,
-which has a row per service and scope. `hostile` opens every page of tools with hostile names and checks
-nothing ran: no dialog, no injected element, the name shown as text.
+from the page changes the state; the overview's incidents list leads to the
+search_flights incident (cause, impact, remedy, timeline, members and why
+each joined, evidence traces), whose members link back to it; the overview
+links to the coverage page, which has a row per service and scope. `hostile`
+opens every page of tools with hostile names (and every incident of them)
+and checks nothing ran: no dialog, no injected element, the name shown as text.
 `login` (a server with --api-token) is sent to sign in, signs in, and checks
 the session cookie's attributes. Every mode fails on any console error, page
 error or Content-Security-Policy violation (a `securitypolicyviolation`
@@ -157,6 +160,8 @@ def demo(page, base, shots):
     check(state != "muted", f"unmuting from the page: state {state!r}")
     page.screenshot(path=os.path.join(shots, "signal-after-mute.png"), full_page=True)
 
+    incidents(page, base, shots)
+
     # What stormwatch can see: linked from the overview, a row per service
     # and scope, each gap with its fix.
     page.goto(base + "/")
@@ -169,13 +174,80 @@ def demo(page, base, shots):
     page.screenshot(path=os.path.join(shots, "coverage.png"), full_page=True)
 
 
+def incidents(page, base, shots):
+    """What is broken, from the overview: its incidents list, open ones
+    first; the search_flights incident's page (cause, impact, the remedy's
+    three answers, the timeline, its two members with why each joined, its
+    evidence traces), a member's page naming the incident, an evidence trace
+    opening the trace view; /incidents and its filters."""
+    page.goto(base + "/")
+    page.wait_for_load_state("networkidle")
+    section = page.locator("#incidents")
+    check(section.is_visible(), "the overview has an incidents section")
+    rows = section.locator("table.incidents tr").count() - 1
+    check(rows >= 2, f"the overview lists the demo's open incidents: {rows}")
+    states = section.locator("table.incidents td:nth-child(2)").all_inner_texts()
+    check(states and all(s == "open" for s in states), f"open incidents, open first: {states!r}")
+    check(page.locator("header a[href='/incidents']").count() == 1, "every page's header links to the incidents")
+    check(section.locator("a[href='/incidents?state=all']").count() == 1, "the resolved ones are behind a link")
+    row = section.locator("tr", has_text="search_flights failing since").first
+    check(row.locator("td").nth(4).inner_text() == "2", "the search_flights incident has two signals")
+    page.screenshot(path=os.path.join(shots, "incidents-overview.png"), full_page=True)
+    row.locator("a").first.click()
+    page.wait_for_load_state("networkidle")
+    check(urllib.parse.urlparse(page.url).path.startswith("/incidents/INC-"), f"the incident's page: {page.url}")
+    incident_url = page.url
+    title = page.locator("h1").inner_text()
+    check(title.startswith("search_flights failing since 2026-07-29"), f"the incident's title: {title!r}")
+    check(page.locator("#state").inner_text() == "open", "its state")
+    check("one tool, search_flights" in page.locator("#cause").inner_text(), "its cause in words")
+    check(page.locator("#impact .counter").count() == 6, "its impact: turns, sessions, calls, failed, wasted")
+    check(page.locator("#remedy dd").count() == 3, "the lead member's remedy: three answers")
+    check(page.locator("#timeline tr").count() >= 4, "a timeline: first finding, joined, peak, last finding")
+    members = page.locator("#members tr")
+    check(members.count() - 1 == 2, f"two members: {members.count() - 1}")
+    reasons = page.locator("#members td:nth-child(6)").all_inner_texts()
+    check(reasons[:1] == ["first finding"] and len(reasons) == 2 and reasons[1].startswith("same tool search_flights as SW-"),
+          f"why each member joined: {reasons!r}")
+    check(page.locator("#evidence a.trace").count() >= 4, "its evidence traces, linked")
+    page.screenshot(path=os.path.join(shots, "incident.png"), full_page=True)
+    # A member's page names the incident, linked back.
+    page.locator("#members tr", has_text="retry_storm").locator("a").first.click()
+    page.wait_for_load_state("networkidle")
+    part = page.locator("#incident")
+    check(part.count() == 1 and part.inner_text().startswith("Part of INC-"), "the member's page names its incident")
+    part.locator("a").first.click()
+    page.wait_for_load_state("networkidle")
+    check(page.url == incident_url, f"and links back to it: {page.url}")
+    # An evidence trace opens the trace view.
+    page.locator("#evidence a.trace").first.click()
+    page.wait_for_load_state("networkidle")
+    check(page.locator("#waterfall tr.span").count() > 0, f"an evidence trace opens the trace view: {page.url}")
+    # The list, and its filters.
+    page.goto(base + "/incidents")
+    listed = page.locator("#incident-list tr").count() - 1
+    check(listed == rows, f"/incidents lists the same open incidents: {listed} vs {rows}")
+    page.goto(base + "/incidents?state=resolved")
+    check(page.locator("#no-incidents").count() == 1, "no resolved incidents in the demo")
+    page.screenshot(path=os.path.join(shots, "incidents.png"), full_page=True)
+
+
 def hostile(page, base, shots, tools):
     page.goto(base + "/")
     page.wait_for_load_state("networkidle")
     for t in tools:
         check(page.get_by_text(t, exact=True).count() >= 1, f"the overview shows {t!r} as text")
     page.screenshot(path=os.path.join(shots, "hostile-overview.png"), full_page=True)
-    urls = ["/", "/signals", "/api/tools", "/coverage", "/api/coverage"]
+    urls = ["/", "/signals", "/api/tools", "/coverage", "/api/coverage", "/incidents?state=all"]
+    page.goto(base + "/incidents?state=all")
+    links = page.locator("#incident-list a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    check(len(links) >= 1, f"the storms of the hostile tools are incidents: {links!r}")
+    if links:
+        page.goto(base + links[0])
+        title = page.locator("h1").inner_text()
+        check(any(t in title for t in tools), f"the incident's title names a tool as text: {title!r}")
+        page.screenshot(path=os.path.join(shots, "hostile-incident.png"), full_page=True)
+    urls += links
     for t in tools:
         q = urllib.parse.quote(t, safe="")
         urls += [f"/tools/{q}", f"/charts/tools/{q}/daily.svg"]

@@ -36,7 +36,8 @@ fn browser(mode: &str, server: &Server, extra: &[&str]) {
 
 /// The seeds' two reads one click apart, in a real browser: the July 29
 /// spike in red on the overview; the storm signal's evidence trace with 15
-/// attempts and no backoff; mute from the page.
+/// attempts and no backoff; mute from the page; the overview's incidents
+/// list, the search_flights incident's page and its members' links.
 #[test]
 fn the_demo_incident_in_a_real_browser() {
     let dir = tempfile::tempdir().unwrap();
@@ -148,6 +149,24 @@ fn otlp(spans: &[ToolSpan]) -> Value {
         "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]})
 }
 
+/// `doc` with an agent span (`invoke_agent`) over the whole of each
+/// `(trace, span id)`: the calls parented to it are one turn.
+fn with_agents(mut doc: Value, agents: &[(String, String)]) -> Value {
+    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .unwrap();
+    for (trace, span) in agents {
+        let start = (1_785_300_000_000i64 - 1_000) * 1_000_000;
+        spans.push(json!({
+            "traceId": trace, "spanId": span, "name": "invoke_agent travel", "kind": 1,
+            "startTimeUnixNano": start.to_string(), "endTimeUnixNano": (start + 600_000_000_000i64).to_string(),
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}],
+            "status": {"code": 1}
+        }));
+    }
+    doc
+}
+
 fn import(data: &Path, file: &Path, body: &Value) {
     std::fs::write(file, body.to_string()).unwrap();
     crate::common::import_files(data, &[file]);
@@ -165,21 +184,29 @@ fn hostile_tool_names_are_inert_in_every_page_and_chart() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut spans = Vec::new();
+    let mut agents = Vec::new();
     for (k, tool) in HOSTILE.iter().enumerate() {
-        // A storm of each, so they have signals and evidence too.
+        // A storm of each in one agent turn, so they have signals,
+        // evidence and an incident too.
         let trace = format!("{:032x}", 0xabc0 + k);
+        let agent = format!("{:016x}", 0xa9e0 + k);
         for i in 0..8 {
             spans.push((
                 trace.clone(),
                 format!("{:016x}", 0x100 * (k + 1) + i),
-                None,
+                Some(agent.clone()),
                 tool.to_string(),
                 i as i64 * 60,
                 false,
             ));
         }
+        agents.push((trace, agent));
     }
-    import(&data, &dir.path().join("hostile.json"), &otlp(&spans));
+    import(
+        &data,
+        &dir.path().join("hostile.json"),
+        &with_agents(otlp(&spans), &agents),
+    );
     let out = run(
         &[
             "sweep",
@@ -206,15 +233,38 @@ fn hostile_tool_names_are_inert_in_every_page_and_chart() {
     let mut paths = vec![
         "/".to_string(),
         "/signals".into(),
+        "/incidents?state=all".into(),
         "/api/tools".into(),
         "/api/signals".into(),
+        "/api/incidents?state=all".into(),
     ];
+    // The storms are incidents titled with the tools' names.
+    let incidents: Value =
+        serde_json::from_str(&get(&server, "/api/incidents?state=all").1).unwrap();
+    let incidents = incidents["incidents"].as_array().unwrap();
+    for t in HOSTILE {
+        assert!(
+            incidents
+                .iter()
+                .any(|i| i["title"].as_str().unwrap().contains(t)),
+            "an incident names {t}: {incidents:?}"
+        );
+    }
+    for i in incidents {
+        let id = i["id"].as_str().unwrap();
+        paths.push(format!("/incidents/{id}"));
+        paths.push(format!("/api/incidents/{id}"));
+    }
     for t in HOSTILE {
         let q: String = t.bytes().map(|b| format!("%{b:02X}")).collect();
         paths.push(format!("/tools/{q}"));
         paths.push(format!("/charts/tools/{q}/daily.svg"));
     }
     let signals: Value = serde_json::from_str(&get(&server, "/api/signals").1).unwrap();
+    assert!(
+        signals.as_array().unwrap().len() >= HOSTILE.len(),
+        "a storm of each: {signals}"
+    );
     for s in signals.as_array().unwrap() {
         paths.push(format!("/signals/{}", s["id"].as_str().unwrap()));
         let trace = s["evidence"][0]["trace_id"].as_str().unwrap_or("");
@@ -247,9 +297,19 @@ fn empty_small_wide_and_deep_stores_all_render() {
     let dir = tempfile::tempdir().unwrap();
     // Empty.
     let empty = Server::start(&dir.path().join("empty"), &[], &[]);
-    for p in ["/", "/signals", "/api/tools", "/api/signals", "/api/feed"] {
+    for p in [
+        "/",
+        "/signals",
+        "/incidents",
+        "/api/tools",
+        "/api/signals",
+        "/api/incidents",
+        "/api/feed",
+    ] {
         assert_eq!(get(&empty, p).0, 200, "empty store: {p}");
     }
+    assert_eq!(get(&empty, "/incidents/INC-BCDF").0, 404);
+    assert_eq!(get(&empty, "/api/incidents/INC-BCDF").0, 404);
     assert_eq!(get(&empty, "/tools/nope").0, 404);
     assert_eq!(
         get(&empty, "/traces/00000000000000000000000000000001").0,
