@@ -50,6 +50,8 @@ pub enum Command {
     Import(ImportArgs),
     /// One detection pass for cron or CI: print the signals, update their state
     Sweep(SweepArgs),
+    /// What is broken: the incidents (open signals with one likely cause), listed or one shown whole
+    Incidents(IncidentsArgs),
     /// List, show, mute, unmute or resolve signals
     Signals(SignalsArgs),
     /// What stormwatch cannot see in the spans it was sent, per service and scope, and the fix
@@ -199,6 +201,38 @@ pub enum SignalsAction {
     Resolve {
         id: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct IncidentsArgs {
+    #[command(subcommand)]
+    pub action: IncidentsAction,
+    #[arg(long, global = true, default_value = "text")]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IncidentsAction {
+    /// The incidents, open ones first: id, state, severity, title, members
+    List {
+        /// Which ones [default: the open and the acknowledged ones]
+        #[arg(long)]
+        state: Option<IncidentStateArg>,
+    },
+    /// One incident: cause, members and why each joined, timeline, impact, remedy, evidence traces
+    Show { id: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IncidentStateArg {
+    /// A member signal is open
+    Open,
+    /// Every open member is muted
+    Acknowledged,
+    /// Every member resolved
+    Resolved,
+    /// Whatever their state
+    All,
 }
 
 /// What a `serve` node does over a shared store.

@@ -10,6 +10,7 @@ pub mod alerts;
 pub mod config;
 pub mod coverage;
 pub mod import;
+pub mod incidents;
 pub mod mcp;
 pub mod serve;
 pub mod signals;
@@ -22,7 +23,10 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::Context;
 
-use crate::cli::{self, AlertsAction, Cli, Command, ConfigAction, SignalsAction};
+use crate::cli::{
+    self, AlertsAction, Cli, Command, ConfigAction, IncidentStateArg, IncidentsAction,
+    SignalsAction,
+};
 
 /// How a command ended when it did not fail with an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +47,7 @@ impl From<Status> for std::process::ExitCode {
     }
 }
 
-/// How `sweep`, `signals` and `alerts` print.
+/// How `sweep`, `signals`, `incidents` and `alerts` print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Text,
@@ -229,6 +233,26 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
             let span = crate::coverage::Span::ask(days, a.since.as_deref(), now)
                 .map_err(|e| anyhow::anyhow!("--{e}"))?;
             coverage::run(&data_dir, span, a.format.into(), out)
+        }
+        Command::Incidents(a) => {
+            let format = a.format.into();
+            match &a.action {
+                IncidentsAction::List { state } => {
+                    use crate::dash::incidents::Which;
+                    use crate::incident::IncidentState;
+                    let which = match state {
+                        None => Which::Unresolved,
+                        Some(IncidentStateArg::Open) => Which::Only(IncidentState::Open),
+                        Some(IncidentStateArg::Acknowledged) => {
+                            Which::Only(IncidentState::Acknowledged)
+                        }
+                        Some(IncidentStateArg::Resolved) => Which::Only(IncidentState::Resolved),
+                        Some(IncidentStateArg::All) => Which::All,
+                    };
+                    incidents::list(&data_dir, which, format, out)
+                }
+                IncidentsAction::Show { id } => incidents::show(&data_dir, id, format, out),
+            }
         }
         Command::Signals(a) => {
             let format = a.format.into();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
-use super::{alerts, config, coverage, import, signals, sweep, Format, Status};
+use super::{alerts, config, coverage, import, incidents, signals, sweep, Format, Status};
 use crate::config::Config;
 
 fn fixture(name: &str) -> PathBuf {
@@ -371,4 +371,155 @@ fn coverage_names_what_a_default_adk_agent_leaves_unseen_and_the_switch() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["scopes"].as_array().unwrap().len(), 2, "{v:#}");
     assert_eq!(v["scopes"][0]["scope"], "gcp.vertex.agent");
+}
+
+/// `incidents list` and `show` on the seeds' July 29 storm: the spike and
+/// the storm of search_flights are one incident, shown with its cause, the
+/// reason each member joined, timeline, impact, remedy and evidence; an
+/// unknown id names the command that lists them.
+#[test]
+fn incidents_list_and_show() {
+    use crate::dash::incidents::Which;
+    use crate::incident::IncidentState;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    storms_store(data);
+    let (_, none) = output(|out| incidents::list(data, Which::Unresolved, Format::Text, out));
+    assert_eq!(none, "no incidents yet (run `stormwatch sweep`)\n");
+    sweep_at(data, sweep::Options::default());
+
+    let (status, list) = output(|out| incidents::list(data, Which::Unresolved, Format::Text, out));
+    assert_eq!(status, Status::Success);
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), 1, "{list}");
+    let id = lines[0].split_whitespace().next().unwrap().to_string();
+    assert!(id.starts_with("INC-"), "{list}");
+    assert!(
+        lines[0].contains("  open          critical  search_flights failing since 2026-07-29 ")
+            && lines[0].ends_with("(2 signal(s), last seen 2026-07-29 19:46Z)"),
+        "{list}"
+    );
+    let (_, resolved) = output(|out| {
+        incidents::list(
+            data,
+            Which::Only(IncidentState::Resolved),
+            Format::Text,
+            out,
+        )
+    });
+    assert_eq!(resolved, "no resolved incidents\n");
+    let (_, json) = output(|out| incidents::list(data, Which::All, Format::Json, out));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v[0]["id"], id.as_str(), "{json}");
+    assert_eq!(v[0]["tools"], serde_json::json!(["search_flights"]));
+    assert_eq!(v[0]["members"].as_array().unwrap().len(), 2, "{json}");
+    let (_, md) = output(|out| incidents::list(data, Which::Unresolved, Format::Markdown, out));
+    assert!(
+        md.starts_with("| id | state | severity | incident | signals | last seen |\n|---|"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "| {id} | open | critical | search_flights failing since"
+        )),
+        "{md}"
+    );
+
+    let (status, show) = output(|out| incidents::show(data, &id, Format::Text, out));
+    assert_eq!(status, Status::Success);
+    let lines: Vec<&str> = show.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!(
+            "{id}  [open]  critical  search_flights failing since"
+        )),
+        "{show}"
+    );
+    assert_eq!(lines[1], "cause: one tool, search_flights");
+    for want in [
+        "\nmembers:\n  SW-",
+        "  error_rate_spike  search_flights: first finding\n",
+        "  retry_storm  search_flights: same tool search_flights as SW-",
+        "\ntimeline:\n  2026-07-29 00:00Z  first finding: Error-rate spike: search_flights",
+        "impact: ",
+        "\nwhat to do (SW-",
+        "  will waiting fix it? ",
+        "  when to cut it off: Cap at 3 attempts",
+        "  what to change before the next attempt: ",
+        "  also (SW-",
+        "\nevidence:\n  trace baacbed78f2b62522a113193688fafe8  2026-07-29  15 calls, 15 failed, no_backoff, 82.5 s wasted",
+        "\nhistory:\n  2026-07-30T00:00:00.000Z  - -> open  (first member)\n",
+    ] {
+        assert!(show.contains(want), "{want:?}: {show}");
+    }
+    // Lower case finds it too.
+    let (_, again) = output(|out| incidents::show(data, &id.to_lowercase(), Format::Text, out));
+    assert_eq!(again, show);
+    let (_, json) = output(|out| incidents::show(data, &id, Format::Json, out));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["id"], id.as_str());
+    assert_eq!(
+        v["members"][1]["reason"]
+            .as_str()
+            .unwrap()
+            .split(" as ")
+            .next(),
+        Some("same tool search_flights")
+    );
+    assert_eq!(v["history"][0]["to"], "open");
+    let (_, md) = output(|out| incidents::show(data, &id, Format::Markdown, out));
+    assert!(
+        md.starts_with(&format!("## {id}: search_flights failing since")),
+        "{md}"
+    );
+    assert!(
+        md.contains("### What to do\n\n- **Will waiting fix it?** "),
+        "{md}"
+    );
+    assert!(md.contains("### Members\n\n| signal | state |"), "{md}");
+
+    let err = incidents::show(data, "INC-NOPE", Format::Text, &mut Vec::new()).unwrap_err();
+    assert_eq!(
+        format!("{err:#}"),
+        "no incident INC-NOPE (see `stormwatch incidents list`)"
+    );
+}
+
+/// `stormwatch incidents …` as parsed from a command line.
+#[test]
+fn run_dispatches_incidents() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    storms_store(dir.path());
+    sweep_at(dir.path(), sweep::Options::default());
+    let cli = |args: &[&str]| {
+        crate::cli::Cli::try_parse_from(["stormwatch", "--data-dir", data].iter().chain(args))
+            .unwrap()
+    };
+    let (status, json) = output(|out| {
+        super::run(
+            &cli(&["incidents", "list", "--state", "all", "--format", "json"]),
+            out,
+        )
+    });
+    assert_eq!(status, Status::Success);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let id = v[0]["id"].as_str().unwrap();
+    let (_, md) = output(|out| {
+        super::run(
+            &cli(&["incidents", "show", id, "--format", "markdown"]),
+            out,
+        )
+    });
+    assert!(md.starts_with(&format!("## {id}: ")), "{md}");
+    let (_, resolved) =
+        output(|out| super::run(&cli(&["incidents", "list", "--state", "resolved"]), out));
+    assert_eq!(resolved, "no resolved incidents\n");
+    assert!(crate::cli::Cli::try_parse_from([
+        "stormwatch",
+        "incidents",
+        "list",
+        "--state",
+        "sleeping"
+    ])
+    .is_err());
 }
