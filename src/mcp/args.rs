@@ -45,6 +45,25 @@ pub struct ToolDailyArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct IncidentsArgs {
+    /// `open`, `acknowledged` (every open member muted), `resolved` or `all`; by default the open and the acknowledged ones.
+    pub state: Option<String>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Items per page.
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IncidentArgs {
+    /// The incident's id, like `INC-BCDF`, as `list_incidents` gives it.
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SignalsArgs {
     /// `open` (new, ongoing or regressed), `new`, `ongoing`, `resolved`, `regressed` or `muted`.
     pub state: Option<String>,

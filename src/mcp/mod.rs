@@ -1,5 +1,5 @@
-//! The MCP server: stormwatch's reads (tools, daily series, signals with
-//! their evidence and remedies, one trace's attempts, retry storms,
+//! The MCP server: stormwatch's reads (incidents, tools, daily series,
+//! signals with their evidence and remedies, one trace's attempts, retry storms,
 //! read-only SQL) and its three state changes (sweep, mute, resolve) as MCP
 //! tools, for coding agents. Built on the official Rust SDK (`rmcp`):
 //! Streamable HTTP at `POST /mcp` on the dashboard's listener (both protocol

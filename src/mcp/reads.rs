@@ -1,14 +1,15 @@
 //! The read tools' answers: what each returns (the types its
 //! `outputSchema` is generated from) and how it is read from the rollup,
-//! the signal state and the spans.
+//! the signal and incident state and the spans.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::page::{page, BUDGET_CHARS};
+use super::page::{page, page_with, BUDGET_CHARS};
 use super::{Context, McpError};
+use crate::dash::incidents::{ordered, IncidentAnswer, IncidentLine, StateCounts, Which};
 use crate::model::{day_from_str, day_of_ns, day_to_string};
 use crate::signal::{Evidence, Lifecycle, Remedy, Signal};
 use crate::time::rfc3339;
@@ -339,6 +340,56 @@ pub fn list_signals(
         total: p.total,
         next_cursor: p.next_cursor,
         truncated: p.truncated,
+    })
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct IncidentsAnswer {
+    /// Open ones first, then acknowledged, then resolved; the most severe
+    /// first, then the latest finding.
+    pub incidents: Vec<IncidentLine>,
+    /// Incidents the filter admits, over every page.
+    pub total: usize,
+    /// Every stored incident by state, whatever the filter.
+    pub counts: StateCounts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+}
+
+pub fn list_incidents(
+    ctx: &Context,
+    state: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<usize>,
+) -> Result<IncidentsAnswer, McpError> {
+    let which = Which::parse(state).map_err(McpError::Argument)?;
+    let all = ctx.reads.incidents.incidents()?;
+    let list = ordered(&all, which);
+    let p = page_with(
+        &list,
+        |i| IncidentLine::of(i),
+        cursor,
+        Some(limit.unwrap_or(50)),
+        100,
+        BUDGET_CHARS,
+        "incidents",
+    )?;
+    Ok(IncidentsAnswer {
+        incidents: p.items,
+        total: p.total,
+        counts: StateCounts::of(&all),
+        next_cursor: p.next_cursor,
+        truncated: p.truncated,
+    })
+}
+
+pub fn get_incident(ctx: &Context, id: &str) -> Result<IncidentAnswer, McpError> {
+    crate::dash::incidents::kept(&ctx.reads, &ctx.state_path, id)?.ok_or_else(|| {
+        McpError::NotFound(format!(
+            "no incident {id:?}; list_incidents gives the ids (like INC-BCDF)"
+        ))
     })
 }
 

@@ -14,8 +14,9 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Conte
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
 use super::args::{
-    ChangeLine, CoverageArgs, MuteArgs, QueryArgs, SignalArgs, SignalTracesArgs, SignalsArgs,
-    StateAnswer, StormsArgs, SweepAnswer, SweepArgs, ToolDailyArgs, TraceArgs, WindowArgs,
+    ChangeLine, CoverageArgs, IncidentArgs, IncidentsArgs, MuteArgs, QueryArgs, SignalArgs,
+    SignalTracesArgs, SignalsArgs, StateAnswer, StormsArgs, SweepAnswer, SweepArgs, ToolDailyArgs,
+    TraceArgs, WindowArgs,
 };
 use super::reads::{self, SignalFilter};
 use super::sql;
@@ -42,6 +43,9 @@ async fn blocking<T: Send + 'static>(
 }
 
 const INSTRUCTIONS: &str = "stormwatch watches what AI agents do with their tools. \
+Asked what is broken, call list_incidents first: each incident is the open signals with one likely cause \
+(what is down, since when, how), open ones first; get_incident gives its cause, members, timeline, impact, \
+remedy and evidence traces. \
 From 'something is wrong' to the trace that explains it: list_tools (which tool's error rate left its \
 threshold, on which day) -> list_signals (the named problems, each with a one-line remedy; get_signal for \
 its history and full remedy) -> list_signal_traces with that day -> get_trace (one turn's attempts: how \
@@ -54,13 +58,43 @@ resolve_signal are the only tools that change anything. Windows end on the newes
 impl Stormwatch {
     pub fn new(ctx: Arc<Context>) -> Stormwatch {
         // Built once: a stateless request makes a server of its own, and
-        // generating thirteen tools' schemas each time would cost more than
+        // generating fifteen tools' schemas each time would cost more than
         // answering.
         static ROUTER: std::sync::OnceLock<ToolRouter<Stormwatch>> = std::sync::OnceLock::new();
         Stormwatch {
             ctx,
             tool_router: ROUTER.get_or_init(Self::tool_router).clone(),
         }
+    }
+
+    /// What is broken: call this first when asked what is wrong or failing.
+    /// The incidents (open signals with one likely cause: the same tool, the
+    /// same dependency, one error class across a service's tools), open
+    /// ones first, the most severe first: id, title (what is down, since
+    /// when, how), cause, tools, member signals, impact and the remedy in
+    /// one line. `get_incident` gives one whole.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_incidents(
+        &self,
+        Parameters(a): Parameters<IncidentsArgs>,
+    ) -> Result<Json<reads::IncidentsAnswer>, String> {
+        blocking(&self.ctx, move |c| {
+            reads::list_incidents(c, a.state.as_deref(), a.cursor.as_deref(), a.limit)
+        })
+        .await
+    }
+
+    /// One incident whole: its cause in words, each member signal and why
+    /// it joined, the timeline, the impact (agent turns, sessions, calls,
+    /// failed and wasted calls and seconds), the lead member's remedy (will
+    /// waiting fix it, when to cut it off, what to change) and the other
+    /// members', its evidence traces (for `get_trace`) and its state changes.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_incident(
+        &self,
+        Parameters(a): Parameters<IncidentArgs>,
+    ) -> Result<Json<crate::dash::incidents::IncidentAnswer>, String> {
+        blocking(&self.ctx, move |c| reads::get_incident(c, &a.id)).await
     }
 
     /// Per tool over a window of days: calls, errors, error rate, the

@@ -194,7 +194,7 @@ impl Session {
         let (status, v) =
             self.try_send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))?;
         match v["result"]["tools"].as_array() {
-            Some(t) if status == 200 && t.len() == 13 => Ok(()),
+            Some(t) if status == 200 && t.len() == 15 => Ok(()),
             _ => Err(format!("{status}: {v}")),
         }
     }
@@ -390,7 +390,7 @@ fn idle_sessions_expire_and_an_ended_one_frees_its_slot_so_new_ones_are_accepted
         answer(&r.text().unwrap())["result"]["tools"]
             .as_array()
             .map(Vec::len),
-        Some(13)
+        Some(15)
     );
     let r = ended
         .client

@@ -3,7 +3,8 @@
 //! six failed calls) is named with 10 MB more, read through every reading
 //! tool — `get_trace` (with and without attributes), `list_tools`,
 //! `get_tool_daily`'s error, `run_sweep`, `list_signals`, `get_signal`,
-//! `list_signal_traces`, `find_retry_storms`, `query` — answers at most the
+//! `list_signal_traces`, `list_incidents`, `get_incident`,
+//! `find_retry_storms`, `query` — answers at most the
 //! budget, the long strings cut with a marker, the cut said in
 //! `truncated`, and still valid against each tool's `outputSchema`.
 
@@ -193,6 +194,21 @@ fn ten_megabyte_names_are_cut_to_the_budget_in_every_reading_tool() {
         "list_signal_traces",
         &call(&server, "list_signal_traces", json!({"id": id})),
     );
+    // The storm's incident is titled with the tool's name: cut too.
+    let incidents = valid(
+        "list_incidents",
+        &call(&server, "list_incidents", json!({})),
+    );
+    let first = &incidents["incidents"][0];
+    assert!(
+        is_cut(&first["title"]) && said_cut(&incidents),
+        "{incidents}"
+    );
+    let incident = valid(
+        "get_incident",
+        &call(&server, "get_incident", json!({"id": first["id"]})),
+    );
+    assert!(said_cut(&incident), "{incident}");
     let storms = valid(
         "find_retry_storms",
         &call(&server, "find_retry_storms", json!({})),

@@ -3,7 +3,8 @@
 //! (`Mcp-Method`, `Mcp-Name`: a mismatch is 400 with -32020), an unknown tool
 //! as a tool error, the token and the Origin check, every tool's
 //! `structuredContent` against its `outputSchema` (a JSON Schema validator),
-//! the `query` guard, and `tools/list` held by a snapshot.
+//! the `query` guard, `list_incidents` then `get_incident` (what an agent
+//! asks first), and `tools/list` held by a snapshot.
 
 use reqwest_blocking::blocking::{Client, Response};
 use serde_json::{json, Value};
@@ -160,7 +161,91 @@ fn every_tool_answers_structured_content_valid_against_its_output_schema() {
     let valid = |list: &[Value], tool: &str, r: &Value| schemas.valid(list, tool, r);
     let list = tools(&server);
     let names: Vec<&str> = list.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names.len(), 13, "{names:?}");
+    assert_eq!(names.len(), 15, "{names:?}");
+    // What is broken: the incidents first, one whole.
+    let incidents = valid(
+        &list,
+        "list_incidents",
+        &call(&server, "list_incidents", json!({})),
+    );
+    let lines = incidents["incidents"].as_array().unwrap();
+    assert_eq!(incidents["total"], lines.len(), "{incidents}");
+    assert_eq!(incidents["counts"]["open"], lines.len(), "{incidents}");
+    let flights = lines
+        .iter()
+        .find(|i| i["tools"] == json!(["search_flights"]))
+        .unwrap_or_else(|| panic!("{incidents}"));
+    assert!(
+        flights["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("search_flights failing since 2026-07-29"),
+        "{flights}"
+    );
+    let incident = valid(
+        &list,
+        "get_incident",
+        &call(&server, "get_incident", json!({"id": flights["id"]})),
+    );
+    assert_eq!(incident["cause"], "one tool, search_flights", "{incident}");
+    let members = incident["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2, "{incident}");
+    assert_eq!(members[0]["reason"], "first finding");
+    assert!(
+        members[1]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("same tool search_flights as SW-"),
+        "{incident}"
+    );
+    assert!(
+        incident["remedy"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("exponential backoff with jitter"),
+        "{incident}"
+    );
+    assert_eq!(
+        incident["evidence"][0]["trace_id"], "baacbed78f2b62522a113193688fafe8",
+        "{incident}"
+    );
+    assert_eq!(incident["history"][0]["to"], "open", "{incident}");
+    // The same incident as the dashboard's API has it.
+    let api: Value = serde_json::from_str(
+        &Client::new()
+            .get(format!(
+                "http://{}/api/incidents/{}",
+                server.http,
+                flights["id"].as_str().unwrap()
+            ))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap()
+            .text()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(api, incident);
+    // A page at a time.
+    let first = valid(
+        &list,
+        "list_incidents",
+        &call(
+            &server,
+            "list_incidents",
+            json!({"limit": 1, "state": "all"}),
+        ),
+    );
+    assert_eq!(first["incidents"].as_array().unwrap().len(), 1, "{first}");
+    let next = call(
+        &server,
+        "list_incidents",
+        json!({"limit": 1, "state": "all", "cursor": first["next_cursor"]}),
+    );
+    assert_eq!(
+        next["structuredContent"]["incidents"][0]["id"], lines[1]["id"],
+        "{next}"
+    );
     let tools_answer = valid(
         &list,
         "list_tools",
@@ -381,6 +466,16 @@ fn an_unknown_tool_and_a_bad_argument_are_tool_errors() {
             "state: expected open",
         ),
         (
+            "get_incident",
+            json!({"id": "INC-NOPE"}),
+            "no incident \"INC-NOPE\"; list_incidents gives the ids",
+        ),
+        (
+            "list_incidents",
+            json!({"state": "sleeping"}),
+            "state: expected open, acknowledged, resolved or all",
+        ),
+        (
             "list_tools",
             json!({"cursor": "garbage"}),
             "cursor: expected a next_cursor",
@@ -520,7 +615,7 @@ fn a_2025_client_gets_a_session_and_deleting_it_ends_it() {
     let r = send(&list, &h(&[]));
     assert_eq!(r.status().as_u16(), 200);
     let v = answer(&r.text().unwrap());
-    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 13);
+    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 15);
     let r = Client::new()
         .delete(format!("http://{}/mcp", server.http))
         .header("Authorization", &auth)
