@@ -112,7 +112,11 @@ pub fn list(list: &[&Incident], which: Which, counts: StateCounts) -> String {
 
 /// A signal id as a link to its page.
 fn signal_link(id: &str) -> String {
-    format!(r#"<a class="sid" href="/signals/{}">{}</a>"#, seg(id), esc(id))
+    format!(
+        r#"<a class="sid" href="/signals/{}">{}</a>"#,
+        seg(id),
+        esc(id)
+    )
 }
 
 /// One incident's page.
