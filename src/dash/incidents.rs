@@ -310,7 +310,15 @@ pub(super) async fn api_incidents(
 ) -> Result<Json<IncidentsPage>, Fail> {
     let which = which(&q)?;
     let size = number(&q, "page_size", PAGE, PAGE_MAX)?;
-    let page = number(&q, "page", 1, usize::MAX)?;
+    let page = match q.get("page") {
+        None => 1,
+        Some(v) => v.parse::<usize>().ok().filter(|p| *p >= 1).ok_or_else(|| {
+            Fail(
+                StatusCode::BAD_REQUEST,
+                format!("page: expected a page number from 1, got {v:?}"),
+            )
+        })?,
+    };
     blocking(move || {
         let all = d.reads.incidents.incidents().map_err(internal)?;
         let list = ordered(&all, which);
