@@ -161,7 +161,7 @@ pub fn render(m: &IncidentMessage<'_>) -> Value {
         "source": source(m.public_url),
         "severity": severity(i),
         "timestamp": rfc3339(i.last_seen_ns),
-        "class": i.error_class,
+        "class": class(i),
         "custom_details": details,
     });
     let component = i
@@ -253,6 +253,16 @@ pub fn render_signals(m: &super::message::Message<'_>) -> Value {
         },
         "client": "stormwatch",
     })
+}
+
+/// `payload.class`: the members' error class, or (when no call failed: a
+/// loop, a retry after success) their kinds.
+fn class(i: &Incident) -> String {
+    if i.error_class != "ok" {
+        return i.error_class.clone();
+    }
+    let kinds: Vec<&str> = i.kinds().into_iter().map(|k| k.as_str()).collect();
+    kinds.join(", ")
 }
 
 /// The body as sent: `stored` with `routing_key` added.

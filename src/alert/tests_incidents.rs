@@ -579,7 +579,7 @@ fn a_target_gets_an_incident_when_an_open_member_passes_its_filters() {
     let q = sweep(
         &c,
         &a,
-        &[spike.clone()],
+        std::slice::from_ref(&spike),
         &[("SW-B".into(), None, Lifecycle::New)],
         HOUR,
     );
