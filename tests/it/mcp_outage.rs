@@ -26,24 +26,19 @@
 //! recovered}.json` through `import`, no framework needed), the outage is
 //! moved to 2026-08-02 14:02Z and the recovery to 26 hours after the
 //! outage's last span, past `resolve_after_hours` (24) of the tools' own
-//! traffic without a finding; two targets (a signed generic webhook, and
-//! PagerDuty's Events API v2 with `url` pointed at a local receiver that
-//! answers as PagerDuty does: 202 `{"status": "success", "message": "Event
+//! traffic without a finding; two targets (a signed generic webhook on
+//! alerts.rs's local receiver, and PagerDuty's Events API v2 with `url`
+//! pointed at pagerduty.rs's local receiver, which checks each event as
+//! PagerDuty does and answers 202 `{"status": "success", "message": "Event
 //! processed", "dedup_key": …}`) see the incident open and resolve.
 //! Live (`STORMWATCH_PY_PYDANTIC_MCP`, set by scripts/test.sh): both
 //! scenarios against a running `serve`, every exported span stored as the
 //! call it is a part of, and the outage's sweep the same incident.
 
+use crate::common::{python, repo, rows_by_key, run, spans, Server};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
-
-use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::IntoResponse;
-
-use crate::common::{python, repo, rows_by_key, run, spans, Server};
 
 const OUTAGE: &str = "pydantic-ai-mcp-outage";
 const RECOVERED: &str = "pydantic-ai-mcp-recovered";
@@ -58,7 +53,8 @@ const STORM_CALLS: u64 = 6;
 const OUTAGE_AT: &str = "2026-08-02T14:02:00Z";
 /// The recovery's first span, after the outage's last.
 const RECOVERY_AFTER_HOURS: i64 = 26;
-const ROUTING_KEY: &str = "R0UT1NGKEY0F32CHARSFORTHEQUOTES0";
+/// The integration key the Events API v2 receiver (tests/it/pagerduty.rs) takes.
+const ROUTING_KEY: &str = crate::pagerduty::KEY;
 const SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
 
 const NS_PER_HOUR: i64 = 3_600_000_000_000;
@@ -133,79 +129,10 @@ fn moved(name: &str, dir: &Path, start_ns: i64) -> (PathBuf, i64, i64) {
     (path, first, last)
 }
 
-// ---- the receivers ----
-
-/// One request a receiver got.
-#[derive(Debug, Clone)]
-struct Hit {
-    headers: HeaderMap,
-    raw: Bytes,
-    body: serde_json::Value,
-}
-
-/// A local HTTP receiver: every request kept, each answered by `answer`.
-struct Receiver {
-    hits: Arc<Mutex<Vec<Hit>>>,
-    addr: SocketAddr,
-    _rt: tokio::runtime::Runtime,
-}
-
-type Answer = fn(&serde_json::Value) -> (u16, String);
-
-impl Receiver {
-    fn start(answer: Answer) -> Receiver {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let hits: Arc<Mutex<Vec<Hit>>> = Arc::default();
-        let kept = Arc::clone(&hits);
-        let app = axum::Router::new().fallback(move |headers: HeaderMap, body: Bytes| {
-            let kept = Arc::clone(&kept);
-            async move {
-                let raw = body;
-                let body: serde_json::Value =
-                    serde_json::from_slice(&raw).unwrap_or(serde_json::Value::Null);
-                let (status, text) = answer(&body);
-                kept.lock().unwrap().push(Hit { headers, raw, body });
-                (
-                    StatusCode::from_u16(status).unwrap(),
-                    [("content-type", "application/json")],
-                    text,
-                )
-                    .into_response()
-            }
-        });
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        rt.spawn(async move { axum::serve(listener, app).await });
-        Receiver {
-            hits,
-            addr,
-            _rt: rt,
-        }
-    }
-
-    fn hits(&self) -> Vec<Hit> {
-        self.hits.lock().unwrap().clone()
-    }
-}
-
-/// PagerDuty's Events API v2 answer to an event it took.
-fn pagerduty_answer(event: &serde_json::Value) -> (u16, String) {
-    let answer = serde_json::json!({
-        "status": "success",
-        "message": "Event processed",
-        "dedup_key": event["dedup_key"],
-    });
-    (202, answer.to_string())
-}
+// ---- the targets ----
 
 /// Whether a webhook hit carries a valid Standard Webhooks signature.
-fn signed(h: &Hit) -> bool {
+fn signed(h: &crate::alerts::Hit) -> bool {
     let header = |k: &str| h.headers.get(k).and_then(|v| v.to_str().ok());
     let (Some(id), Some(ts), Some(sig)) = (
         header("webhook-id"),
@@ -214,16 +141,17 @@ fn signed(h: &Hit) -> bool {
     ) else {
         return false;
     };
-    stormwatch::alert::sign::verify(SECRET, id, ts, &h.raw, sig)
+    stormwatch::alert::sign::verify(SECRET, id, ts, h.body.as_bytes(), sig)
 }
 
-fn webhook_answer(_: &serde_json::Value) -> (u16, String) {
-    (204, String::new())
+/// A webhook hit's body as JSON.
+fn json(h: &crate::alerts::Hit) -> serde_json::Value {
+    serde_json::from_str(&h.body).unwrap_or(serde_json::Value::Null)
 }
 
-/// A signed generic webhook and a PagerDuty target posting to the local
-/// receivers; everything else as by default.
-fn config(dir: &Path, hook: SocketAddr, pagerduty: SocketAddr) -> PathBuf {
+/// A signed generic webhook and a PagerDuty target (its `url` the local
+/// Events API v2 receiver's); everything else as by default.
+fn config(dir: &Path, hook: SocketAddr, pagerduty: &str) -> PathBuf {
     let path = dir.join("stormwatch.toml");
     std::fs::write(
         &path,
@@ -241,7 +169,7 @@ secret_env = "SW_IT_OUTAGE_SECRET"
 [[alert.targets]]
 name = "oncall-pagerduty"
 kind = "pagerduty"
-url = "http://{pagerduty}/v2/enqueue"
+url = "{pagerduty}"
 routing_key_env = "SW_IT_OUTAGE_ROUTING_KEY"
 "#
         ),
@@ -455,22 +383,18 @@ fn assert_none(what: &str, problems: &[String], report: &serde_json::Value) {
 fn mcp_outage_replayed_is_one_incident_paged_once_and_resolved_once() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let hook = Receiver::start(webhook_answer);
-    let pagerduty = Receiver::start(pagerduty_answer);
-    let cfg = config(dir.path(), hook.addr, pagerduty.addr);
-    let base = |args: &[&str]| -> Vec<String> {
-        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        all.extend([
-            "--data-dir".into(),
-            data.display().to_string(),
-            "--config".into(),
-            cfg.display().to_string(),
-        ]);
-        all
-    };
+    let (hook, hook_addr, _rt1) = crate::alerts::background((204, ""));
+    let (pagerduty, pagerduty_url, _rt2) = crate::pagerduty::background();
+    let cfg = config(dir.path(), hook_addr, &pagerduty_url);
     let flush = || {
-        let args = base(&["alerts", "flush"]);
-        cli(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        cli(&[
+            "alerts",
+            "flush",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+        ]);
     };
 
     // (a) The outage.
@@ -490,24 +414,26 @@ fn mcp_outage_replayed_is_one_incident_paged_once_and_resolved_once() {
         "one message per target queued: {queued:#?}"
     );
 
-    // (b) One message per target.
+    // (b) One message per target: the webhook's about the incident, and
+    // one PagerDuty alert, triggered, keyed by the incident.
     flush();
     let hooks = hook.hits();
     assert_eq!(hooks.len(), 1, "one webhook message: {hooks:#?}");
-    let h = &hooks[0];
-    assert_eq!(h.body["type"], "stormwatch.incidents", "{:#}", h.body);
-    assert_eq!(h.body["event"], "opened", "{:#}", h.body);
-    assert_eq!(h.body["incident"]["id"], id.as_str());
-    assert_eq!(h.body["incident"]["key"], key.as_str());
-    assert_eq!(h.body["incident"]["dependency"], DEPENDENCY);
-    assert_eq!(h.body["incident"]["members"].as_array().unwrap().len(), 4);
-    assert!(signed(h), "the webhook's signature verifies");
-    let pages = pagerduty.hits();
+    assert!(signed(&hooks[0]), "the webhook's signature verifies");
+    let h = json(&hooks[0]);
+    assert_eq!(h["type"], "stormwatch.incidents", "{h:#}");
+    assert_eq!(h["event"], "opened", "{h:#}");
+    assert_eq!(h["incident"]["id"], id.as_str());
+    assert_eq!(h["incident"]["key"], key.as_str());
+    assert_eq!(h["incident"]["dependency"], DEPENDENCY);
+    assert_eq!(h["incident"]["members"].as_array().unwrap().len(), 4);
+    let pages = pagerduty.posts();
     assert_eq!(pages.len(), 1, "one PagerDuty event: {pages:#?}");
+    assert_eq!(pages[0].status, 202, "{pages:#?}");
     let p = &pages[0].body;
     assert_eq!(p["event_action"], "trigger", "{p:#}");
     assert_eq!(p["dedup_key"], key.as_str(), "{p:#}");
-    assert_eq!(p["routing_key"], ROUTING_KEY, "{p:#}");
+    assert_eq!(p["payload"]["severity"], "critical", "{p:#}");
     let page_summary = p["payload"]["summary"].as_str().unwrap_or("");
     for name in std::iter::once(DEPENDENCY).chain(TOOLS) {
         assert!(
@@ -515,10 +441,16 @@ fn mcp_outage_replayed_is_one_incident_paged_once_and_resolved_once() {
             "the page's summary {page_summary:?} names {name}"
         );
     }
-    assert_eq!(p["payload"]["severity"], "critical", "{p:#}");
+    let alerts = pagerduty.alerts();
+    assert_eq!(
+        alerts.keys().collect::<Vec<_>>(),
+        [&key],
+        "one PagerDuty alert, keyed by the incident"
+    );
+    assert_eq!(alerts[&key].status, "triggered");
 
     // (c) The recovery, a day and more later: the tools' own traffic for
-    // longer than resolve_after_hours without a finding.
+    // longer than resolve_after_hours (24) without a finding.
     let (recovered, recovery_start, recovery_end) = moved(
         RECOVERED,
         dir.path(),
@@ -528,54 +460,56 @@ fn mcp_outage_replayed_is_one_incident_paged_once_and_resolved_once() {
     crate::common::import_files(&data, &[&recovered]);
     let later = recovery_end + NS_PER_HOUR;
     let report = sweep(&data, Some(&cfg), later);
-    let resolved: Vec<&serde_json::Value> = report["incidents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["id"] == id.as_str())
-        .collect();
+    let incidents = report["incidents"].as_array().unwrap();
     assert!(
-        resolved.len() == 1 && resolved[0]["state"] == "resolved",
+        incidents.len() == 1 && incidents[0]["id"] == id.as_str(),
+        "only the incident {id}:\n{}",
+        summary(&report)
+    );
+    assert_eq!(
+        incidents[0]["state"],
+        "resolved",
         "the incident {id} resolved after the recovery:\n{}\n{:#}",
         summary(&report),
         report["incident_changes"]
     );
+    let members = incidents[0]["members"].as_array().unwrap();
     assert!(
-        resolved[0]["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|m| m["state"] == "resolved"),
-        "every member resolved:\n{}",
+        members.len() == 4 && members.iter().all(|m| m["state"] == "resolved"),
+        "its four members resolved:\n{}",
         summary(&report)
     );
-    let open: Vec<&serde_json::Value> = report["incidents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["state"] != "resolved")
-        .collect();
-    assert!(open.is_empty(), "no incident open:\n{}", summary(&report));
     flush();
     let hooks = hook.hits();
     assert_eq!(hooks.len(), 2, "one more webhook message: {hooks:#?}");
     assert!(signed(&hooks[1]), "the webhook's signature verifies");
-    let h = &hooks[1].body;
+    let h = json(&hooks[1]);
     assert_eq!(h["event"], "resolved", "{h:#}");
     assert_eq!(h["incident"]["key"], key.as_str());
     assert_eq!(h["incident"]["state"], "resolved");
-    let pages = pagerduty.hits();
+    let pages = pagerduty.posts();
     assert_eq!(pages.len(), 2, "one more PagerDuty event: {pages:#?}");
+    assert_eq!(pages[1].status, 202, "{pages:#?}");
     let p = &pages[1].body;
     assert_eq!(p["event_action"], "resolve", "{p:#}");
     assert_eq!(p["dedup_key"], key.as_str(), "{p:#}");
-    assert_eq!(p["routing_key"], ROUTING_KEY, "{p:#}");
+    let alerts = pagerduty.alerts();
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(
+        (alerts[&key].status, alerts[&key].log.clone()),
+        (
+            "resolved",
+            vec!["trigger".to_string(), "resolve".to_string()]
+        ),
+        "the one PagerDuty alert triggered, then resolved"
+    );
+    assert_eq!(pagerduty.opened(), 1);
 
     // The same sweep again: nothing more to tell.
     let again = sweep(&data, Some(&cfg), later);
     assert_eq!(again["alerts_queued"], serde_json::json!([]), "{again:#}");
     flush();
-    assert_eq!((hook.hits().len(), pagerduty.hits().len()), (2, 2));
+    assert_eq!((hook.hits().len(), pagerduty.posts().len()), (2, 2));
 }
 
 // ---- live ----
