@@ -77,9 +77,10 @@ fn sweep_prints_the_storm_reuses_the_day_and_fails_while_signals_are_open() {
         text.starts_with("stormwatch sweep at 2026-07-30T00:00:00.000Z over "),
         "{text}"
     );
+    // The signal's own line (its incident lists it indented first).
     let storm = text
         .lines()
-        .find(|l| l.contains("Retry storm: search_flights"))
+        .find(|l| l.contains("Retry storm: search_flights") && l.starts_with("SW-"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
         storm.starts_with("SW-") && storm.contains("  [new]  "),
@@ -87,7 +88,8 @@ fn sweep_prints_the_storm_reuses_the_day_and_fails_while_signals_are_open() {
     );
     assert!(text.contains("4 finding(s) on 2026-07-29"), "{text}");
 
-    assert!(text.contains(": 2 signal(s), 2 change(s)\n"), "{text}");
+    assert!(text.contains(": 1 incident(s), 2 signal(s), 2 change(s)\n"), "{text}");
+    assert!(text.contains("\nINC-") && text.contains("search_flights failing since 2026-07-29 "), "{text}");
 
     // The same sweep again reuses the day and changes nothing; the
     // signals are still open.
@@ -98,7 +100,7 @@ fn sweep_prints_the_storm_reuses_the_day_and_fails_while_signals_are_open() {
     let (status, text) = sweep_at(dir.path(), any.clone());
     assert_eq!(status, Status::Failure, "{text}");
     assert!(
-        text.contains("(0 day(s) read, 1 unchanged): 2 signal(s), 0 change(s)\n"),
+        text.contains("(0 day(s) read, 1 unchanged): 1 incident(s), 2 signal(s), 0 change(s)\n"),
         "{text}"
     );
     let rescan = sweep::Options {

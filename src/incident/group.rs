@@ -278,10 +278,7 @@ pub fn group(signals: &[&Signal], facts: &Facts) -> Vec<Group> {
     }
     let comp = component(&edges);
     let mut out = Vec::new();
-    for root in 0..n {
-        if comp[root] != root {
-            continue;
-        }
+    for (root, _) in comp.iter().enumerate().filter(|(i, c)| *i == **c) {
         // Breadth first from the earliest member: each joins by the edge
         // that reached it, naming the member it shares the attribute with.
         let mut reason: BTreeMap<usize, String> = BTreeMap::new();
