@@ -133,6 +133,7 @@ impl Day<'_> {
             scope_name: None,
             scope_version: None,
             tool_args_recorded: None,
+            dependency: None,
         });
     }
 
@@ -196,6 +197,7 @@ impl Day<'_> {
             scope_name: None,
             scope_version: None,
             tool_args_recorded: Some(true),
+            dependency: None,
         });
     }
 }

@@ -5,7 +5,7 @@
 use polars::prelude::*;
 
 use super::memtable::KeySet;
-use crate::ingest::batch::{SpanBatch, StrColumn, KINDS, NO_TOOL, STATUSES};
+use crate::ingest::batch::{SpanBatch, StrColumn, KINDS, NO_DEPENDENCY, NO_TOOL, STATUSES};
 use crate::model::{ErrorClass, SpanKey, SpanRow, ToolConvention};
 
 /// Columns of a stored span part, in order, with their types.
@@ -46,8 +46,9 @@ pub fn schema() -> Schema {
         ("events", s.clone()),
         ("resource", s.clone()),
         ("scope_name", s.clone()),
-        ("scope_version", s),
+        ("scope_version", s.clone()),
         ("tool_args_recorded", DataType::Boolean),
+        ("dependency", s),
     ] {
         schema.with_column(name.into(), dtype);
     }
@@ -114,6 +115,7 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         strs("scope_name", rows, |r| r.scope_name.as_deref()),
         strs("scope_version", rows, |r| r.scope_version.as_deref()),
         bools("tool_args_recorded", |r| r.tool_args_recorded),
+        strs("dependency", rows, |r| r.dependency.as_deref()),
     ];
     let df = DataFrame::new(rows.len(), columns)?;
     // Casting pins the declared types even for an all-null column.
@@ -142,6 +144,7 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
     let services: Vec<&str> = b.resources.values().iter().map(|r| &*r.service).collect();
     let resource_json: Vec<&str> = b.resources.values().iter().map(|r| &*r.json).collect();
     let tools: Vec<&str> = b.tools.values().iter().map(|t| &**t).collect();
+    let dependencies: Vec<&str> = b.dependencies.values().iter().map(|d| &**d).collect();
     let scope_names: Vec<&str> = b
         .resources
         .values()
@@ -238,6 +241,13 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
         dict_column("scope_version", &scope_versions, scope_ids(true))?,
         BooleanChunked::from_slice_options("tool_args_recorded".into(), &b.tool_args_recorded)
             .into_column(),
+        dict_column(
+            "dependency",
+            &dependencies,
+            b.dependency
+                .iter()
+                .map(|&d| (d != NO_DEPENDENCY).then_some(d)),
+        )?,
     ];
     for (at, name, c) in [
         (3, "name", b.name),

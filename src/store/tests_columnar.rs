@@ -136,6 +136,7 @@ fn attribute_sets() -> Vec<Shape> {
                 s("mcp.method.name", "tools/call"),
                 s("gen_ai.operation.name", "execute_tool"),
                 s("mcp.tool.name", "fetch_page"),
+                s("server.address", "localhost:8000"),
                 i("jsonrpc.request.id", 9),
                 s("rpc.response.status_code", "-32602"),
             ],
@@ -179,6 +180,25 @@ fn attribute_sets() -> Vec<Shape> {
             vec![exception("ValueError", "handled, not a failure")],
         ),
         ("", vec![], None, vec![]),
+        (
+            "GET",
+            vec![
+                s("http.request.method", "GET"),
+                s("url.full", "https://user:pw@API.Fares.example:443/v1/x"),
+                i("http.response.status_code", 200),
+            ],
+            None,
+            vec![],
+        ),
+        (
+            "POST",
+            vec![
+                s("peer.service", "payments"),
+                s("server.address", "Pay.example:8443"),
+            ],
+            None,
+            vec![],
+        ),
         (
             "chat gpt-4o",
             vec![
@@ -292,6 +312,17 @@ fn the_columnar_path_gives_the_rows_frames_and_parquet_of_the_row_path() {
     assert_eq!(n.rejected, 3);
     let rows = normalize_rows(&req);
     assert_eq!(n.batch.rows(), rows);
+    // Every source of a dependency is among them, and spans without one.
+    let deps: std::collections::BTreeSet<Option<&str>> =
+        rows.iter().map(|r| r.dependency.as_deref()).collect();
+    let expected = [
+        None,
+        Some("api.fares.example"),
+        Some("localhost"),
+        Some("payments"),
+        Some("travel-agent"),
+    ];
+    assert_eq!(deps, expected.into_iter().collect(), "{deps:?}");
 
     // Through the writer's dedup into the memtable's day tables, as served.
     let mut mem = Memtable::default();

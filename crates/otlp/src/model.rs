@@ -176,6 +176,9 @@ pub struct SpanRow {
     /// The instrumentation scope that made the span (coverage is per scope).
     pub scope_name: Option<Arc<str>>,
     pub scope_version: Option<Arc<str>>,
+    /// The server the span talks to (docs/detection.md §1, "The
+    /// dependency"): on tool calls, MCP server spans and client spans only.
+    pub dependency: Option<String>,
 }
 
 impl SpanRow {

@@ -1,9 +1,9 @@
 //! Normalized spans as columns (`SpanBatch`): what normalization writes,
 //! what the store's memtable keeps per day and what a flush turns into a
 //! polars frame. Ids are fixed-width bytes, enums are bytes, the service and
-//! resource of a span and its tool name are numbers into small dictionaries,
-//! and every other string is appended to one buffer per column with offsets
-//! (Arrow style) — no heap string per span.
+//! resource of a span, its tool name and its dependency are numbers into
+//! small dictionaries, and every other string is appended to one buffer per
+//! column with offsets (Arrow style) — no heap string per span.
 
 use std::sync::Arc;
 
@@ -39,6 +39,9 @@ impl From<&Resource> for Resource {
 
 /// `tool` of a span that is not a tool call.
 pub const NO_TOOL: u32 = u32::MAX;
+
+/// `dependency` of a span that names no server.
+pub const NO_DEPENDENCY: u32 = u32::MAX;
 
 /// OTLP span kinds by number (0 and unknown numbers: `unspecified`).
 pub const KINDS: [&str; 6] = [
@@ -79,6 +82,9 @@ pub struct SpanBatch {
     pub resource: Vec<u32>,
     /// Number in `tools`; [`NO_TOOL`] when the span is not a tool call.
     pub tool: Vec<u32>,
+    /// Number in `dependencies`: the server the span talks to
+    /// ([`super::conventions::dependency`]); [`NO_DEPENDENCY`] when none.
+    pub dependency: Vec<u32>,
     /// Big-endian bytes of the 128-bit hash (its text is their hex).
     pub tool_args_hash: Vec<Option<[u8; 16]>>,
     pub tool_result_hash: Vec<Option<[u8; 16]>>,
@@ -97,6 +103,7 @@ pub struct SpanBatch {
     pub events: StrColumn,
     pub resources: Dict<Resource>,
     pub tools: Dict<Arc<str>>,
+    pub dependencies: Dict<Arc<str>>,
 }
 
 /// Call `$m!(field)` for every per-span column of a `SpanBatch` that holds
@@ -157,6 +164,7 @@ impl SpanBatch {
         fixed_columns!(reserve);
         self.resource.reserve(spans);
         self.tool.reserve(spans);
+        self.dependency.reserve(spans);
         for c in [
             &mut self.name,
             &mut self.attributes,
@@ -174,7 +182,7 @@ impl SpanBatch {
     /// Every column holds one value per span.
     pub fn is_consistent(&self) -> bool {
         let n = self.len();
-        let mut ok = self.resource.len() == n && self.tool.len() == n;
+        let mut ok = self.resource.len() == n && self.tool.len() == n && self.dependency.len() == n;
         macro_rules! check {
             ($f:ident) => {
                 ok &= self.$f.len() == n
@@ -201,6 +209,12 @@ impl SpanBatch {
         (t != NO_TOOL).then(|| &**self.tools.get(t))
     }
 
+    /// The dependency of span `i`, if it names one.
+    pub fn dependency_name(&self, i: usize) -> Option<&str> {
+        let d = self.dependency[i];
+        (d != NO_DEPENDENCY).then(|| &**self.dependencies.get(d))
+    }
+
     /// Append the spans at `rows` (ascending) of `src`.
     pub fn extend_from(&mut self, src: &SpanBatch, rows: &[u32]) {
         let all = rows.len() == src.len();
@@ -223,10 +237,20 @@ impl SpanBatch {
         let resources = self.resources.remap(&src.resources);
         let tools = self.tools.remap(&src.tools);
         let tool = |t: u32| if t == NO_TOOL { t } else { tools[t as usize] };
+        let dependencies = self.dependencies.remap(&src.dependencies);
+        let dependency = |d: u32| {
+            if d == NO_DEPENDENCY {
+                d
+            } else {
+                dependencies[d as usize]
+            }
+        };
         if all {
             self.resource
                 .extend(src.resource.iter().map(|&r| resources[r as usize]));
             self.tool.extend(src.tool.iter().map(|&t| tool(t)));
+            self.dependency
+                .extend(src.dependency.iter().map(|&d| dependency(d)));
         } else {
             self.resource.extend(
                 rows.iter()
@@ -234,6 +258,8 @@ impl SpanBatch {
             );
             self.tool
                 .extend(rows.iter().map(|&r| tool(src.tool[r as usize])));
+            self.dependency
+                .extend(rows.iter().map(|&r| dependency(src.dependency[r as usize])));
         }
     }
 
@@ -242,7 +268,7 @@ impl SpanBatch {
         fn cap<T>(v: &Vec<T>) -> usize {
             v.capacity() * std::mem::size_of::<T>()
         }
-        let mut n = cap(&self.resource) + cap(&self.tool);
+        let mut n = cap(&self.resource) + cap(&self.tool) + cap(&self.dependency);
         macro_rules! fixed {
             ($f:ident) => {
                 n += cap(&self.$f)
@@ -255,7 +281,7 @@ impl SpanBatch {
             };
         }
         str_columns!(strs);
-        n + self.resources.mem_bytes() + self.tools.mem_bytes()
+        n + self.resources.mem_bytes() + self.tools.mem_bytes() + self.dependencies.mem_bytes()
     }
 
     /// The UTC days the spans start on.
@@ -315,6 +341,7 @@ impl SpanBatch {
             resource: Arc::clone(&resource.json),
             scope_name: resource.scope_name.clone(),
             scope_version: resource.scope_version.clone(),
+            dependency: self.dependency_name(i).map(str::to_string),
         }
     }
 

@@ -1,7 +1,7 @@
 //! From a decoded OTLP request to a columnar [`SpanBatch`]: id validation
 //! (the spans the spec says to reject), the time window (spans dated past
 //! the receive time's bounds, [`super::window`]), tool-call detection,
-//! session, error class — each value appended straight to its column, no
+//! session, dependency, error class — each value appended straight to its column, no
 //! row in between.
 
 use std::borrow::Cow;
@@ -12,8 +12,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
-use super::batch::{Resource, SpanBatch, NO_TOOL};
-use super::conventions::SpanView;
+use super::batch::{Resource, SpanBatch, NO_DEPENDENCY, NO_TOOL};
+use super::conventions::{self, SpanView};
 use super::results::ResultShapes;
 use super::toolcall::ToolRef;
 use super::window::{Outside, Window};
@@ -305,6 +305,11 @@ fn push(
         }
         None => b.tool.push(NO_TOOL),
     }
+    let dependency = match conventions::dependency(a, span.kind, tool.is_some(), resource_attrs) {
+        Some(d) => b.dependencies.intern(d.as_ref()),
+        None => NO_DEPENDENCY,
+    };
+    b.dependency.push(dependency);
     b.tool_call_id
         .push_opt(tool.as_ref().and_then(|t| t.call_id.as_deref()));
     b.tool_args_hash.push(

@@ -3,12 +3,13 @@
 //! columnar path is tested against: the same request must give the same
 //! rows, frames and Parquet either way.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
-use super::conventions::SpanView;
+use super::conventions::{self, SpanView};
 use super::{attrs, classify, toolcall};
 use crate::model::{to_hex, SpanRow};
 
@@ -159,6 +160,8 @@ fn row(
         resource: Arc::clone(resource_json),
         scope_name: None,
         scope_version: None,
+        dependency: conventions::dependency(a, span.kind, tool.is_some(), resource_attrs)
+            .map(Cow::into_owned),
     }
 }
 
