@@ -2,8 +2,12 @@
 -- starts from (the error-rate baseline, the dashboard's daily chart).
 -- Input table `spans`: the day's tool-call rows (MCP spans that duplicate a
 -- GenAI span of the same call already removed) with a `day` column
--- ('YYYY-MM-DD'). Run by store::rollup through polars SQL; runs unchanged on
--- DuckDB over the Parquet parts.
+-- ('YYYY-MM-DD') and each call's `dependency` (the server it talks to, as
+-- store::rollup resolves it: the innermost span of an MCP nest, else a
+-- client child's; NULL when none, and in parts written before the column).
+-- `dependency` is the greatest of the day's (MAX: one value, the same on
+-- every engine; calls without one are passed over). Run by store::rollup
+-- through polars SQL; runs unchanged on DuckDB over the Parquet parts.
 SELECT
     tool_name,
     service_name,
@@ -28,7 +32,8 @@ SELECT
     QUANTILE_CONT(duration_ns, 0.5) AS p50_ns,
     QUANTILE_CONT(duration_ns, 0.95) AS p95_ns,
     MAX(duration_ns) AS max_ns,
-    SUM(cost_usd) AS cost_usd
+    SUM(cost_usd) AS cost_usd,
+    MAX(dependency) AS dependency
 FROM spans
 GROUP BY tool_name, service_name, day
 ORDER BY day, tool_name, service_name
