@@ -49,11 +49,15 @@ impl BodyServer {
     }
 
     fn target(&self, kind: TargetKind) -> Target {
-        Target::new(
-            &format!("huge-{}", kind.as_str()),
-            kind,
-            &format!("http://{}/hook", self.addr),
-        )
+        Target {
+            // A PagerDuty target posts only with its key.
+            routing_key: (kind == TargetKind::PagerDuty).then(|| "k".repeat(32)),
+            ..Target::new(
+                &format!("huge-{}", kind.as_str()),
+                kind,
+                &format!("http://{}/hook", self.addr),
+            )
+        }
     }
 }
 
@@ -155,9 +159,13 @@ async fn deliver_once(t: &Target) -> (outbox::Row, Duration) {
 /// without reading the body to its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2xx_with_a_huge_or_endless_body_is_delivered_without_reading_it_all() {
-    for len in [Some(50u64 << 20), None] {
+    for (len, kind) in [
+        (Some(50u64 << 20), TargetKind::Webhook),
+        (None, TargetKind::Webhook),
+        (None, TargetKind::PagerDuty),
+    ] {
         let server = BodyServer::start(Huge { status: 200, len });
-        let (row, took) = deliver_once(&server.target(TargetKind::Webhook)).await;
+        let (row, took) = deliver_once(&server.target(kind)).await;
         // What the server got written before the client hung up: the cap
         // plus what the sockets' buffers hold, not the body.
         std::thread::sleep(Duration::from_millis(200));
@@ -181,6 +189,9 @@ async fn an_error_with_a_huge_body_is_classified_and_its_body_cut_in_the_reason(
         (400, Some(50u64 << 20), TargetKind::Webhook),
         (503, None, TargetKind::Webhook),
         (200, None, TargetKind::Slack),
+        // PagerDuty's 400: its `errors` when the body is JSON; this one is
+        // not (and is cut), so its start, as any target's.
+        (400, Some(50u64 << 20), TargetKind::PagerDuty),
     ] {
         let server = BodyServer::start(Huge { status, len });
         let (row, took) = deliver_once(&server.target(kind)).await;
