@@ -88,8 +88,14 @@ fn sweep_prints_the_storm_reuses_the_day_and_fails_while_signals_are_open() {
     );
     assert!(text.contains("4 finding(s) on 2026-07-29"), "{text}");
 
-    assert!(text.contains(": 1 incident(s), 2 signal(s), 2 change(s)\n"), "{text}");
-    assert!(text.contains("\nINC-") && text.contains("search_flights failing since 2026-07-29 "), "{text}");
+    assert!(
+        text.contains(": 1 incident(s), 2 signal(s), 2 change(s)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nINC-") && text.contains("search_flights failing since 2026-07-29 "),
+        "{text}"
+    );
 
     // The same sweep again reuses the day and changes nothing; the
     // signals are still open.

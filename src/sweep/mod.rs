@@ -165,7 +165,7 @@ pub fn run(
     if let Some(rollup) = reader.tool_daily()? {
         let rollup = rollup.collect().map_err(data("reading the daily rollup"))?;
         let rows = detect::daily_rows(&rollup).map_err(data("reading the daily rollup"))?;
-        facts = incident_facts(&rows);
+        facts = incident_facts(&rows, crate::store::rollup::tool_dependencies(&rollup));
         let verdicts = detect::judge(&rows, today, &BTreeSet::new(), &cfg.error_spike);
         for v in verdicts.iter().filter(|v| v.day >= since) {
             if v.flagged {
@@ -385,8 +385,12 @@ pub fn run(
     })
 }
 
-/// What incidents need of the daily rollup: each tool's figures per day.
-fn incident_facts(rows: &[detect::DailyRow]) -> crate::incident::Facts {
+/// What incidents need of the daily rollup: each tool's figures and
+/// dependency per day.
+fn incident_facts(
+    rows: &[detect::DailyRow],
+    dependencies: std::collections::BTreeMap<(String, i32), String>,
+) -> crate::incident::Facts {
     let mut facts = crate::incident::Facts::default();
     for r in rows {
         let f = facts.daily.entry((r.tool.clone(), r.day)).or_default();
@@ -396,6 +400,9 @@ fn incident_facts(rows: &[detect::DailyRow]) -> crate::incident::Facts {
         }
         f.calls += r.calls;
         f.errors += r.errors;
+    }
+    for (key, dependency) in dependencies {
+        facts.daily.entry(key).or_default().dependency = Some(dependency);
     }
     facts
 }
