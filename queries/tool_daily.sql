@@ -5,7 +5,9 @@
 -- ('YYYY-MM-DD') and each call's `dependency` (the server it talks to, as
 -- store::rollup resolves it: the innermost span of an MCP nest, else a
 -- client child's; NULL when none, and in parts written before the column).
--- `dependency` is the greatest of the day's (MAX: one value, the same on
+-- `dependency` is the one the day's failed calls name, when they name one;
+-- else the one all its calls name; else NULL (a tool that calls several
+-- servers is not put on one of them by chance). The same on
 -- every engine; calls without one are passed over). Run by store::rollup
 -- through polars SQL; runs unchanged on DuckDB over the Parquet parts.
 SELECT
@@ -33,7 +35,12 @@ SELECT
     QUANTILE_CONT(duration_ns, 0.95) AS p95_ns,
     MAX(duration_ns) AS max_ns,
     SUM(cost_usd) AS cost_usd,
-    MAX(dependency) AS dependency
+    CASE
+        WHEN MIN(CASE WHEN error_class <> 'ok' THEN dependency END)
+           = MAX(CASE WHEN error_class <> 'ok' THEN dependency END)
+            THEN MAX(CASE WHEN error_class <> 'ok' THEN dependency END)
+        WHEN MIN(dependency) = MAX(dependency) THEN MAX(dependency)
+    END AS dependency
 FROM spans
 GROUP BY tool_name, service_name, day
 ORDER BY day, tool_name, service_name

@@ -67,7 +67,13 @@ impl IncidentEvent {
     /// Whether a target of `kind` is told of it: chat targets are not told
     /// `acknowledged` (the people who muted it are the ones reading).
     pub fn goes_to(self, kind: super::TargetKind) -> bool {
-        !(self == IncidentEvent::Acknowledged && kind.is_chat())
+        match self {
+            IncidentEvent::Acknowledged => !kind.is_chat(),
+            // A reminder would be a `trigger`: after someone resolved the
+            // alert in PagerDuty, a new page. PagerDuty keeps its own.
+            IncidentEvent::Reminder => kind != super::TargetKind::PagerDuty,
+            _ => true,
+        }
     }
 }
 
@@ -181,6 +187,10 @@ pub fn decide(
             }
         } else if now == S::Acknowledged {
             (heard == Some(S::Open)).then_some(E::Acknowledged)
+        } else if heard == Some(S::Acknowledged) && before.is_some_and(|b| b.last_ns == 0) {
+            // Born muted, never told: a member open again is its opening.
+            quiet = false;
+            Some(E::Opened)
         } else {
             let b = before.expect("told");
             if heard == Some(S::Acknowledged) {

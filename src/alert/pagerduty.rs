@@ -136,8 +136,8 @@ pub fn render(m: &IncidentMessage<'_>) -> Value {
         "changes": m.notice.why.iter().take(MAX_LISTED).map(|w| cut(w, 300)).collect::<Vec<_>>(),
         "state": i.state,
         "severity": i.severity,
-        "cause": i.cause,
-        "tools": i.tools,
+        "cause": cut(&i.cause, 300),
+        "tools": i.tools.iter().take(MAX_LISTED).map(|t| cut(t, 255)).collect::<Vec<_>>(),
         "dependency": i.dependency,
         "service": i.service,
         "error_class": i.error_class,
@@ -204,6 +204,8 @@ pub fn render(m: &IncidentMessage<'_>) -> Value {
         d["members"] = json!([]);
         d["timeline"] = json!([]);
         d["changes"] = json!([]);
+        d["tools"] = json!([]);
+        d["remedies"] = json!([]);
         d["members_more"] = json!(i.members.len());
     }
     event

@@ -447,7 +447,7 @@ fn incidents_list_and_show() {
         "\nmembers:\n  SW-",
         "  error_rate_spike  search_flights: first finding\n",
         "  retry_storm  search_flights: same tool search_flights as SW-",
-        "\ntimeline:\n  2026-07-29 00:00Z  first finding: Error-rate spike: search_flights",
+        "\ntimeline:\n  2026-07-29 19:03Z  first finding: Error-rate spike: search_flights",
         "impact: ",
         "\nwhat to do (SW-",
         "  will waiting fix it? ",

@@ -46,6 +46,7 @@ fn lead_order(a: &Signal, b: &Signal) -> std::cmp::Ordering {
         .severity()
         .cmp(&a.draft.severity())
         .then_with(|| b.draft.findings.cmp(&a.draft.findings))
+        .then_with(|| a.draft.first_seen_ns.cmp(&b.draft.first_seen_ns))
         .then_with(|| a.draft.id.cmp(&b.draft.id))
 }
 
@@ -72,8 +73,12 @@ pub fn build(
             .filter(|s| s.state.is_open() || s.state == crate::signal::Lifecycle::Muted)
             .collect()
     };
+    // What the incident is now: its live members while open (a resolved
+    // member from an earlier episode does not date or name it), all once
+    // resolved.
+    let basis: Vec<&Signal> = live.clone();
     let mut tools: Vec<String> = Vec::new();
-    for s in &signals {
+    for s in &basis {
         if !tools.contains(&s.draft.tool) {
             tools.push(s.draft.tool.clone());
         }
@@ -85,7 +90,7 @@ pub fn build(
         .unwrap_or(Severity::Info);
     // The dominant class: the failing class with the most findings.
     let mut classes: BTreeMap<&str, usize> = BTreeMap::new();
-    for s in &signals {
+    for s in &basis {
         if s.draft.error_class != "ok" {
             *classes.entry(s.draft.error_class.as_str()).or_default() += s.draft.findings;
         }
@@ -95,24 +100,35 @@ pub fn build(
         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
         .map_or("ok", |(c, _)| c)
         .to_string();
-    let first_seen_ns = signals
+    // When it began: the first failing call a per-turn member saw, unless a
+    // daily member flagged an earlier day (which knows only its day).
+    let is_daily = |s: &Signal| matches!(s.draft.kind, Kind::ErrorRateSpike | Kind::LatencySpike);
+    let turn_first = basis
         .iter()
+        .filter(|s| !is_daily(s))
         .map(|s| s.draft.first_seen_ns)
-        .min()
-        .unwrap_or(0);
-    let last_seen_ns = signals
+        .min();
+    let day_first = basis
+        .iter()
+        .filter(|s| is_daily(s))
+        .map(|s| s.draft.first_seen_ns)
+        .min();
+    let first_seen_ns = match (turn_first, day_first) {
+        (Some(t), Some(d)) if crate::model::day_of_ns(t) <= crate::model::day_of_ns(d) => t,
+        (Some(t), None) => t,
+        (_, Some(d)) => d,
+        (None, None) => 0,
+    };
+    let last_seen_ns = basis
         .iter()
         .map(|s| s.draft.last_seen_ns)
         .max()
         .unwrap_or(0);
-    // The first failing call a per-turn member saw; a daily one knows only its day.
-    let since = signals
-        .iter()
-        .filter(|s| !matches!(s.draft.kind, Kind::ErrorRateSpike | Kind::LatencySpike))
-        .map(|s| s.draft.first_seen_ns)
-        .min()
-        .map(minute)
-        .unwrap_or_else(|| day_to_string(crate::model::day_of_ns(first_seen_ns)));
+    let since = if Some(first_seen_ns) == turn_first {
+        minute(first_seen_ns)
+    } else {
+        day_to_string(crate::model::day_of_ns(first_seen_ns))
+    };
     let (dependency, service) = match cause {
         Cause::Dependency(d) => (Some(d.clone()), where_of(signals[0], facts).1),
         Cause::Burst { service, .. } => (None, Some(service.clone())),
@@ -221,7 +237,7 @@ pub fn build(
         .min_by_key(|s| (s.draft.first_seen_ns, &s.draft.id))
     {
         timeline.push(Moment {
-            at_ns: first.draft.first_seen_ns,
+            at_ns: first.draft.first_seen_ns.max(first_seen_ns),
             what: "first_finding".into(),
             text: format!("first finding: {}", first.draft.title),
             signal_id: Some(first.draft.id.clone()),
@@ -277,7 +293,19 @@ pub fn build(
     // Remedies: the lead member's, and each member's said once.
     let mut led: Vec<&Signal> = live.clone();
     led.sort_by(|a, b| lead_order(a, b));
-    let remedy = led.iter().find_map(|s| s.draft.remedy.clone());
+    let mut remedy = led.iter().find_map(|s| s.draft.remedy.clone());
+    // A dependency down behind several tools: one breaker for all of them.
+    if let (Cause::Dependency(dep), Some(r)) = (cause, remedy.as_mut()) {
+        if tools.len() > 1 {
+            let whole = format!(
+                "{dep} is down behind {} tools ({}): trip one circuit breaker for {dep} so all of them fail fast together, instead of a retry loop per tool.",
+                tools.len(),
+                tools.join(", ")
+            );
+            r.change = format!("{whole} {}", r.change);
+            r.summary = format!("{whole} {}", r.summary);
+        }
+    }
     let mut remedies: Vec<MemberRemedy> = Vec::new();
     for s in &led {
         let Some(r) = &s.draft.remedy else { continue };

@@ -170,9 +170,11 @@ pub fn apply(
             .iter()
             .filter_map(|(sid, _)| members.get(sid).map(|m| m.0.as_str()))
             .collect();
+        // An open incident keeps its members: several groups of one sweep
+        // may land in it (a bridge between them resolved by hand).
         let open_one = stored
             .iter()
-            .filter(|r| r.state != IncidentState::Resolved && !used.contains(&r.id))
+            .filter(|r| r.state != IncidentState::Resolved)
             .find(|r| mine.contains(&r.id.as_str()));
         let key = g.cause.key();
         let by_key = || {
@@ -190,9 +192,13 @@ pub fn apply(
             Some(r) => r.id.clone(),
             None => {
                 let id = free_id(c, &key)?;
-                // Another incident may hold the key (its cause drifted):
-                // the new one takes the key with its id.
-                let key = if stored.iter().any(|r| r.key == key) {
+                // Another incident may hold the key (its cause drifted, or
+                // another group of this sweep — the same tool hours apart —
+                // took it): the new one takes the key with its id.
+                let taken = c
+                    .prepare_cached("SELECT 1 FROM incidents WHERE key = ?1")?
+                    .exists([&key])?;
+                let key = if taken {
                     format!("{key}#{id}")
                 } else {
                     key.clone()
@@ -360,24 +366,28 @@ fn resolve_empty(c: &Connection, r: &Row, now_ns: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Every incident, open ones first, then newest first.
+/// Every incident: open ones first, then the most severe, the most failed
+/// calls, the newest. A row whose body
+/// cannot be read (damaged by hand, or written by a newer version) is left
+/// out with a warning, not the whole list: the next sweep that groups its
+/// members writes it again.
 pub fn list(c: &Connection) -> Result<Vec<Incident>, IncidentError> {
     ensure(c)?;
     let mut out = Vec::new();
     for r in rows(c)? {
         match r.body {
             Some(b) if !b.id.is_empty() => out.push(b),
-            _ => {
-                return Err(IncidentError::Corrupt {
-                    id: r.id,
-                    message: "not an incident".into(),
-                })
-            }
+            _ => tracing::warn!(
+                incident = %r.id,
+                "incident state: the stored body is unreadable; left out until a sweep writes it again"
+            ),
         }
     }
     out.sort_by(|a, b| {
         (a.state == IncidentState::Resolved)
             .cmp(&(b.state == IncidentState::Resolved))
+            .then_with(|| b.severity().cmp(&a.severity()))
+            .then_with(|| b.impact.failed_calls.cmp(&a.impact.failed_calls))
             .then_with(|| b.last_seen_ns.cmp(&a.last_seen_ns))
             .then_with(|| a.id.cmp(&b.id))
     });

@@ -1,3 +1,5 @@
+//! Incidents: grouping, bodies and their lifecycle in a real SQLite file.
+
 use std::collections::BTreeMap;
 
 use rusqlite::Connection;
@@ -405,4 +407,69 @@ fn ids_never_collide_and_never_change() {
     let id = store::free_id(&c, key).unwrap();
     assert_ne!(id, taken);
     assert!(id.starts_with(&taken), "{id} extends {taken}");
+}
+
+#[test]
+fn an_unreadable_incident_is_left_out_of_the_list_not_the_others() {
+    let c = db();
+    let f = facts(&[
+        ("get_quote", "agent", None),
+        ("search", "agent", Some("api.example")),
+    ]);
+    let a = sig(
+        "SW-AAAA",
+        Kind::RetryStorm,
+        "get_quote",
+        "unavailable",
+        14,
+        14,
+    );
+    let b = sig("SW-BBBB", Kind::RetryStorm, "search", "auth", 2, 2);
+    let changes = store::apply(&c, &[a, b], &f, 1, 5).unwrap();
+    assert_eq!(changes.len(), 2);
+    c.execute(
+        "UPDATE incidents SET body = 'not json' WHERE id = ?1",
+        [&changes[0].id],
+    )
+    .unwrap();
+    let list = store::list(&c).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].id, changes[1].id);
+    assert!(matches!(
+        store::get(&c, &changes[0].id),
+        Err(IncidentError::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn one_tool_failing_twice_hours_apart_is_two_incidents_in_one_sweep_and_the_next() {
+    let c = db();
+    let f = facts(&[("get_quote", "agent", None)]);
+    let a = sig(
+        "SW-AAAA",
+        Kind::RetryStorm,
+        "get_quote",
+        "unavailable",
+        1,
+        1,
+    );
+    let b = sig("SW-BBBB", Kind::WastedRetries, "get_quote", "auth", 12, 12);
+    let changes = store::apply(&c, &[a.clone(), b.clone()], &f, 1, 5).unwrap();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    let keys: Vec<String> = store::list(&c)
+        .unwrap()
+        .into_iter()
+        .map(|i| i.key)
+        .collect();
+    assert!(
+        keys.contains(&"inc1:tool:get_quote".to_string()),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with("inc1:tool:get_quote#INC-")),
+        "{keys:?}"
+    );
+    // The next sweep keeps both, changes nothing.
+    assert!(store::apply(&c, &[a, b], &f, 2, 5).unwrap().is_empty());
 }

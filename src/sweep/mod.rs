@@ -392,10 +392,14 @@ fn incident_facts(
     dependencies: std::collections::BTreeMap<(String, i32), String>,
 ) -> crate::incident::Facts {
     let mut facts = crate::incident::Facts::default();
+    let mut busiest: std::collections::BTreeMap<(String, i32), u64> = Default::default();
     for r in rows {
-        let f = facts.daily.entry((r.tool.clone(), r.day)).or_default();
+        let key = (r.tool.clone(), r.day);
         // A tool served by several services: the busiest names it.
-        if r.calls >= f.calls {
+        let top = busiest.entry(key.clone()).or_default();
+        let f = facts.daily.entry(key).or_default();
+        if r.calls >= *top {
+            *top = r.calls;
             f.service = r.service.clone();
         }
         f.calls += r.calls;

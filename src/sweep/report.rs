@@ -66,6 +66,18 @@ pub fn to_text(report: &SweepReport) -> String {
             rfc3339(t)
         ));
     }
+    if !report.queued.is_empty() {
+        let mut per: std::collections::BTreeMap<&str, usize> = Default::default();
+        for q in &report.queued {
+            *per.entry(q.target.as_str()).or_default() += 1;
+        }
+        let targets: Vec<String> = per.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        out.push_str(&format!(
+            "{} alert message(s) queued ({}); `stormwatch alerts list` shows them, serve's sender or `stormwatch alerts flush` delivers them\n",
+            report.queued.len(),
+            targets.join(", ")
+        ));
+    }
     for i in &report.incidents {
         out.push_str(&format!(
             "\n{}  [{}, {}]  {}\n",
