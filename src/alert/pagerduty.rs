@@ -1,7 +1,7 @@
 //! PagerDuty's Events API v2 (alerting.md, "PagerDuty"): one alert per
 //! incident, `dedup_key` = the incident key, so every event about an
-//! incident — its trigger, the updates and reminders (more `trigger`s,
-//! which PagerDuty appends to the open alert), `acknowledge` and
+//! incident — its trigger, the updates (more `trigger`s, which PagerDuty
+//! appends to the open alert; reminders are not sent), `acknowledge` and
 //! `resolve` — lands on the same PagerDuty alert, and a repeat after a
 //! crash between send and mark is deduplicated by PagerDuty itself.
 //!
