@@ -123,19 +123,10 @@ fn memberships(c: &Connection) -> rusqlite::Result<BTreeMap<String, (String, i64
 /// The id a new key gets: `INC-` and four letters from its hash, one more
 /// for as long as that id is taken. Existing ids never change.
 pub fn free_id(c: &Connection, key: &str) -> rusqlite::Result<String> {
-    for letters in 4..=14 {
-        let id = super::short_id_of(key, letters);
-        if !c
-            .prepare_cached("SELECT 1 FROM incidents WHERE id = ?1")?
-            .exists([&id])?
-        {
-            return Ok(id);
-        }
-    }
-    Ok(format!(
-        "INC-{:016X}",
-        xxhash_rust::xxh3::xxh3_64(key.as_bytes())
-    ))
+    crate::signal::state::free_id_with("INC-", key, |id| {
+        c.prepare_cached("SELECT 1 FROM incidents WHERE id = ?1")?
+            .exists([id])
+    })
 }
 
 /// Group the signals again and bring the incidents up to date, on `c` (the
@@ -422,8 +413,9 @@ pub fn of_signal(c: &Connection, signal_id: &str) -> rusqlite::Result<Option<Str
     .optional()
 }
 
-/// One change of an incident's state: (at ns, from, to, reason).
-pub type HistoryEntry = (i64, Option<String>, String, String);
+/// One change of an incident's state: (at ns, from, to, reason), as a
+/// signal's.
+pub use crate::signal::state::HistoryEntry;
 
 pub fn history(c: &Connection, id: &str) -> rusqlite::Result<Vec<HistoryEntry>> {
     ensure(c)?;
