@@ -8,7 +8,9 @@
 -- `dependency` is the one the day's failed calls name, when they name one;
 -- else the one all its calls name; else NULL (a tool that calls several
 -- servers is not put on one of them by chance). The same on
--- every engine; calls without one are passed over). Run by store::rollup
+-- every engine; calls without one are passed over). `successes` and
+-- `last_ok_ns` (the end of the day's last successful call) are what the
+-- silent-tool rules read (docs/detection.md §4.8). Run by store::rollup
 -- through polars SQL; runs unchanged on DuckDB over the Parquet parts.
 SELECT
     tool_name,
@@ -16,6 +18,7 @@ SELECT
     day,
     COUNT(*) AS calls,
     SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS errors,
+    SUM(CASE WHEN error_class = 'ok' THEN 1 ELSE 0 END) AS successes,
     CAST(SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS DOUBLE) / COUNT(*) AS error_rate,
     SUM(CASE WHEN retryable = TRUE THEN 1 ELSE 0 END) AS retryable_errors,
     SUM(CASE WHEN retryable = FALSE THEN 1 ELSE 0 END) AS deterministic_errors,
@@ -35,6 +38,7 @@ SELECT
     QUANTILE_CONT(duration_ns, 0.95) AS p95_ns,
     MAX(duration_ns) AS max_ns,
     SUM(cost_usd) AS cost_usd,
+    MAX(CASE WHEN error_class = 'ok' THEN end_ns END) AS last_ok_ns,
     CASE
         WHEN MIN(CASE WHEN error_class <> 'ok' THEN dependency END)
            = MAX(CASE WHEN error_class <> 'ok' THEN dependency END)

@@ -107,6 +107,7 @@ pub struct DetectConfig {
     pub retry_storm: crate::detect::StormParams,
     pub tool_loop: crate::detect::LoopParams,
     pub retry_after_success: AfterSuccessConfig,
+    pub silent: crate::detect::SilentParams,
 }
 
 /// `[detect.retry_after_success]` (detection.md §4.4).

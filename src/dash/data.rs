@@ -120,6 +120,8 @@ fn load(rollups: Rollups) -> Result<Rollup, StoreError> {
                 }
                 d.calls += r.calls;
                 d.errors += r.errors;
+                d.successes += r.successes;
+                d.last_ok_ns = d.last_ok_ns.max(r.last_ok_ns);
                 for (c, n) in &r.classes {
                     *d.classes.entry(*c).or_insert(0) += n;
                 }

@@ -30,6 +30,7 @@ pub mod incidents;
 pub mod openapi;
 pub mod pages;
 pub mod panels;
+pub mod silent;
 pub mod spike;
 pub mod trace;
 

@@ -264,6 +264,7 @@ pub fn tool(
         r#"<h2>Daily calls</h2><div class="chart" id="tool-volume">{}</div>"#,
         chart::volume_svg(&vol, 1100, 240)
     );
+    b.push_str(&super::silent::section(tool, signals));
     b.push_str(rate);
     let lat: Vec<chart::Day> = (r.from..=r.to)
         .map(|d| {

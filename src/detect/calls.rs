@@ -131,6 +131,11 @@ pub struct TurnCalls {
     /// in a settled turn: how far the tool's judged traffic reached, for
     /// resolving per-turn signals.
     pub last_call: BTreeMap<(String, i32), i64>,
+    /// Per (service, UTC day), the turns begun that day whose anchor span
+    /// (docs/detection.md §2) is of that service, whether or not they
+    /// called a tool: the agent's turn volume the silent-tool rule
+    /// compares a tool's calls with (§4.8).
+    pub turns_by_service: BTreeMap<(String, i32), u64>,
 }
 
 impl TurnCalls {
@@ -144,6 +149,7 @@ impl TurnCalls {
         self.calls.retain(|c| turns.contains_key(&c.turn));
         self.failing.retain(|(_, d), _| *d == day);
         self.last_call.retain(|(_, d), _| *d == day);
+        self.turns_by_service.retain(|(_, d), _| *d == day);
         self
     }
 }
@@ -464,6 +470,19 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
     out.last_call = last_call
         .into_iter()
         .map(|((tool, day), ns)| ((dict(tool), day), ns))
+        .collect();
+    let mut by_service: HashMap<(u32, i32), u64, Fast> = HashMap::default();
+    for st in &stats {
+        let anchor = match anchors[st.row] {
+            Anchor::Row(r) => r,
+            Anchor::AgentCall(_) => st.row,
+        };
+        let day = crate::model::day_of_ns(st.began_ns);
+        *by_service.entry((t.service[anchor], day)).or_insert(0) += 1;
+    }
+    out.turns_by_service = by_service
+        .into_iter()
+        .map(|((service, day), n)| ((dict(service), day), n))
         .collect();
     out.calls.sort_by(|a, b| {
         (&a.turn, &a.tool, a.start_ns, &a.span_id).cmp(&(&b.turn, &b.tool, b.start_ns, &b.span_id))

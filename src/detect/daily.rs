@@ -7,7 +7,7 @@ use polars::prelude::*;
 use crate::model::{day_from_str, ErrorClass};
 
 /// One tool's (per service) numbers for one UTC day.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DailyRow {
     pub tool: String,
     pub service: String,
@@ -15,6 +15,11 @@ pub struct DailyRow {
     pub day: i32,
     pub calls: u64,
     pub errors: u64,
+    /// Calls that succeeded (`ok`), and the end of the day's last one
+    /// (rollups written before these columns: `calls - errors`, and the
+    /// day's last nanosecond when it had any).
+    pub successes: u64,
+    pub last_ok_ns: Option<i64>,
     pub p50_ns: f64,
     pub p95_ns: f64,
     /// Failed calls by class (`ok` never appears).
@@ -52,6 +57,14 @@ pub fn daily_rows(df: &DataFrame) -> PolarsResult<Vec<DailyRow>> {
     let day = df.column("day")?.str()?;
     let calls = ints(df, "calls")?;
     let errors = ints(df, "errors")?;
+    let successes = match df.column("successes") {
+        Ok(c) => c.cast(&DataType::Int64)?.i64()?.iter().collect(),
+        Err(_) => vec![None; df.height()],
+    };
+    let last_ok: Vec<Option<i64>> = match df.column("last_ok_ns") {
+        Ok(c) => c.cast(&DataType::Int64)?.i64()?.iter().collect(),
+        Err(_) => vec![None; df.height()],
+    };
     let p50 = floats(df, "p50_ns")?;
     let p95 = floats(df, "p95_ns")?;
     let failing: Vec<ErrorClass> = ErrorClass::ALL
@@ -73,12 +86,19 @@ pub fn daily_rows(df: &DataFrame) -> PolarsResult<Vec<DailyRow>> {
             .filter(|(_, counts)| counts[i] > 0)
             .map(|(c, counts)| (*c, counts[i]))
             .collect();
+        let ok = successes[i].map_or(calls[i].saturating_sub(errors[i]), |n| n.max(0) as u64);
+        let last_ok_ns = last_ok[i].or_else(|| {
+            (successes[i].is_none() && ok > 0)
+                .then(|| (i64::from(d) + 1) * crate::model::NANOS_PER_DAY - 1)
+        });
         rows.push(DailyRow {
             tool: tool.get(i).unwrap_or("").to_string(),
             service: service.get(i).unwrap_or("").to_string(),
             day: d,
             calls: calls[i],
             errors: errors[i],
+            successes: ok,
+            last_ok_ns,
             p50_ns: p50[i],
             p95_ns: p95[i],
             classes,

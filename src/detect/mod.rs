@@ -6,7 +6,8 @@
 //! latency spike (§4.6). Per turn (§2), over stored spans: retry chains and
 //! the storms among them (§4.2), wasted retries on deterministic errors
 //! (§4.3), retries after success (§4.4), stacked retry layers (§4.5) and
-//! tool loops (§4.7).
+//! tool loops (§4.7). Daily again, over the rollup and the turns per
+//! service: silent tools and tools with no success (§4.8).
 
 pub mod calls;
 pub mod chains;
@@ -15,6 +16,7 @@ pub mod error_spike;
 pub mod loops;
 pub mod outcomes;
 pub mod retries;
+pub mod silent;
 pub mod storm;
 pub mod turns;
 pub mod wilson;
@@ -23,6 +25,8 @@ pub mod wilson;
 mod tests;
 #[cfg(test)]
 mod tests_graph;
+#[cfg(test)]
+mod tests_silent;
 #[cfg(test)]
 mod tests_turns;
 
@@ -64,4 +68,5 @@ pub use retries::{
     retries_after_success, stacked_retries, wasted_retries, RetryAfterSuccess, StackedRetries,
     WastedRetry,
 };
+pub use silent::{no_success, silent_tools, NoSuccess, Silent, SilentParams};
 pub use storm::{retry_storms, Outcome, Rhythm, Storm, StormParams};

@@ -37,6 +37,8 @@ fn kind_words(kind: Kind) -> &'static str {
         Kind::StackedRetries => "stacked retries",
         Kind::LatencySpike => "latency spike",
         Kind::ToolLoop => "tool loop",
+        Kind::ToolSilent => "silent tool",
+        Kind::NoSuccess => "no success",
     }
 }
 
@@ -102,7 +104,7 @@ pub fn build(
         .to_string();
     // When it began: the first failing call a per-turn member saw, unless a
     // daily member flagged an earlier day (which knows only its day).
-    let is_daily = |s: &Signal| matches!(s.draft.kind, Kind::ErrorRateSpike | Kind::LatencySpike);
+    let is_daily = |s: &Signal| s.draft.kind.is_daily();
     let turn_first = basis
         .iter()
         .filter(|s| !is_daily(s))

@@ -118,7 +118,7 @@ pub fn joins(kind: Kind) -> bool {
 }
 
 fn is_daily(kind: Kind) -> bool {
-    matches!(kind, Kind::ErrorRateSpike | Kind::LatencySpike)
+    kind.is_daily()
 }
 
 /// The days a signal fired on.

@@ -298,7 +298,7 @@ pub fn list_signals(
             )));
         }
     }
-    const KINDS: [&str; 7] = [
+    const KINDS: [&str; 9] = [
         "error_rate_spike",
         "retry_storm",
         "wasted_retries",
@@ -306,6 +306,8 @@ pub fn list_signals(
         "stacked_retries",
         "latency_spike",
         "tool_loop",
+        "tool_silent",
+        "no_success",
     ];
     if let Some(k) = f.kind.filter(|k| !KINDS.contains(k)) {
         return Err(McpError::Argument(format!(

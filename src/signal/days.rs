@@ -32,6 +32,9 @@ pub struct DayResult {
     /// Per tool, the latest start of a call in the day's turns: how far its
     /// traffic reached, for resolving per-turn signals.
     pub traffic: Vec<(String, i64)>,
+    /// Per service, the turns begun that day (the silent-tool rule's turn
+    /// volume, docs/detection.md §4.8).
+    pub turns: Vec<(String, u64)>,
     /// The last day the read took spans from (turns run past midnight).
     pub read_through: i32,
     /// For a day not yet final: the `now` this result was computed at, and
@@ -72,11 +75,12 @@ impl StateDb {
             Option<i32>,
             Option<i64>,
             Option<i64>,
+            Option<String>,
         );
         let row: Option<Stored> = self.db(self
             .conn
             .query_row(
-                "SELECT fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through, computed_at_ns, valid_until_ns FROM turn_days WHERE day = ?1",
+                "SELECT fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through, computed_at_ns, valid_until_ns, turns FROM turn_days WHERE day = ?1",
                 params![day],
                 |r| {
                     Ok((
@@ -90,6 +94,7 @@ impl StateDb {
                         r.get(7)?,
                         r.get(8)?,
                         r.get(9)?,
+                        r.get(10)?,
                     ))
                 },
             )
@@ -105,6 +110,7 @@ impl StateDb {
             read_through,
             computed_at,
             valid_until,
+            turns,
         )) = row
         else {
             return Ok(None);
@@ -123,8 +129,9 @@ impl StateDb {
             worst.and_then(|w| serde_json::from_str(&w).ok());
         let traffic: Option<Vec<(String, i64)>> =
             traffic.and_then(|t| serde_json::from_str(&t).ok());
-        let (Some(outcomes), Some(worst), Some(traffic), Some(read_through)) =
-            (outcomes, worst, traffic, read_through)
+        let turns: Option<Vec<(String, u64)>> = turns.and_then(|t| serde_json::from_str(&t).ok());
+        let (Some(outcomes), Some(worst), Some(traffic), Some(read_through), Some(turns)) =
+            (outcomes, worst, traffic, read_through, turns)
         else {
             return Ok(None);
         };
@@ -137,6 +144,7 @@ impl StateDb {
                 horizon_ns,
                 spans: spans.max(0) as usize,
                 traffic,
+                turns,
                 read_through,
                 provisional,
             }))
@@ -153,15 +161,16 @@ impl StateDb {
         let outcomes = serde_json::to_string(&result.outcomes).unwrap_or_else(|_| "[]".into());
         let worst = serde_json::to_string(&result.worst).unwrap_or_else(|_| "[]".into());
         let traffic = serde_json::to_string(&result.traffic).unwrap_or_else(|_| "[]".into());
+        let turns = serde_json::to_string(&result.turns).unwrap_or_else(|_| "[]".into());
         self.db(self.conn.execute(
-            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through, computed_at_ns, valid_until_ns) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+            "INSERT INTO turn_days (day, fingerprint, findings, horizon_ns, spans, outcomes, worst, traffic, read_through, computed_at_ns, valid_until_ns, turns) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
              ON CONFLICT(day) DO UPDATE SET fingerprint = excluded.fingerprint, findings = excluded.findings, \
              horizon_ns = excluded.horizon_ns, spans = excluded.spans, outcomes = excluded.outcomes, worst = excluded.worst, \
              traffic = excluded.traffic, read_through = excluded.read_through, \
-             computed_at_ns = excluded.computed_at_ns, valid_until_ns = excluded.valid_until_ns",
+             computed_at_ns = excluded.computed_at_ns, valid_until_ns = excluded.valid_until_ns, turns = excluded.turns",
             params![day, fingerprint, findings, result.horizon_ns, result.spans as i64, outcomes, worst, traffic, result.read_through,
-                result.provisional.map(|p| p.0), result.provisional.map(|p| p.1)],
+                result.provisional.map(|p| p.0), result.provisional.map(|p| p.1), turns],
         ))?;
         Ok(())
     }

@@ -18,6 +18,8 @@ pub enum Kind {
     StackedRetries,
     LatencySpike,
     ToolLoop,
+    ToolSilent,
+    NoSuccess,
 }
 
 impl Kind {
@@ -30,7 +32,17 @@ impl Kind {
             Kind::StackedRetries => "stacked_retries",
             Kind::LatencySpike => "latency_spike",
             Kind::ToolLoop => "tool_loop",
+            Kind::ToolSilent => "tool_silent",
+            Kind::NoSuccess => "no_success",
         }
+    }
+
+    /// Judged per UTC day over the rollup (the rest: per turn).
+    pub fn is_daily(self) -> bool {
+        matches!(
+            self,
+            Kind::ErrorRateSpike | Kind::LatencySpike | Kind::ToolSilent | Kind::NoSuccess
+        )
     }
 }
 
@@ -44,15 +56,18 @@ pub enum Severity {
 }
 
 impl Severity {
-    /// Retry storms and repeated side effects page; spikes, wasted retries
-    /// and loops warn; a latency spike informs. (A retry after success of a
+    /// Retry storms, repeated side effects and a tool with no success for
+    /// days page; spikes, wasted retries, loops and a silent tool warn; a
+    /// latency spike informs. (A retry after success of a
     /// read-only tool informs too: see [`SignalDraft::severity`].)
     pub fn of(kind: Kind) -> Severity {
         match kind {
-            Kind::RetryStorm | Kind::RetryAfterSuccess => Severity::Critical,
-            Kind::ErrorRateSpike | Kind::WastedRetries | Kind::StackedRetries | Kind::ToolLoop => {
-                Severity::Warning
-            }
+            Kind::RetryStorm | Kind::RetryAfterSuccess | Kind::NoSuccess => Severity::Critical,
+            Kind::ErrorRateSpike
+            | Kind::WastedRetries
+            | Kind::StackedRetries
+            | Kind::ToolLoop
+            | Kind::ToolSilent => Severity::Warning,
             Kind::LatencySpike => Severity::Info,
         }
     }
@@ -92,6 +107,11 @@ pub struct Evidence {
     /// Stacked retries: the parent spans that each retried, in time order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parents: Vec<String>,
+    /// Silent tools (`trace_id`: the last successful call's trace): the
+    /// tool's calls and successes and its service's turns, day by day up
+    /// to the finding's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub daily: Vec<crate::detect::silent::DayCount>,
 }
 
 impl Evidence {
@@ -115,6 +135,7 @@ impl Evidence {
             same_args: None,
             classes: BTreeMap::new(),
             parents: Vec::new(),
+            daily: Vec::new(),
         }
     }
 }
@@ -141,6 +162,9 @@ pub struct Finding {
     /// (`trailing week`, `warm-up floor`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub basis: Option<String>,
+    /// A silent tool's or a tool with no success: what its title names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silence: Option<crate::detect::silent::Silence>,
 }
 
 impl Finding {
@@ -166,6 +190,7 @@ impl Finding {
                 }
                 .to_string(),
             ),
+            silence: None,
         }
     }
 
@@ -185,6 +210,7 @@ impl Finding {
             baseline: v.baseline_p95_ns.unwrap_or(0.0) / 1e9,
             read_only: false,
             basis: None,
+            silence: None,
         }
     }
 
@@ -212,6 +238,7 @@ impl Finding {
             baseline: 0.0,
             read_only: false,
             basis: None,
+            silence: None,
         }
     }
 
@@ -246,6 +273,7 @@ impl Finding {
             baseline: 0.0,
             read_only: false,
             basis: None,
+            silence: None,
         }
     }
 
@@ -267,6 +295,7 @@ impl Finding {
             baseline: 0.0,
             read_only: false,
             basis: None,
+            silence: None,
         }
     }
 
@@ -306,6 +335,7 @@ impl Finding {
             baseline: l.steps.len() as f64,
             read_only: false,
             basis: None,
+            silence: None,
         }
     }
 
@@ -329,6 +359,7 @@ impl Finding {
             baseline: 0.0,
             read_only,
             basis: None,
+            silence: None,
         }
     }
 }
@@ -490,6 +521,7 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
                 )
             }
         }
+        Kind::ToolSilent | Kind::NoSuccess => super::silent::title(kind, tool, class, group),
         Kind::RetryAfterSuccess => {
             let turns = if group.len() == 1 {
                 "1 turn".to_string()
@@ -524,6 +556,11 @@ pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
                     .then_with(|| b.wasted_seconds.total_cmp(&a.wasted_seconds))
                     .then_with(|| a.trace_id.cmp(&b.trace_id))
             });
+            // A silent tool's evidence: the latest day first (its counts
+            // lead up to it).
+            if matches!(f0.kind, Kind::ToolSilent | Kind::NoSuccess) {
+                evidence.sort_by(|a, b| b.day.cmp(&a.day));
+            }
             let more = evidence.len().saturating_sub(evidence_limit);
             evidence.truncate(evidence_limit);
             let mut days: Vec<String> = group.iter().map(|f| day_to_string(f.day)).collect();

@@ -6,6 +6,7 @@
 pub mod days;
 pub mod group;
 pub mod remedy;
+pub mod silent;
 pub mod state;
 
 #[cfg(test)]

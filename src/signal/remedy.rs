@@ -201,6 +201,18 @@ pub fn remedy(d: &SignalDraft, raw_names: &[String]) -> Remedy {
             change: "Do not retry timeouts immediately: back off, and check the tool's capacity.".to_string(),
             summary: "Timeout near the healthy p95, no immediate retries of slow calls.".to_string(),
         },
+        (Kind::ToolSilent, _) => Remedy {
+            waiting_fixes: format!("No: nothing failed loudly — the agent stopped calling {} while its turns went on, so no error will ever say so.", d.tool),
+            cut_off: "Now: a tool that is not called produces no failures to catch; this signal is the only alarm.".to_string(),
+            change: format!("Check what the agent sees of {}: its name, description and schema in the tool list (an MCP server's tools/list), a prompt or routing change, a flag or deploy that dropped it; compare the evidence trace (its last success) with a turn from the silent day.", d.tool),
+            summary: "Find why the agent stopped calling it: tool list, prompt, routing.".to_string(),
+        },
+        (Kind::NoSuccess, _) => Remedy {
+            waiting_fixes: format!("Not so far: every call of {} has failed for days ({class_words}{names}); it will not come back by itself.", d.tool),
+            cut_off: format!("Stop sending {} traffic (a circuit breaker) until a probe call succeeds: each call now only fails.", d.tool),
+            change: "Open the evidence trace (its last success) beside the first failure after it: what changed between them — a credential, an upstream API, a quota, a deploy — is the fix.".to_string(),
+            summary: "Circuit-break it; fix what changed since its last success.".to_string(),
+        },
         (Kind::ToolLoop, _) => Remedy {
             waiting_fixes: "Nothing failed: the agent asked the same thing again and got the same answer.".to_string(),
             cut_off: format!("Stop after the second identical call: {}.", seen(e)),

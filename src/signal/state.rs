@@ -78,6 +78,9 @@ pub struct Quiet {
     pub after_hours: i64,
     /// Per tool, the latest call (start) of a settled turn the sweep saw.
     pub traffic: std::collections::BTreeMap<String, i64>,
+    /// Per tool, the end of its latest successful call (the rollup's):
+    /// a `no_success` signal resolves as soon as one follows its last day.
+    pub last_ok: std::collections::BTreeMap<String, i64>,
 }
 
 impl Quiet {
@@ -85,7 +88,14 @@ impl Quiet {
     pub fn resolves(&self, draft: &SignalDraft) -> bool {
         use super::group::Kind;
         match draft.kind {
-            Kind::ErrorRateSpike | Kind::LatencySpike => {
+            Kind::NoSuccess
+                if self.last_ok.get(&draft.tool).is_some_and(|&ok| {
+                    crate::model::day_of_ns(ok) > crate::model::day_of_ns(draft.last_seen_ns)
+                }) =>
+            {
+                true
+            }
+            k if k.is_daily() => {
                 let last = crate::model::day_of_ns(draft.last_seen_ns);
                 let through = crate::model::day_of_ns(self.horizon_ns);
                 // Days strictly between the last flagged day and the day the
@@ -245,6 +255,7 @@ impl StateDb {
             ("read_through", "INTEGER"),
             ("computed_at_ns", "INTEGER"),
             ("valid_until_ns", "INTEGER"),
+            ("turns", "TEXT"),
         ] {
             let has = conn
                 .prepare(&format!(

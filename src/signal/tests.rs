@@ -33,6 +33,7 @@ fn finding(
             same_args: None,
             classes: Default::default(),
             parents: Vec::new(),
+            daily: Vec::new(),
         }),
         calls: calls as u64,
         errors: calls as u64,
@@ -40,6 +41,7 @@ fn finding(
         baseline: 0.0,
         read_only: false,
         basis: None,
+        silence: None,
     }
 }
 
@@ -57,6 +59,7 @@ fn q(horizon_ns: i64) -> state::Quiet {
             .iter()
             .map(|t| (t.to_string(), horizon_ns))
             .collect(),
+        last_ok: Default::default(),
     }
 }
 

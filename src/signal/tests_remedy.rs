@@ -18,6 +18,7 @@ fn draft(kind: Kind, class: ErrorClass, evidence: Evidence) -> SignalDraft {
         baseline: 0.0,
         read_only: false,
         basis: None,
+        silence: None,
     };
     group(&[f], 10).remove(0)
 }

@@ -40,6 +40,7 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
         col("cost_usd"),
         col("error_type"),
         col("dependency"),
+        col("end_ns"),
     ];
     let day_lit = lit(day_to_string(day)).alias("day");
     // The ids are read only when the day may hold one call as two spans
@@ -75,7 +76,6 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
         col("span_id"),
         col("parent_span_id"),
         col("start_ns"),
-        col("end_ns"),
     ]);
     let df = tools
         .select(wanted)

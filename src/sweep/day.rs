@@ -288,6 +288,13 @@ fn day_result(
         horizon_ns: s.horizon_ns,
         spans: s.spans,
         traffic,
+        turns: s
+            .calls
+            .turns_by_service
+            .iter()
+            .filter(|((_, d), _)| *d == day)
+            .map(|((service, _), n)| (service.clone(), *n))
+            .collect(),
         read_through: s.read_through(),
         provisional,
     }

@@ -17,6 +17,7 @@ mod day;
 mod dry;
 mod remedies;
 mod report;
+mod silent;
 pub mod summary;
 mod window;
 
@@ -159,6 +160,7 @@ pub fn run(
     let since = today - opts.since_days;
     let mut findings = Vec::new();
     let mut facts = crate::incident::Facts::default();
+    let mut daily = Vec::new();
 
     // Daily rules over the rollup: the whole history feeds the baselines,
     // findings are kept for the window.
@@ -174,6 +176,7 @@ pub fn run(
                 findings.push(Finding::from_latency(v));
             }
         }
+        daily = rows;
     }
 
     // Per-turn rules, one day at a time so memory holds a day of spans, not
@@ -191,6 +194,7 @@ pub fn run(
     let mut per_day = day::Days::new(reader, cfg, now);
     let mut outcomes = Vec::new();
     let mut traffic: std::collections::BTreeMap<String, i64> = Default::default();
+    let mut turns = detect::silent::Turns::default();
     let mut worst: std::collections::HashMap<(String, i32), Vec<signal::Evidence>> =
         Default::default();
     if let Some(first) = days.first() {
@@ -204,6 +208,9 @@ pub fn run(
             for (tool, ns) in result.traffic {
                 let t = traffic.entry(tool).or_insert(i64::MIN);
                 *t = (*t).max(ns);
+            }
+            for (service, n) in result.turns {
+                *turns.entry((service, day)).or_insert(0) += n;
             }
             worst.extend(result.worst.into_iter().map(|(t, e)| ((t, day), e)));
         };
@@ -301,6 +308,14 @@ pub fn run(
         }
     }
 
+    // Silent tools: the rollup against the turns the per-turn pass counted.
+    findings.extend(silent::findings(
+        reader,
+        &daily,
+        &turns,
+        (since, today, now),
+        &cfg.silent,
+    )?);
     add_outcomes(&mut facts, &outcomes, &findings);
     state.put_outcomes(since, today, &outcomes)?;
     let mut drafts = signal::group(&findings, opts.evidence_limit);
@@ -316,6 +331,13 @@ pub fn run(
             .into_iter()
             .map(|(t, ns)| (t, ns.min(now - settle_ns)))
             .collect(),
+        last_ok: daily.iter().fold(Default::default(), |mut m, r| {
+            if let Some(ns) = r.last_ok_ns {
+                let e = m.entry(r.tool.clone()).or_insert(ns);
+                *e = (*e).max(ns);
+            }
+            m
+        }),
     };
     let mut incident_changes = Vec::new();
     let outcome = state.apply_then(&drafts, now, &quiet, |c, out| {

@@ -597,6 +597,7 @@ fn sweep_state(
         horizon_ns,
         after_days: 2,
         after_hours: 24,
+        last_ok: Default::default(),
         traffic: state
             .list()
             .unwrap()

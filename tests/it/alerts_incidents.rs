@@ -198,6 +198,7 @@ impl World {
             horizon_ns: self.horizon,
             after_days: 2,
             after_hours: 24,
+            last_ok: Default::default(),
             traffic: self
                 .state
                 .list()

@@ -43,4 +43,5 @@ mod pagerduty;
 mod readrace;
 mod seal;
 mod sealed;
+mod silent;
 mod sweep;

@@ -17,7 +17,8 @@
 //! - `manifest.json`, written last: the summary's version, the day, the
 //!   span parts it was built from (every part of each day its read took
 //!   spans from), how many spans that read held and the newest end among
-//!   them.
+//!   them, and the day's turns per service (the silent-tool rule's turn
+//!   volume).
 //!
 //! A summary is valid while the parts it names are exactly the parts those
 //! days hold: a late span (a new part), a re-import or a compaction makes
@@ -37,8 +38,9 @@ use crate::model::day_to_string;
 use crate::store::{Layout, StoreError};
 use frames::*;
 
-/// Bumped when the files' meaning changes; older summaries are rebuilt.
-pub const VERSION: u32 = 2;
+/// Bumped when the files' meaning changes; older summaries are rebuilt
+/// (3: the turns per service).
+pub const VERSION: u32 = 3;
 
 /// What a sealed day holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +71,9 @@ struct Manifest {
     spans: usize,
     horizon_ns: i64,
     files: Vec<String>,
+    /// Turns begun on the day, per service of their anchor span.
+    #[serde(default)]
+    turns_by_service: Vec<(String, u64)>,
 }
 
 const FILES: [&str; 4] = [
@@ -212,6 +217,11 @@ fn read_files(
             healthy,
             failing,
             last_call,
+            turns_by_service: m
+                .turns_by_service
+                .iter()
+                .map(|(service, n)| ((service.clone(), day), *n))
+                .collect(),
         },
         spans: m.spans,
         horizon_ns: m.horizon_ns,
@@ -271,6 +281,12 @@ pub fn write(
         spans: summary.spans,
         horizon_ns: summary.horizon_ns,
         files: FILES.iter().map(|s| s.to_string()).collect(),
+        turns_by_service: tc
+            .turns_by_service
+            .iter()
+            .filter(|((_, d), _)| *d == day)
+            .map(|((service, _), n)| (service.clone(), *n))
+            .collect(),
     };
     let body = serde_json::to_vec_pretty(&manifest)
         .map_err(|e| SweepError::Store(StoreError::data("encoding a summary manifest", e)))?;
