@@ -14,6 +14,9 @@ built first, under --work (default: a temporary directory, removed after):
 - each file of fixtures/ imported alone (`stormwatch import`), and all of
   them together, swept at the `--now` their tests use;
 - edge_cases.py's traces (the per-turn rules' edge cases), imported;
+- silent_cases.py's fourteen days of traffic (the silent-tool rules'
+  edge cases: a tool that stops while its agent's turns go on, tools with
+  no success for days, a weekend dip, a rare tool), imported;
 - the sweep benchmark's generator (benches/sweep_data.rs; built with
   `cargo bench --bench sweep_data --no-run` unless --generator names it):
   3 days x 20 000 tool spans, and 26 days x 2 000 (its outage and slow days).
@@ -38,6 +41,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from duckdb_sweep import KINDS  # noqa: E402
 import edge_cases  # noqa: E402
+import silent_cases  # noqa: E402
 
 # (name, fixture files, --now, --since days): the times tests/it uses.
 FIXTURE_STORES = [
@@ -91,12 +95,14 @@ def build_stores(work, stormwatch, gen):
         paths = [os.path.join(REPO, "fixtures", f) for f in files]
         run([stormwatch, "import", "--data-dir", data] + paths, env)
         stores.append((name, data, now, since))
-    edge = os.path.join(work, "edge_cases.json")
-    with open(edge, "w", encoding="utf-8") as f:
-        json.dump(edge_cases.build(), f, separators=(",", ":"))
-    data = os.path.join(work, "edge_cases")
-    run([stormwatch, "import", "--data-dir", data, edge], env)
-    stores.append(("edge_cases", data, edge_cases.NOW, edge_cases.SINCE_DAYS))
+    for module in (edge_cases, silent_cases):
+        name = module.__name__
+        traces = os.path.join(work, name + ".json")
+        with open(traces, "w", encoding="utf-8") as f:
+            json.dump(module.build(), f, separators=(",", ":"))
+        data = os.path.join(work, name)
+        run([stormwatch, "import", "--data-dir", data, traces], env)
+        stores.append((name, data, module.NOW, module.SINCE_DAYS))
     for name, flags, now, since in SYNTHETIC_STORES:
         data = os.path.join(work, name)
         run([gen, "--out", data] + flags)

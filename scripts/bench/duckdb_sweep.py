@@ -40,6 +40,8 @@ KINDS = [
     "stacked_retries",
     "latency_spike",
     "tool_loop",
+    "tool_silent",
+    "no_success",
 ]
 
 
@@ -119,6 +121,10 @@ DETAILS = {
     "ORDER BY turn_id, tool_name",
     "stacked_retries": f"SELECT {TURN}, layers FROM stacked_retries x {JOIN} ORDER BY turn_id, tool_name",
     "tool_loop": f"SELECT {TURN}, steps, calls, repeats FROM tool_loops x {JOIN} ORDER BY turn_id, tool_name",
+    "tool_silent": "SELECT tool_name, service_name, day, calls, round(expected, 3) AS expected "
+    "FROM silent_verdicts ORDER BY tool_name, service_name, day",
+    "no_success": "SELECT tool_name, service_name, day, calls, calls_since, "
+    "round((end_ns - since_ns) / 86400e9, 3) AS days FROM no_success ORDER BY tool_name, service_name, day",
 }
 
 

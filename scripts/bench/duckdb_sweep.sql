@@ -1,8 +1,8 @@
 -- duckdb_sweep.sql: what `stormwatch sweep` detects, written as one DuckDB
 -- script over the Parquet parts, for the sweep benchmark (docs/detection.md
--- §1 one call once, §2 turns, §4.1-4.7 findings; the Rust is src/detect/*.rs,
--- src/store/rollup.rs and src/sweep.rs, the thresholds are the defaults of
--- SpikeParams, StormParams and LoopParams).
+-- §1 one call once, §2 turns, §4.1-4.8 findings; the Rust is src/detect/*.rs,
+-- src/store/rollup.rs and src/sweep/, the thresholds are the defaults of
+-- SpikeParams, StormParams, LoopParams and SilentParams).
 --
 -- Inputs: duckdb_sweep.py sets these with SET VARIABLE before running it:
 --   spans_glob  VARCHAR  '<data-dir>/spans/date=*/part-*.parquet'
@@ -24,7 +24,8 @@
 -- no storm for varied arguments with mostly non-retryable failures, repeats
 -- after success only with nothing state-changing in between and not for a
 -- loop's steps, plain loops without results back to back, cycles over
--- distinct (tool, arguments), nested spans 1:1 only. scripts/bench/check_sql.py
+-- distinct (tool, arguments), nested spans 1:1 only; and the silent-tool
+-- rules of issue 28 (§4.8). scripts/bench/check_sql.py
 -- runs this script, `stormwatch sweep` and scripts/bench/reference_sweep.py
 -- (a line-by-line Python port of the Rust rules) on small stores and fails
 -- unless all three count the same findings of every kind, for the same tools.
@@ -38,7 +39,7 @@
 -- never contain one.
 
 -- ---------------------------------------------------------------------------
--- Thresholds: the defaults of src/detect (SpikeParams, StormParams, LoopParams)
+-- Thresholds: the defaults of src/detect (SpikeParams, StormParams, LoopParams, SilentParams)
 -- ---------------------------------------------------------------------------
 SET VARIABLE ns_day = 86400000000000::BIGINT;
 -- [detect.error_spike] (§4.1, §4.6)
@@ -66,6 +67,15 @@ SET VARIABLE overlap_slack_ns = 1000000::BIGINT;
 SET VARIABLE loop_min_calls = 5;
 SET VARIABLE cycle_min_repeats = 3;
 SET VARIABLE cycle_max_period = 4;
+-- [detect.silent] (§4.8)
+SET VARIABLE silent_baseline_days = 7;
+SET VARIABLE silent_reach_back_days = 28;
+SET VARIABLE silent_min_baseline_days = 3;
+SET VARIABLE min_expected_calls = 20.0::DOUBLE;
+SET VARIABLE silent_max_ratio = 0.2::DOUBLE;
+SET VARIABLE silent_p_value = 0.001::DOUBLE;
+SET VARIABLE no_success_days = 3;
+SET VARIABLE no_success_min_calls = 10;
 
 -- The window (sweep.rs run): today = UTC day of now; findings for days in
 -- [since_day, today]. The per-turn rules read each day's turns whole
@@ -249,12 +259,12 @@ GROUP BY d.day, d.th, d.outer_sh;
 CREATE OR REPLACE TEMP TABLE tool_daily AS
 WITH tool_rows AS (
     -- the days without pairs: every tool call, only the counted columns read
-    SELECT date AS day, tool_name, service_name, duration_ns, error_class
+    SELECT date AS day, tool_name, service_name, duration_ns, end_ns, error_class
     FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true, union_by_name = true)
     WHERE is_tool_call AND date NOT IN (SELECT day FROM pair_days)
     UNION ALL
     -- the days with pairs: each call once, as its outer span
-    SELECT t.day, t.tool_name, t.service_name, t.duration_ns,
+    SELECT t.day, t.tool_name, t.service_name, t.duration_ns, t.end_ns,
            CASE WHEN c.outer_sh IS NULL THEN t.error_class
                 WHEN t.error_class = 'ok'
                     THEN coalesce(c.known_class, CASE WHEN c.any_unknown THEN 'unknown' END, 'ok')
@@ -270,7 +280,9 @@ SELECT
     day,
     COUNT(*) AS calls,
     SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS errors,
-    QUANTILE_CONT(duration_ns, 0.95) AS p95_ns
+    SUM(CASE WHEN error_class = 'ok' THEN 1 ELSE 0 END) AS successes,
+    QUANTILE_CONT(duration_ns, 0.95) AS p95_ns,
+    MAX(CASE WHEN error_class = 'ok' THEN end_ns END) AS last_ok_ns
 FROM tool_rows
 GROUP BY tool_name, service_name, day;
 
@@ -427,7 +439,10 @@ SELECT date AS p,
        CASE WHEN agent_call_id <> '' THEN hash(agent_call_id) END AS agent_h,
        CASE WHEN tool_args_hash IS NOT NULL THEN hash(tool_args_hash) END AS args_h,
        CASE WHEN tool_result_hash IS NOT NULL THEN hash(tool_result_hash) END AS res_h,
-       class_code(error_class) AS cls
+       class_code(error_class) AS cls,
+       -- the service, for the turns per service of §4.8 (dropped once they
+       -- are counted; a hash costs less than an ENUM's cast, 8 bytes a span)
+       hash(coalesce(service_name, '')) AS svc
 FROM spans()
 WHERE date BETWEEN getvariable('since_day') - 1 AND getvariable('today');
 
@@ -493,14 +508,14 @@ SELECT fd, d FROM runs WHERE run = fd;
 INSERT INTO frame BY NAME
 SELECT b.p, o.p AS fd, 1 AS seg, b.ro,
        b.th, b.sh, b.ph, b.is_agent, b.is_tool, b.start_ns, b.end_ns, b.tool_h, b.agent_h,
-       b.args_h, b.res_h, b.cls
+       b.args_h, b.res_h, b.cls, b.svc
 FROM frame b
 JOIN trace_days o ON o.th = b.th AND o.p = b.p + 1
 WHERE o.own AND NOT o.own_root AND o.p >= getvariable('since_day')
 UNION ALL
 SELECT b.p, r.fd, 1 + (b.p - r.fd) AS seg, b.ro,
        b.th, b.sh, b.ph, b.is_agent, b.is_tool, b.start_ns, b.end_ns, b.tool_h, b.agent_h,
-       b.args_h, b.res_h, b.cls
+       b.args_h, b.res_h, b.cls, b.svc
 FROM frame b
 JOIN trace_reads r ON r.th = b.th AND r.d = b.p
 SEMI JOIN frame_days f ON f.fd = r.fd AND f.d = r.d
@@ -649,7 +664,6 @@ DROP TABLE orphans;
 DROP TABLE nest_links;
 DROP TABLE nest_only;
 DROP TABLE nest_up;
-DROP TABLE nest_dups;
 DROP TABLE nest_classes;
 
 -- `tool_h` groups a call. DIFF: a call without a tool name joins no group
@@ -701,6 +715,105 @@ WHERE calls.fd = w.fd AND calls.th = w.th AND calls.sh = w.sh;
 UPDATE calls SET t2 = a.outer_sh
 FROM agent_top a
 WHERE calls.fd = a.fd AND calls.t1 = a.th AND calls.t2 = a.sh;
+
+-- ===========================================================================
+-- §4.8 The turns begun per (service, day), of any spans, a tool called or
+-- not (calls.rs collect_table_keeping `turns_by_service`): per frame, every
+-- turn the frame's spans resolve to (turns.rs anchors), counted on the
+-- frame's day when it began then (its `began_ns`: an anchor span's start;
+-- an agent call id's, its earliest span's), under its anchor span's service
+-- (an agent call id's: its first span's in the frame's order).
+-- Most spans hang under an agent, and an agent span that has no agent
+-- above it is always a turn of its own: those turns are the frame's agent
+-- spans less agent_top's inner ones, counted without resolving a span
+-- under them. Only the spans with no agent above them (none in most
+-- traces) are resolved: they make the turns anchored at a trace's root
+-- or at an agent call id. Services are compared by their 64-bit hash().
+-- DIFF: a cycle in parent links is walked as in `walked` above.
+-- ===========================================================================
+
+-- The tool calls with no agent above: those the walk ended at a top, and
+-- the roots (a root that is an agent span is counted with the agents:
+-- its turn is left out below).
+CREATE OR REPLACE TEMP TABLE free_rows AS
+SELECT c.fd, c.th, c.sh, c.t1, c.t2, c.start_ns, c.seg, c.ro
+FROM calls c
+SEMI JOIN (SELECT fd, th, sh FROM walked WHERE NOT cur_agent) w ON w.fd = c.fd AND w.th = c.th AND w.sh = c.sh
+UNION ALL
+SELECT fd, th, sh, t1, t2, start_ns, seg, ro
+FROM calls
+WHERE ph IS NULL;
+
+-- The other spans that are no agent: spans that are no tool call, and
+-- the nested duplicates (tool spans that are no call, gone from `calls`).
+CREATE OR REPLACE TEMP TABLE other_rows AS
+SELECT fd, th, sh, ph, agent_h, start_ns, seg, ro
+FROM frame
+WHERE NOT is_agent AND NOT is_tool
+UNION ALL
+SELECT f.fd, f.th, f.sh, f.ph, f.agent_h, f.start_ns, f.seg, f.ro
+FROM frame f
+SEMI JOIN nest_dups d ON d.fd = f.fd AND d.th = f.th AND d.sh = f.sh
+WHERE NOT f.is_agent;
+DROP TABLE nest_dups;
+
+-- Up their parents, as `walked` goes up from the calls: to an agent (a
+-- turn counted with the agents) or to the top.
+CREATE OR REPLACE TEMP TABLE other_links AS
+SELECT f.fd, f.th, f.sh, f.ph, f.is_agent
+FROM frame f
+SEMI JOIN (SELECT DISTINCT fd, th FROM other_rows WHERE ph IS NOT NULL) o ON o.fd = f.fd AND o.th = f.th;
+
+INSERT INTO free_rows BY NAME
+WITH RECURSIVE walk(fd, th, sh, cur, cur_parent, cur_agent, depth, done) AS (
+    SELECT fd, th, sh, sh, ph, false, 0, ph IS NULL
+    FROM other_rows
+    UNION ALL
+    SELECT w.fd, w.th, w.sh,
+           coalesce(l.sh, w.cur), l.ph, coalesce(l.is_agent, false),
+           w.depth + 1,
+           l.sh IS NULL OR w.depth + 1 >= 64
+    FROM walk w
+    LEFT JOIN other_links l ON l.fd = w.fd AND l.th = w.th AND l.sh = w.cur_parent
+    WHERE NOT w.cur_agent AND NOT w.done
+)
+SELECT o.fd, o.th, o.sh,
+       CASE WHEN o.agent_h IS NULL THEN o.th ELSE o.agent_h END AS t1,
+       CASE WHEN o.agent_h IS NULL THEN w.cur ELSE 0 END AS t2,
+       o.start_ns, o.seg, o.ro
+FROM walk w
+JOIN other_rows o ON o.fd = w.fd AND o.th = w.th AND o.sh = w.sh
+WHERE w.done AND NOT w.cur_agent;
+DROP TABLE other_links;
+DROP TABLE other_rows;
+
+-- The turns those spans make: a top's (began: the top's start), an agent
+-- call id's (began: its earliest span's start; service: its first span's).
+CREATE OR REPLACE TEMP TABLE free_turns AS
+SELECT fd, t1 AS th, t2 AS sh, NULL::BIGINT AS began FROM free_rows WHERE t2 <> 0 GROUP BY fd, t1, t2
+UNION ALL
+SELECT fd, arg_min(th, (seg, ro)), arg_min(sh, (seg, ro)), min(start_ns) FROM free_rows WHERE t2 = 0 GROUP BY fd, t1;
+DROP TABLE free_rows;
+
+CREATE OR REPLACE TEMP TABLE service_turns AS
+WITH began AS (
+    -- an agent span with no agent above it
+    SELECT f.fd, f.svc, f.start_ns AS began
+    FROM frame f
+    WHERE f.is_agent
+      AND NOT EXISTS (SELECT 1 FROM agent_top a WHERE a.fd = f.fd AND a.th = f.th AND a.sh = f.sh)
+    UNION ALL
+    SELECT f.fd, f.svc, coalesce(t.began, f.start_ns)
+    FROM frame f
+    JOIN free_turns t ON t.fd = f.fd AND t.th = f.th AND t.sh = f.sh
+    WHERE t.began IS NOT NULL OR NOT f.is_agent
+)
+SELECT svc, fd AS day, count(*) AS turns
+FROM began
+WHERE began >= day_ns(fd) AND began < day_ns(fd) + getvariable('ns_day')
+GROUP BY svc, fd;
+DROP TABLE free_turns;
+ALTER TABLE frame DROP COLUMN svc;
 
 DROP TABLE walk_links;
 DROP TABLE walked;
@@ -1252,6 +1365,121 @@ SELECT 'stacked_retries', x.fd, x.t1, x.t2, x.tool_h FROM stacked_retries x SEMI
 UNION ALL
 SELECT 'tool_loop', x.fd, x.t1, x.t2, x.tool_h FROM tool_loops x SEMI JOIN judged_turns j USING (fd, t1, t2);
 
+-- ===========================================================================
+-- §4.8 Silent tools (detect/silent.rs silent_tools, no_success), over the
+-- rollup (whole history) and service_turns (the window's days).
+-- ===========================================================================
+
+-- silent.rs poisson_cdf: P(X <= k) for X ~ Poisson(l), summed in log space.
+CREATE OR REPLACE TEMP MACRO poisson_cdf(k, l) AS
+    CASE WHEN l <= 0 THEN 1.0
+         ELSE least(1.0, list_sum(list_transform(range(0, k + 1),
+                                                 lambda i: exp(i * ln(l) - l - lgamma(i + 1))))) END;
+
+-- Per (tool, service) of the rollup: its calls and its service's turns on
+-- each day of the window (list index o + 1 for day since_day + o; days
+-- before the window have no turns known: never a baseline day), and `fo`,
+-- the offset of its first day in the rollup (whole history).
+CREATE OR REPLACE TEMP TABLE silent_series AS
+WITH pairs AS (
+    SELECT tool_name, service_name, min(day) - getvariable('since_day') AS fo
+    FROM tool_daily GROUP BY tool_name, service_name
+), days AS (
+    SELECT CAST(unnest(range(0, getvariable('since_days') + 1)) AS INTEGER) AS o
+)
+SELECT row_number() OVER () AS sid, p.tool_name, p.service_name, any_value(p.fo) AS fo,
+       list(coalesce(d.calls, 0) ORDER BY x.o) AS c,
+       list(coalesce(t.turns, 0) ORDER BY x.o) AS tn
+FROM pairs p
+CROSS JOIN days x
+LEFT JOIN tool_daily d
+       ON d.tool_name IS NOT DISTINCT FROM p.tool_name AND d.service_name IS NOT DISTINCT FROM p.service_name
+      AND d.day = getvariable('since_day') + x.o
+LEFT JOIN service_turns t
+       ON t.svc = hash(coalesce(p.service_name, '')) AND t.day = getvariable('since_day') + x.o
+GROUP BY p.tool_name, p.service_name;
+
+-- tool_silent, each day of the window after the tool's first day, in
+-- order (a flagged day is no baseline for the days after it): the
+-- baseline is the most recent silent_baseline_days days within
+-- silent_reach_back_days, from the tool's first day on, with turns and not
+-- flagged; expected = the tool's calls per turn on them x the day's turns.
+CREATE OR REPLACE TEMP TABLE silent_verdicts AS
+WITH RECURSIVE judge(sid, i, flagged, hit, expected, observed) AS (
+    SELECT sid, -1, []::INTEGER[], false, NULL::DOUBLE, NULL::BIGINT FROM silent_series
+    UNION ALL
+    SELECT sid, i, CASE WHEN hit THEN list_append(flagged, i) ELSE flagged END, hit, expected, observed
+    FROM (
+        SELECT *,
+               -- (the Poisson tail only where the rest holds: its sum runs to `observed`)
+               CASE WHEN judged AND expected >= getvariable('min_expected_calls')
+                         AND observed <= getvariable('silent_max_ratio') * expected
+                    THEN poisson_cdf(observed, expected) < getvariable('silent_p_value')
+                    ELSE false END AS hit
+        FROM (
+            SELECT *,
+                   i > fo AND td > 0 AND len(base) >= greatest(getvariable('silent_min_baseline_days'), 1)
+                       AND base_calls > 0 AS judged,
+                   CASE WHEN base_turns > 0 THEN base_calls::DOUBLE / base_turns::DOUBLE * td::DOUBLE END AS expected
+            FROM (
+                SELECT *,
+                       coalesce(list_sum(list_transform(base, lambda b: c[b + 1])), 0) AS base_calls,
+                       coalesce(list_sum(list_transform(base, lambda b: tn[b + 1])), 0) AS base_turns
+                FROM (
+                    SELECT j.sid, j.i + 1 AS i, j.flagged, s.c, s.tn, s.fo,
+                           s.tn[j.i + 2] AS td,
+                           s.c[j.i + 2] AS observed,
+                           list_slice(list_filter(list_reverse(range(greatest(0, s.fo, j.i + 1 - getvariable('silent_reach_back_days')), j.i + 1)),
+                                                  lambda b: s.tn[b + 1] > 0 AND NOT list_contains(j.flagged, b)),
+                                      1, getvariable('silent_baseline_days')) AS base
+                    FROM judge j JOIN silent_series s ON s.sid = j.sid
+                    WHERE j.i + 1 < len(s.tn)
+                )
+            )
+        )
+    )
+)
+SELECT s.tool_name, s.service_name, getvariable('since_day') + j.i::INTEGER AS day, j.observed AS calls,
+       j.expected
+FROM judge j JOIN silent_series s ON s.sid = j.sid
+WHERE j.i >= 0 AND j.hit;
+
+-- no_success: a day of the window with calls and no success, when the
+-- last success (on that day or before; else the start of the tool's first
+-- day) is no_success_days or more before the day's end (or now), over
+-- no_success_min_calls or more calls on the days after the last success's
+-- day. (Rollups written before the new columns: successes = calls -
+-- errors, last_ok_ns = the day's last ns when it had a success; the
+-- rollup here is always recomputed, so they are never null.)
+CREATE OR REPLACE TEMP TABLE no_success AS
+WITH r AS (
+    SELECT tool_name, service_name, day, calls,
+           coalesce(successes, greatest(calls - errors, 0)) AS ok,
+           coalesce(last_ok_ns, CASE WHEN successes IS NULL AND calls - errors > 0
+                                     THEN day_ns(day + 1) - 1 END) AS last_ok
+    FROM tool_daily
+), w AS (
+    SELECT *,
+           max(last_ok) OVER (PARTITION BY tool_name, service_name ORDER BY day
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS last_ok_upto,
+           min(day) OVER (PARTITION BY tool_name, service_name) AS first_day
+    FROM r
+), c AS (
+    SELECT *, coalesce(last_ok_upto, day_ns(first_day)) AS since_ns,
+           least(getvariable('now_ns'), day_ns(day + 1)) AS end_ns
+    FROM w
+    WHERE day BETWEEN getvariable('since_day') AND getvariable('today') AND calls > 0 AND ok = 0
+)
+SELECT c.tool_name, c.service_name, c.day, c.calls, c.since_ns, c.end_ns,
+       (SELECT sum(x.calls) FROM r x
+        WHERE x.tool_name IS NOT DISTINCT FROM c.tool_name AND x.service_name IS NOT DISTINCT FROM c.service_name
+          AND x.day <= c.day
+          AND (c.last_ok_upto IS NULL
+               OR (x.day - DATE '1970-01-01') > c.last_ok_upto // getvariable('ns_day'))) AS calls_since
+FROM c
+WHERE c.end_ns - c.since_ns >= getvariable('no_success_days') * getvariable('ns_day');
+DELETE FROM no_success WHERE coalesce(calls_since, 0) < getvariable('no_success_min_calls');
+
 CREATE OR REPLACE TEMP TABLE all_findings AS
 SELECT kind, n.tool_name
 FROM turn_findings f LEFT JOIN tool_names n ON n.tool_h = f.tool_h
@@ -1259,7 +1487,11 @@ UNION ALL
 SELECT 'error_rate_spike', coalesce(tool_name, '') FROM verdicts WHERE day >= getvariable('since_day') AND is_spike
 UNION ALL
 SELECT 'latency_spike', coalesce(tool_name, '') FROM verdicts
-WHERE day >= getvariable('since_day') AND NOT is_spike AND is_latency;
+WHERE day >= getvariable('since_day') AND NOT is_spike AND is_latency
+UNION ALL
+SELECT 'tool_silent', coalesce(tool_name, '') FROM silent_verdicts
+UNION ALL
+SELECT 'no_success', coalesce(tool_name, '') FROM no_success;
 
 -- ===========================================================================
 -- Findings of the window, counted per kind (sweep.rs run: daily verdicts for
@@ -1273,11 +1505,15 @@ SELECT
     count(*) FILTER (WHERE kind = 'stacked_retries') AS stacked_retries,
     count(*) FILTER (WHERE kind = 'latency_spike') AS latency_spike,
     count(*) FILTER (WHERE kind = 'tool_loop') AS tool_loop,
+    count(*) FILTER (WHERE kind = 'tool_silent') AS tool_silent,
+    count(*) FILTER (WHERE kind = 'no_success') AS no_success,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'error_rate_spike'), []) AS error_rate_spike_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'retry_storm'), []) AS retry_storm_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'wasted_retries'), []) AS wasted_retries_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'retry_after_success'), []) AS retry_after_success_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'stacked_retries'), []) AS stacked_retries_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'latency_spike'), []) AS latency_spike_tools,
-    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'tool_loop'), []) AS tool_loop_tools
+    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'tool_loop'), []) AS tool_loop_tools,
+    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'tool_silent'), []) AS tool_silent_tools,
+    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'no_success'), []) AS no_success_tools
 FROM all_findings;

@@ -16,7 +16,10 @@ reads them) and computes, in Python, what `stormwatch sweep --rescan` finds
   turn_findings): turn resolution (detect/turns.rs anchors), calls per
   (turn, tool) (detect/calls.rs collect), retry chains and storms
   (chains.rs, storm.rs), wasted retries, retries after success and stacked
-  retries (retries.rs), tool loops (loops.rs).
+  retries (retries.rs), tool loops (loops.rs), and the turns begun per
+  (anchor's service, day) (calls.rs turns_by_service);
+- over the rollup and those turns, silent tools and tools with no success
+  (detect/silent.rs, docs/detection.md §4.8).
 
 Prints ONE JSON line, the shape duckdb_sweep.py prints:
 
@@ -74,6 +77,17 @@ class LoopParams:
     loop_min_calls = 5
     cycle_min_repeats = 3
     cycle_max_period = 4
+
+
+class SilentParams:
+    baseline_days = 7
+    reach_back_days = 28
+    min_baseline_days = 3
+    min_expected_calls = 20.0
+    max_ratio = 0.2
+    p_value = 0.001
+    no_success_days = 3
+    no_success_min_calls = 10
 
 
 # model.rs ErrorClass
@@ -308,7 +322,8 @@ def quantile_linear(values, q):
 
 def tool_daily(store):
     """rollup.rs tool_rows per day + queries/tool_daily.sql, then
-    daily.rs daily_rows: (tool, service, day, calls, errors, p50, p95, classes)."""
+    daily.rs daily_rows: (tool, service, day, calls, errors, successes,
+    last_ok_ns, p50, p95, classes)."""
     out = []
     for day in store.days():
         store.forget_before(day)
@@ -327,6 +342,7 @@ def tool_daily(store):
         for (tool, service), idx in groups.items():
             classes = [tools.c["error_class"][i] for i in idx]
             durs = [tools.c["duration_ns"][i] for i in idx]
+            ok_ends = [tools.c["end_ns"][i] for i in idx if tools.c["error_class"][i] == "ok"]
             hist = defaultdict(int)
             for c in classes:
                 if c is not None and c != "ok" and c in CLASSES:
@@ -337,6 +353,9 @@ def tool_daily(store):
                 "day": day,
                 "calls": len(idx),
                 "errors": sum(1 for c in classes if c is not None and c != "ok"),
+                # SUM(CASE WHEN error_class = 'ok' ...), MAX(CASE WHEN error_class = 'ok' THEN end_ns END)
+                "successes": sum(1 for c in classes if c == "ok"),
+                "last_ok_ns": max((e for e in ok_ends if e is not None), default=None),
                 "p50": quantile_linear(durs, 0.5) or 0.0,
                 "p95": quantile_linear(durs, 0.95) or 0.0,
                 "classes": dict(hist),
@@ -541,7 +560,8 @@ class Turn:
 
 
 def collect(df):
-    """(calls of repeated (turn, tool) pairs sorted by (turn, tool, start), turns by id)."""
+    """(calls of repeated (turn, tool) pairs sorted by (turn, tool, start), turns by id,
+    turns per (service, day began))."""
     anch = anchors(df)
     nested = nested_duplicates(df)
     class_col = df.c["error_class"]
@@ -641,7 +661,15 @@ def collect(df):
         c.seq = seq_of.get(i, 0)
         calls.append(c)
     calls.sort(key=lambda c: (c.turn, c.tool, c.start_ns))
-    return calls, turns
+    # turns_by_service: every turn, a tool called or not, under its anchor
+    # row's service (an agent call id's: its first row's), on the day it began
+    services = df.c["service_name"]
+    turns_by_service = defaultdict(int)
+    for st in stats:
+        a = anch[st[0]]
+        row = a[1] if a[0] == "row" else st[0]
+        turns_by_service[(services[row] or "", day_of_ns(st[4]))] += 1
+    return calls, turns, turns_by_service
 
 
 def by_turn_and_tool(calls):
@@ -987,6 +1015,104 @@ def tool_loops(calls, turns, now_ns, settle_seconds, growth, p):
 
 
 # ---------------------------------------------------------------------------
+# detect/silent.rs (docs/detection.md §4.8)
+# ---------------------------------------------------------------------------
+def poisson_cdf(k, lam):
+    """P(X <= k) for X ~ Poisson(lam), summed in log space."""
+    if lam <= 0.0:
+        return 1.0
+    term = -lam
+    total = math.exp(term)
+    for i in range(1, k + 1):
+        term += math.log(lam) - math.log(i)
+        total += math.exp(term)
+        if total >= 1.0:
+            return 1.0
+    return total
+
+
+def by_pair(rows):
+    """Rows per (tool, service), each in day order."""
+    pairs = defaultdict(list)
+    for r in rows:
+        pairs[(r["tool"], r["service"])].append(r)
+    return [sorted(v, key=lambda r: r["day"]) for _, v in sorted(pairs.items())]
+
+
+def silent_tools(rows, turns, since, today, p):
+    """tool_silent on the days since..today after the tool's first day: a day
+    with turns whose calls are far below the tool's calls per turn on its
+    baseline days (the most recent days with turns, not flagged, within
+    reach, from its first day on) times the day's turns."""
+    out = []
+    for pair in by_pair(rows):
+        tool, service = pair[0]["tool"], pair[0]["service"]
+        calls = {r["day"]: r["calls"] for r in pair}
+        first = pair[0]["day"]
+
+        def turns_on(d):
+            return turns.get((service, d), 0)
+
+        flagged = set()
+        for day in range(max(since, first + 1), today + 1):
+            turns_d = turns_on(day)
+            if turns_d == 0:
+                continue
+            base = [b for b in (day - back for back in range(1, p.reach_back_days + 1))
+                    if b >= first and turns_on(b) > 0 and b not in flagged][:p.baseline_days]
+            if len(base) < max(p.min_baseline_days, 1):
+                continue
+            base_calls = sum(calls.get(b, 0) for b in base)
+            base_turns = sum(turns_on(b) for b in base)
+            if base_calls == 0 or base_turns == 0:
+                continue
+            expected = base_calls / base_turns * turns_d
+            observed = calls.get(day, 0)
+            if expected < p.min_expected_calls or observed > p.max_ratio * expected:
+                continue
+            prob = poisson_cdf(observed, expected)
+            if prob >= p.p_value:
+                continue
+            flagged.add(day)
+            out.append({"tool": tool, "service": service, "day": day, "calls": observed,
+                        "expected": round(expected, 3), "turns": turns_d, "p": prob})
+    return out
+
+
+def no_success(rows, since, now_ns, p):
+    """no_success on the days since..today: called, no success, and none for
+    no_success_days (since the last success, else the start of the first day
+    with calls) over no_success_min_calls calls after the last success's day."""
+    out = []
+    today = day_of_ns(now_ns)
+    for pair in by_pair(rows):
+        first = pair[0]["day"]
+        for i, r in enumerate(pair):
+            # rollups written before the columns: calls - errors, the day's last ns
+            ok = r["successes"] if r.get("successes") is not None else max(r["calls"] - r["errors"], 0)
+            if r["day"] < since or r["day"] > today or r["calls"] == 0 or ok > 0:
+                continue
+            upto = pair[:i + 1]
+
+            def last_ok(x):
+                if x.get("successes") is None and x["calls"] - x["errors"] > 0 and x.get("last_ok_ns") is None:
+                    return (x["day"] + 1) * NS_DAY - 1
+                return x.get("last_ok_ns")
+
+            oks = [last_ok(x) for x in upto if last_ok(x) is not None]
+            last = max(oks) if oks else None
+            since_ns = last if last is not None else first * NS_DAY
+            ok_day = day_of_ns(last) if last is not None else None
+            calls_since = sum(x["calls"] for x in upto if ok_day is None or x["day"] > ok_day)
+            end = min((r["day"] + 1) * NS_DAY, now_ns)
+            if end - since_ns < p.no_success_days * NS_DAY or calls_since < p.no_success_min_calls:
+                continue
+            out.append({"tool": r["tool"], "service": r["service"], "day": r["day"], "calls": r["calls"],
+                        "calls_since": calls_since, "days": round((end - since_ns) / NS_DAY, 3)})
+    return out
+
+
+# ---------------------------------------------------------------------------
 # sweep.rs turn_day, turn_findings, run
 # ---------------------------------------------------------------------------
 def traces_reaching(df, open_at):
@@ -1039,8 +1165,9 @@ def turn_day(store, day, today, now):
 
 
 def turn_findings(spans, day, now):
+    """(the day's findings, its turns per service)."""
     sp, lp = StormParams, LoopParams
-    calls, turns = collect(spans)
+    calls, turns, by_service = collect(spans)
 
     def began_today(t):
         return t in turns and day_of_ns(turns[t].began_ns) == day
@@ -1063,7 +1190,7 @@ def turn_findings(spans, day, now):
     out += [("stacked_retries", s) for s in stacked_retries(calls) if keep(s["turn"])]
     for _, f in out:
         f["day"] = day_to_str(day)
-    return out
+    return out, {svc: n for (svc, d), n in by_service.items() if d == day}
 
 
 def run(store, now, since_days):
@@ -1073,7 +1200,8 @@ def run(store, now, since_days):
     today = day_of_ns(now)
     since = today - since_days
     findings = []
-    for v in judge(tool_daily(store), today, SpikeParams):
+    rows = tool_daily(store)
+    for v in judge(rows, today, SpikeParams):
         if v["day"] < since:
             continue
         v["day"] = day_to_str(v["day"])
@@ -1081,9 +1209,20 @@ def run(store, now, since_days):
             findings.append(("error_rate_spike", v))
         elif v["latency_flagged"]:
             findings.append(("latency_spike", v))
+    turns = {}
     for day in days:
         if since <= day <= today:
-            findings += turn_day(store, day, today, now)
+            found, by_service = turn_day(store, day, today, now)
+            findings += found
+            for svc, n in by_service.items():
+                turns[(svc, day)] = turns.get((svc, day), 0) + n
+    # silent tools: the rollup against the turns the per-turn pass counted
+    for f in silent_tools(rows, turns, since, today, SilentParams):
+        f["day"] = day_to_str(f["day"])
+        findings.append(("tool_silent", f))
+    for f in no_success(rows, since, now, SilentParams):
+        f["day"] = day_to_str(f["day"])
+        findings.append(("no_success", f))
     return findings
 
 
