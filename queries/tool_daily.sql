@@ -8,15 +8,18 @@
 -- `dependency` is the one the day's failed calls name, when they name one;
 -- else the one all its calls name; else NULL (a tool that calls several
 -- servers is not put on one of them by chance). The same on
--- every engine; calls without one are passed over). Run by store::rollup
+-- every engine; calls without one are passed over). Control flow is no
+-- failure (docs/detection.md §3): a call `interrupted` (a human-in-the-loop
+-- interrupt, a hand-off) or `cancelled` (by its user) counts in `calls` and
+-- in its own column, never in `errors` or `error_rate`. Run by store::rollup
 -- through polars SQL; runs unchanged on DuckDB over the Parquet parts.
 SELECT
     tool_name,
     service_name,
     day,
     COUNT(*) AS calls,
-    SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS errors,
-    CAST(SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS DOUBLE) / COUNT(*) AS error_rate,
+    SUM(CASE WHEN error_class NOT IN ('ok', 'interrupted', 'cancelled') THEN 1 ELSE 0 END) AS errors,
+    CAST(SUM(CASE WHEN error_class NOT IN ('ok', 'interrupted', 'cancelled') THEN 1 ELSE 0 END) AS DOUBLE) / COUNT(*) AS error_rate,
     SUM(CASE WHEN retryable = TRUE THEN 1 ELSE 0 END) AS retryable_errors,
     SUM(CASE WHEN retryable = FALSE THEN 1 ELSE 0 END) AS deterministic_errors,
     SUM(CASE WHEN error_class = 'rate_limited' THEN 1 ELSE 0 END) AS rate_limited,
@@ -30,15 +33,17 @@ SELECT
     SUM(CASE WHEN error_class = 'client_error' THEN 1 ELSE 0 END) AS client_error,
     SUM(CASE WHEN error_class = 'policy' THEN 1 ELSE 0 END) AS policy,
     SUM(CASE WHEN error_class = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+    SUM(CASE WHEN error_class = 'interrupted' THEN 1 ELSE 0 END) AS interrupted,
+    SUM(CASE WHEN error_class = 'cancelled' THEN 1 ELSE 0 END) AS cancelled,
     SUM(duration_ns) AS duration_sum_ns,
     QUANTILE_CONT(duration_ns, 0.5) AS p50_ns,
     QUANTILE_CONT(duration_ns, 0.95) AS p95_ns,
     MAX(duration_ns) AS max_ns,
     SUM(cost_usd) AS cost_usd,
     CASE
-        WHEN MIN(CASE WHEN error_class <> 'ok' THEN dependency END)
-           = MAX(CASE WHEN error_class <> 'ok' THEN dependency END)
-            THEN MAX(CASE WHEN error_class <> 'ok' THEN dependency END)
+        WHEN MIN(CASE WHEN error_class NOT IN ('ok', 'interrupted', 'cancelled') THEN dependency END)
+           = MAX(CASE WHEN error_class NOT IN ('ok', 'interrupted', 'cancelled') THEN dependency END)
+            THEN MAX(CASE WHEN error_class NOT IN ('ok', 'interrupted', 'cancelled') THEN dependency END)
         WHEN MIN(dependency) = MAX(dependency) THEN MAX(dependency)
     END AS dependency
 FROM spans

@@ -16,6 +16,8 @@ fn daily(tool: &str, day: i32, calls: u64, errors: u64) -> DailyRow {
         p50_ns: 900e6,
         p95_ns: 2e9,
         classes: Default::default(),
+        interrupted: 0,
+        cancelled: 0,
     }
 }
 
