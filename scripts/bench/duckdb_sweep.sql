@@ -154,15 +154,18 @@ CREATE OR REPLACE TEMP MACRO is_polling(l) AS
 -- Error class codes in ErrorClass::ALL order: 0 ok, 1-5 retryable
 -- (rate_limited, unavailable, timeout, network, server_error), 6-10
 -- deterministic (auth, not_found, invalid_request, client_error, policy),
--- 11 unknown. Like ErrorClass::parse, anything else is unknown.
+-- 11 unknown, then control flow, no failure (docs/detection.md §3): 12
+-- interrupted, 13 cancelled. Like ErrorClass::parse, anything else is unknown.
 CREATE OR REPLACE TEMP MACRO class_code(c) AS
     (CASE c WHEN 'ok' THEN 0 WHEN 'rate_limited' THEN 1 WHEN 'unavailable' THEN 2 WHEN 'timeout' THEN 3
             WHEN 'network' THEN 4 WHEN 'server_error' THEN 5 WHEN 'auth' THEN 6 WHEN 'not_found' THEN 7
             WHEN 'invalid_request' THEN 8 WHEN 'client_error' THEN 9 WHEN 'policy' THEN 10
+            WHEN 'interrupted' THEN 12 WHEN 'cancelled' THEN 13
             ELSE 11 END)::UTINYINT;
 CREATE OR REPLACE TEMP MACRO class_name(k) AS
     ['ok', 'rate_limited', 'unavailable', 'timeout', 'network', 'server_error',
-     'auth', 'not_found', 'invalid_request', 'client_error', 'policy', 'unknown'][k + 1];
+     'auth', 'not_found', 'invalid_request', 'client_error', 'policy', 'unknown',
+     'interrupted', 'cancelled'][k + 1];
 CREATE OR REPLACE TEMP MACRO deterministic_code(k) AS k BETWEEN 6 AND 10;
 
 -- ===========================================================================
@@ -269,7 +272,8 @@ SELECT
     service_name,
     day,
     COUNT(*) AS calls,
-    SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS errors,
+    -- queries/tool_daily.sql: control flow counts in calls, not in errors
+    SUM(CASE WHEN error_class NOT IN ('ok', 'interrupted', 'cancelled') THEN 1 ELSE 0 END) AS errors,
     QUANTILE_CONT(duration_ns, 0.95) AS p95_ns
 FROM tool_rows
 GROUP BY tool_name, service_name, day;
@@ -637,6 +641,11 @@ WHERE calls.fd = m.fd AND calls.th = m.th AND calls.sh = m.outer_sh AND calls.cl
 
 DELETE FROM calls
 WHERE EXISTS (SELECT 1 FROM nest_dups d WHERE d.fd = calls.fd AND d.th = calls.th AND d.sh = calls.sh);
+
+-- calls.rs collect: a call stopped on purpose (interrupted, cancelled: its
+-- class as the nest leaves it) is no call of the per-turn rules, only a
+-- span of its turn.
+DELETE FROM calls WHERE cls >= 12;
 
 -- What the frame still serves (walks over parent links, the turns of the
 -- findings) needs no tool columns: they go, to free memory.

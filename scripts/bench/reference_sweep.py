@@ -78,7 +78,10 @@ class LoopParams:
 
 # model.rs ErrorClass
 CLASSES = ["ok", "rate_limited", "unavailable", "timeout", "network", "server_error",
-           "auth", "not_found", "invalid_request", "client_error", "policy", "unknown"]
+           "auth", "not_found", "invalid_request", "client_error", "policy", "unknown",
+           "interrupted", "cancelled"]
+# ErrorClass::is_control_flow: stopped on purpose, no failure (detection.md §3)
+CONTROL_FLOW = {"interrupted", "cancelled"}
 RETRYABLE = {"rate_limited", "unavailable", "timeout", "network", "server_error"}
 DETERMINISTIC = {"auth", "not_found", "invalid_request", "client_error", "policy"}
 
@@ -89,7 +92,7 @@ def parse_class(s):
 
 
 def retryable(c):
-    """ErrorClass::retryable: True, False, or None (ok, unknown)."""
+    """ErrorClass::retryable: True, False, or None (ok, unknown, control flow)."""
     if c in RETRYABLE:
         return True
     if c in DETERMINISTIC:
@@ -98,7 +101,8 @@ def retryable(c):
 
 
 def is_error(c):
-    return c != "ok"
+    """ErrorClass::is_failure: neither ok nor control flow."""
+    return c != "ok" and c not in CONTROL_FLOW
 
 
 def day_of_ns(ns):
@@ -329,14 +333,15 @@ def tool_daily(store):
             durs = [tools.c["duration_ns"][i] for i in idx]
             hist = defaultdict(int)
             for c in classes:
-                if c is not None and c != "ok" and c in CLASSES:
+                if c is not None and c != "ok" and c in CLASSES and c not in CONTROL_FLOW:
                     hist[c] += 1
             out.append({
                 "tool": tool if tool is not None else "",
                 "service": service if service is not None else "",
                 "day": day,
                 "calls": len(idx),
-                "errors": sum(1 for c in classes if c is not None and c != "ok"),
+                # queries/tool_daily.sql: control flow counts in calls, not in errors
+                "errors": sum(1 for c in classes if c is not None and c != "ok" and c not in CONTROL_FLOW),
                 "p50": quantile_linear(durs, 0.5) or 0.0,
                 "p95": quantile_linear(durs, 0.95) or 0.0,
                 "classes": dict(hist),
@@ -576,7 +581,9 @@ def collect(df):
         st[2] = max(st[2], e)
         st[3] += 1
         turn_of.append(k)
-    is_call = [is_tool[i] is True and nested[i] is None for i in range(n)]
+    # a call stopped on purpose (control flow) is no call, only a span of its turn
+    is_call = [is_tool[i] is True and nested[i] is None and class_of[i] not in CONTROL_FLOW
+               for i in range(n)]
 
     # queries/turn_tool_calls.sql: calls per (turn, tool_name); a NULL name is a group, skipped
     pair_calls = defaultdict(int)
