@@ -164,15 +164,18 @@ CREATE OR REPLACE TEMP MACRO is_polling(l) AS
 -- Error class codes in ErrorClass::ALL order: 0 ok, 1-5 retryable
 -- (rate_limited, unavailable, timeout, network, server_error), 6-10
 -- deterministic (auth, not_found, invalid_request, client_error, policy),
--- 11 unknown. Like ErrorClass::parse, anything else is unknown.
+-- 11 unknown, then control flow, no failure (docs/detection.md §3): 12
+-- interrupted, 13 cancelled. Like ErrorClass::parse, anything else is unknown.
 CREATE OR REPLACE TEMP MACRO class_code(c) AS
     (CASE c WHEN 'ok' THEN 0 WHEN 'rate_limited' THEN 1 WHEN 'unavailable' THEN 2 WHEN 'timeout' THEN 3
             WHEN 'network' THEN 4 WHEN 'server_error' THEN 5 WHEN 'auth' THEN 6 WHEN 'not_found' THEN 7
             WHEN 'invalid_request' THEN 8 WHEN 'client_error' THEN 9 WHEN 'policy' THEN 10
+            WHEN 'interrupted' THEN 12 WHEN 'cancelled' THEN 13
             ELSE 11 END)::UTINYINT;
 CREATE OR REPLACE TEMP MACRO class_name(k) AS
     ['ok', 'rate_limited', 'unavailable', 'timeout', 'network', 'server_error',
-     'auth', 'not_found', 'invalid_request', 'client_error', 'policy', 'unknown'][k + 1];
+     'auth', 'not_found', 'invalid_request', 'client_error', 'policy', 'unknown',
+     'interrupted', 'cancelled'][k + 1];
 CREATE OR REPLACE TEMP MACRO deterministic_code(k) AS k BETWEEN 6 AND 10;
 
 -- ===========================================================================
@@ -279,7 +282,8 @@ SELECT
     service_name,
     day,
     COUNT(*) AS calls,
-    SUM(CASE WHEN error_class <> 'ok' THEN 1 ELSE 0 END) AS errors,
+    -- queries/tool_daily.sql: control flow counts in calls, not in errors
+    SUM(CASE WHEN error_class NOT IN ('ok', 'interrupted', 'cancelled') THEN 1 ELSE 0 END) AS errors,
     SUM(CASE WHEN error_class = 'ok' THEN 1 ELSE 0 END) AS successes,
     QUANTILE_CONT(duration_ns, 0.95) AS p95_ns,
     MAX(CASE WHEN error_class = 'ok' THEN end_ns END) AS last_ok_ns
@@ -652,6 +656,11 @@ WHERE calls.fd = m.fd AND calls.th = m.th AND calls.sh = m.outer_sh AND calls.cl
 
 DELETE FROM calls
 WHERE EXISTS (SELECT 1 FROM nest_dups d WHERE d.fd = calls.fd AND d.th = calls.th AND d.sh = calls.sh);
+
+-- calls.rs collect: a call stopped on purpose (interrupted, cancelled: its
+-- class as the nest leaves it) is no call of the per-turn rules, only a
+-- span of its turn.
+DELETE FROM calls WHERE cls >= 12;
 
 -- What the frame still serves (walks over parent links, the turns of the
 -- findings) needs no tool columns: they go, to free memory.
@@ -1453,7 +1462,7 @@ WHERE j.i >= 0 AND j.hit;
 -- rollup here is always recomputed, so they are never null.)
 CREATE OR REPLACE TEMP TABLE no_success AS
 WITH r AS (
-    SELECT tool_name, service_name, day, calls,
+    SELECT tool_name, service_name, day, calls, errors,
            coalesce(successes, greatest(calls - errors, 0)) AS ok,
            coalesce(last_ok_ns, CASE WHEN successes IS NULL AND calls - errors > 0
                                      THEN day_ns(day + 1) - 1 END) AS last_ok
@@ -1468,7 +1477,7 @@ WITH r AS (
     SELECT *, coalesce(last_ok_upto, day_ns(first_day)) AS since_ns,
            least(getvariable('now_ns'), day_ns(day + 1)) AS end_ns
     FROM w
-    WHERE day BETWEEN getvariable('since_day') AND getvariable('today') AND calls > 0 AND ok = 0
+    WHERE day BETWEEN getvariable('since_day') AND getvariable('today') AND errors > 0 AND ok = 0
 )
 SELECT c.tool_name, c.service_name, c.day, c.calls, c.since_ns, c.end_ns,
        (SELECT sum(x.calls) FROM r x

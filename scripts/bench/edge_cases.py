@@ -18,7 +18,10 @@ has not settled at the check's `--now` (NOW below); and, on 09-05, the
 rules of 95a2bbd (three confirmations are no poll, tests after edits or
 after reads, a once-called read that blocks, loops not back to back, a
 cycle of one step, varied commands, a wrapper around two attempts, an
-unknown outer class, a turn whose agent span began the day before). Import it with
+unknown outer class, a turn whose agent span began the day before); and
+control flow, no failure: interrupts and cancellations between failures
+(no chain longer for them), a resume after each interrupt (no repeat after
+success). Import it with
 `stormwatch import`; sweep with `--now NOW --since SINCE_DAYS`.
 
 Standard library only; deterministic (ids are hashes of case names).
@@ -95,6 +98,9 @@ FAIL = {
     "timeout": ([("error.type", "TimeoutError")], True),
     "unknown": ([], True),
     "policy": ([("error.type", "content_policy_violation")], True),
+    # control flow, no failure (detection.md §3)
+    "interrupted": ([("error.type", "langgraph.errors.NodeInterrupt")], True),
+    "cancelled": ([("rpc.grpc.status_code", 1)], True),
 }
 
 
@@ -537,6 +543,24 @@ def build():
     t.series("job_progress", t.start + 10 * MS, 8, 100, [1000 << k for k in range(7)] + [0], "ok",
              {"job": 9}, [{"status": "running", "progress": p} for p in (5, 12, 20, 28, 36, 61, 88)]
              + [{"status": "succeeded", "progress": 100}])
+    t.close()
+
+    # Control flow is no failure: four failures with interrupts and a
+    # cancellation between them are a chain of four, no storm (of seven).
+    t = Turn(doc, "interrupts-between-failures", h(4, 13))
+    t.series("book_seat2", t.start + 10 * MS, 7, 100, 5,
+             ["503", "interrupted", "503", "cancelled", "503", "interrupted", "503"], {"seat": "1C"})
+    t.close()
+    # Six failures around an interrupt: one storm of six calls.
+    t = Turn(doc, "storm-around-an-interrupt", h(4, 13, 5))
+    t.series("book_seat3", t.start + 10 * MS, 7, 100, 5, ["503"] * 3 + ["interrupted"] + ["503"] * 3,
+             {"seat": "2D"})
+    t.close()
+    # LangGraph's resume: each booking interrupted for approval, then run
+    # again with the same arguments and answered: no repeat after success.
+    t = Turn(doc, "interrupt-then-resume", h(4, 13, 10))
+    t.series("book_room2", t.start + 10 * MS, 4, 100, 300, ["interrupted", "ok", "cancelled", "ok"],
+             [{"room": 1}, {"room": 1}, {"room": 2}, {"room": 2}], [None, "r1", None, "r2"])
     t.close()
 
     # The check's "now" is 09-06 00:05: this turn ended 30 s before, not settled.

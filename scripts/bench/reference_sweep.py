@@ -92,7 +92,10 @@ class SilentParams:
 
 # model.rs ErrorClass
 CLASSES = ["ok", "rate_limited", "unavailable", "timeout", "network", "server_error",
-           "auth", "not_found", "invalid_request", "client_error", "policy", "unknown"]
+           "auth", "not_found", "invalid_request", "client_error", "policy", "unknown",
+           "interrupted", "cancelled"]
+# ErrorClass::is_control_flow: stopped on purpose, no failure (detection.md §3)
+CONTROL_FLOW = {"interrupted", "cancelled"}
 RETRYABLE = {"rate_limited", "unavailable", "timeout", "network", "server_error"}
 DETERMINISTIC = {"auth", "not_found", "invalid_request", "client_error", "policy"}
 
@@ -103,7 +106,7 @@ def parse_class(s):
 
 
 def retryable(c):
-    """ErrorClass::retryable: True, False, or None (ok, unknown)."""
+    """ErrorClass::retryable: True, False, or None (ok, unknown, control flow)."""
     if c in RETRYABLE:
         return True
     if c in DETERMINISTIC:
@@ -112,7 +115,8 @@ def retryable(c):
 
 
 def is_error(c):
-    return c != "ok"
+    """ErrorClass::is_failure: neither ok nor control flow."""
+    return c != "ok" and c not in CONTROL_FLOW
 
 
 def day_of_ns(ns):
@@ -345,14 +349,15 @@ def tool_daily(store):
             ok_ends = [tools.c["end_ns"][i] for i in idx if tools.c["error_class"][i] == "ok"]
             hist = defaultdict(int)
             for c in classes:
-                if c is not None and c != "ok" and c in CLASSES:
+                if c is not None and c != "ok" and c in CLASSES and c not in CONTROL_FLOW:
                     hist[c] += 1
             out.append({
                 "tool": tool if tool is not None else "",
                 "service": service if service is not None else "",
                 "day": day,
                 "calls": len(idx),
-                "errors": sum(1 for c in classes if c is not None and c != "ok"),
+                # queries/tool_daily.sql: control flow counts in calls, not in errors
+                "errors": sum(1 for c in classes if c is not None and c != "ok" and c not in CONTROL_FLOW),
                 # SUM(CASE WHEN error_class = 'ok' ...), MAX(CASE WHEN error_class = 'ok' THEN end_ns END)
                 "successes": sum(1 for c in classes if c == "ok"),
                 "last_ok_ns": max((e for e in ok_ends if e is not None), default=None),
@@ -596,7 +601,9 @@ def collect(df):
         st[2] = max(st[2], e)
         st[3] += 1
         turn_of.append(k)
-    is_call = [is_tool[i] is True and nested[i] is None for i in range(n)]
+    # a call stopped on purpose (control flow) is no call, only a span of its turn
+    is_call = [is_tool[i] is True and nested[i] is None and class_of[i] not in CONTROL_FLOW
+               for i in range(n)]
 
     # queries/turn_tool_calls.sql: calls per (turn, tool_name); a NULL name is a group, skipped
     pair_calls = defaultdict(int)
@@ -1090,7 +1097,8 @@ def no_success(rows, since, now_ns, p):
         for i, r in enumerate(pair):
             # rollups written before the columns: calls - errors, the day's last ns
             ok = r["successes"] if r.get("successes") is not None else max(r["calls"] - r["errors"], 0)
-            if r["day"] < since or r["day"] > today or r["calls"] == 0 or ok > 0:
+            # a day of interrupts or cancellations only failed nothing
+            if r["day"] < since or r["day"] > today or r["errors"] == 0 or ok > 0:
                 continue
             upto = pair[:i + 1]
 

@@ -51,3 +51,8 @@ done
 for scenario in storm healthy storm-toolexception storm-subagents; do
   capture "langgraph-$scenario" "$langgraph" scripts/frameworks/langgraph_agent.py "$scenario" --endpoint '{endpoint}'
 done
+# Control flow, no failure: a human-in-the-loop interrupt() and its resume,
+# the deprecated NodeInterrupt, a user's cancellation.
+for scenario in interrupt node-interrupt cancelled; do
+  capture "langgraph-$scenario" "$langgraph" scripts/frameworks/langgraph_interrupt_agent.py "$scenario" --endpoint '{endpoint}'
+done

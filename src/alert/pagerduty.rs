@@ -50,7 +50,7 @@ pub fn event_action(e: IncidentEvent) -> &'static str {
 pub fn severity(i: &Incident) -> &'static str {
     let failed = i.impact.failed_calls > 0
         || ErrorClass::parse(&i.error_class)
-            .is_some_and(|c| c.is_error() && c != ErrorClass::Unknown);
+            .is_some_and(|c| c.is_failure() && c != ErrorClass::Unknown);
     match i.severity() {
         Severity::Critical => "critical",
         Severity::Warning if failed => "error",

@@ -105,7 +105,7 @@ pub(super) async fn api_tool_daily(
             .filter(|x| (r.from..=r.to).contains(&x.day))
             .map(|x| {
                 let classes: BTreeMap<&str, u64> = x.classes.iter().map(|(c, n)| (c.as_str(), *n)).collect();
-                serde_json::json!({"day": crate::model::day_to_string(x.day), "calls": x.calls, "errors": x.errors, "error_rate": x.rate(), "p50_ms": x.p50_ns / 1e6, "p95_ms": x.p95_ns / 1e6, "classes": classes})
+                serde_json::json!({"day": crate::model::day_to_string(x.day), "calls": x.calls, "errors": x.errors, "error_rate": x.rate(), "p50_ms": x.p50_ns / 1e6, "p95_ms": x.p95_ns / 1e6, "classes": classes, "interrupted": x.interrupted, "cancelled": x.cancelled})
             })
             .collect();
         Ok(Json(serde_json::json!({"tool": tool, "days": rows})))

@@ -122,6 +122,8 @@ fn load(rollups: Rollups) -> Result<Rollup, StoreError> {
                 d.errors += r.errors;
                 d.successes += r.successes;
                 d.last_ok_ns = d.last_ok_ns.max(r.last_ok_ns);
+                d.interrupted += r.interrupted;
+                d.cancelled += r.cancelled;
                 for (c, n) in &r.classes {
                     *d.classes.entry(*c).or_insert(0) += n;
                 }
@@ -203,6 +205,11 @@ pub struct ToolSummary {
     pub daily_errors: Vec<u64>,
     pub top_class: Option<String>,
     pub open_signals: usize,
+    /// Calls stopped on purpose over the range (in `calls`, not in
+    /// `errors`): by a human-in-the-loop interrupt or a hand-off, and by
+    /// their user.
+    pub interrupted: u64,
+    pub cancelled: u64,
 }
 
 impl Rollup {
@@ -290,6 +297,8 @@ impl Rollup {
                             .to_string()
                     }),
                     open_signals: open.get(tool).copied().unwrap_or(0),
+                    interrupted: in_range.iter().map(|d| d.interrupted).sum(),
+                    cancelled: in_range.iter().map(|d| d.cancelled).sum(),
                 })
             })
             .collect();

@@ -241,6 +241,45 @@ pub fn overview(
     page("Overview", &b)
 }
 
+/// The tool page's calls stopped on purpose over the range — interrupted
+/// (a human-in-the-loop interrupt, a hand-off) and cancelled (by their
+/// user) — with the names they were logged under: counted apart, never as
+/// failures. Empty when there were none.
+fn control_flow(
+    days: &[crate::detect::DailyRow],
+    r: &Range,
+    names: &std::collections::BTreeMap<&str, std::collections::BTreeMap<&str, u64>>,
+) -> String {
+    let in_range = || days.iter().filter(|d| (r.from..=r.to).contains(&d.day));
+    let rows = [
+        (
+            "interrupted",
+            in_range().map(|d| d.interrupted).sum::<u64>(),
+        ),
+        ("cancelled", in_range().map(|d| d.cancelled).sum::<u64>()),
+    ];
+    if rows.iter().all(|(_, n)| *n == 0) {
+        return String::new();
+    }
+    let mut b = String::from("<h2>Stopped on purpose (no failures)</h2><p class=\"muted\">Calls a human-in-the-loop interrupt or a hand-off stopped, or their user cancelled: counted in the calls, never in the errors, the chains or the wasted retries.</p><table id=\"control-flow\"><tr><th>class</th><th class=\"n\">calls</th><th>raw names seen</th></tr>");
+    for (c, n) in rows.iter().filter(|(_, n)| *n > 0) {
+        let mut seen: Vec<(&&str, &u64)> =
+            names.get(c).map(|m| m.iter().collect()).unwrap_or_default();
+        seen.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let list: Vec<String> = seen
+            .iter()
+            .map(|(n, k)| format!("<code>{}</code> ×{k}", esc(n)))
+            .collect();
+        let _ = write!(
+            b,
+            r#"<tr><td>{c}</td><td class="n">{n}</td><td>{}</td></tr>"#,
+            list.join(", ")
+        );
+    }
+    b.push_str("</table>");
+    b
+}
+
 /// A tool's page; `rate` is its error-rate section (`spike::section`).
 pub fn tool(
     tool: &str,
@@ -316,6 +355,7 @@ pub fn tool(
         );
     }
     b.push_str("</table>");
+    b.push_str(&control_flow(&days, r, &names));
     let mine: Vec<&Signal> = signals.iter().filter(|s| s.draft.tool == tool).collect();
     let _ = write!(
         b,

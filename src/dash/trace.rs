@@ -104,9 +104,15 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
             attributes: attrs[i].unwrap_or("{}").to_string(),
         })
         .collect();
-    // Attempts per (turn, tool), in start order.
+    // Attempts per (turn, tool), in start order. A call stopped on purpose
+    // (an interrupt, a cancellation) is no attempt: its verdict is its class.
     let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
-    for (i, s) in spans.iter().enumerate() {
+    for (i, s) in spans.iter_mut().enumerate() {
+        let control = ErrorClass::parse(&s.error_class).is_some_and(ErrorClass::is_control_flow);
+        if control && s.tool.is_some() && nested[i].is_none() {
+            s.verdict = s.error_class.clone();
+            continue;
+        }
         if let Some(t) = &s.tool {
             if nested[i].is_none() {
                 groups

@@ -4,7 +4,8 @@
 //! one pass, so counting calls per (turn, tool) costs integer compares;
 //! only the pairs called twice or more become [`Call`]s with their strings,
 //! so a day of a million calls costs a few sorts, not a million small
-//! allocations.
+//! allocations. Calls stopped on purpose (control flow: an interrupt, a
+//! cancellation) are no calls here, only spans of their turn.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -44,7 +45,7 @@ pub struct Call {
 
 impl Call {
     pub fn failed(&self) -> bool {
-        self.class.is_error()
+        self.class.is_failure()
     }
 
     /// The call as the chain rules see it.
@@ -282,7 +283,10 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
         st.spans += 1;
         turn_of.push(k);
     }
-    let is_call = |i: usize| t.is_tool[i] && nested_of(i).is_none();
+    // A call stopped on purpose (`interrupted`, `cancelled`: detection.md
+    // §3) is no attempt of anything: neither a failure nor a success, in no
+    // chain, no repeat and no loop; it stays a span of its turn.
+    let is_call = |i: usize| t.is_tool[i] && nested_of(i).is_none() && !class_of(i).control_flow();
 
     // The calls bucketed by turn (a counting sort), each bucket in row order.
     let mut offsets = vec![0u32; stats.len() + 1];

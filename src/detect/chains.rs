@@ -30,8 +30,11 @@ pub struct Attempt<'a> {
 }
 
 impl Attempt<'_> {
+    /// A failure ([`ErrorClass::is_failure`]). Callers leave control flow
+    /// (`interrupted`, `cancelled`) out of the attempts: it is neither a
+    /// failure nor the success that would end a chain.
     pub fn failed(&self) -> bool {
-        self.class.is_error()
+        self.class.is_failure()
     }
 }
 

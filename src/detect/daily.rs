@@ -1,4 +1,6 @@
-//! The daily per-tool series, read from the `tool_daily` rollup frame.
+//! The daily per-tool series, read from the `tool_daily` rollup frame
+//! (rollups an earlier version wrote, without the control-flow columns,
+//! read as none).
 
 use std::collections::BTreeMap;
 
@@ -22,8 +24,13 @@ pub struct DailyRow {
     pub last_ok_ns: Option<i64>,
     pub p50_ns: f64,
     pub p95_ns: f64,
-    /// Failed calls by class (`ok` never appears).
+    /// Failed calls by class (`ok` and control flow never appear).
     pub classes: BTreeMap<ErrorClass, u64>,
+    /// Calls a human-in-the-loop interrupt or a hand-off stopped: in
+    /// `calls`, not in `errors`.
+    pub interrupted: u64,
+    /// Calls their user cancelled: in `calls`, not in `errors`.
+    pub cancelled: u64,
 }
 
 impl DailyRow {
@@ -42,6 +49,15 @@ fn ints(df: &DataFrame, name: &str) -> PolarsResult<Vec<u64>> {
         .iter()
         .map(|v| v.unwrap_or(0).max(0) as u64)
         .collect())
+}
+
+/// [`ints`], all 0 when the column is missing (a rollup written before it).
+fn ints_or_zero(df: &DataFrame, name: &str) -> PolarsResult<Vec<u64>> {
+    if df.schema().contains(name) {
+        ints(df, name)
+    } else {
+        Ok(vec![0; df.height()])
+    }
 }
 
 fn floats(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
@@ -67,10 +83,9 @@ pub fn daily_rows(df: &DataFrame) -> PolarsResult<Vec<DailyRow>> {
     };
     let p50 = floats(df, "p50_ns")?;
     let p95 = floats(df, "p95_ns")?;
-    let failing: Vec<ErrorClass> = ErrorClass::ALL
-        .into_iter()
-        .filter(|c| c.is_error())
-        .collect();
+    let failing: Vec<ErrorClass> = ErrorClass::failures().collect();
+    let interrupted = ints_or_zero(df, ErrorClass::Interrupted.as_str())?;
+    let cancelled = ints_or_zero(df, ErrorClass::Cancelled.as_str())?;
     let class_counts: Vec<Vec<u64>> = failing
         .iter()
         .map(|c| ints(df, c.as_str()))
@@ -102,6 +117,8 @@ pub fn daily_rows(df: &DataFrame) -> PolarsResult<Vec<DailyRow>> {
             p50_ns: p50[i],
             p95_ns: p95[i],
             classes,
+            interrupted: interrupted[i],
+            cancelled: cancelled[i],
         });
     }
     rows.sort_by(|a, b| (&a.tool, &a.service, a.day).cmp(&(&b.tool, &b.service, b.day)));

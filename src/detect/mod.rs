@@ -24,6 +24,8 @@ pub mod wilson;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_control;
+#[cfg(test)]
 mod tests_graph;
 #[cfg(test)]
 mod tests_silent;

@@ -225,7 +225,8 @@ pub fn no_success(rows: &[DailyRow], since: i32, now_ns: i64, p: &SilentParams) 
     for pair in by_pair(rows) {
         let first = pair[0].day;
         for (i, r) in pair.iter().enumerate() {
-            if r.day < since || r.day > today || r.calls == 0 || r.successes > 0 {
+            // A day of interrupts or cancellations only failed nothing.
+            if r.day < since || r.day > today || r.errors == 0 || r.successes > 0 {
                 continue;
             }
             let upto = &pair[..=i];

@@ -247,8 +247,8 @@ pub fn group(signals: &[&Signal], facts: &Facts) -> Vec<Group> {
         for j in i + 1..n {
             let (a, b) = (&seen[i], &seen[j]);
             let class = &a.s.draft.error_class;
-            let failing =
-                ErrorClass::parse(class).is_some_and(|c| c.is_error() && c != ErrorClass::Unknown);
+            let failing = ErrorClass::parse(class)
+                .is_some_and(|c| c.is_failure() && c != ErrorClass::Unknown);
             if comp[i] == comp[j]
                 || !joins(a.s.draft.kind)
                 || !joins(b.s.draft.kind)

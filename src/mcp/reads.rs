@@ -48,6 +48,11 @@ pub struct ToolLine {
     pub open_signals: usize,
     /// Days in the window whose error rate the spike rule flagged.
     pub flagged_days: Vec<String>,
+    /// Calls a human-in-the-loop interrupt or a hand-off stopped: in
+    /// `calls`, never in `errors`.
+    pub interrupted: u64,
+    /// Calls their user cancelled: in `calls`, never in `errors`.
+    pub cancelled: u64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -99,6 +104,8 @@ pub fn tool_lines(
                 baseline: s.baseline,
                 p95_ms: s.p95_ms,
                 open_signals: s.open_signals,
+                interrupted: s.interrupted,
+                cancelled: s.cancelled,
             }
         })
         .collect())
@@ -149,6 +156,11 @@ pub struct DayLine {
     pub p95_ms: f64,
     /// Failed calls by class.
     pub classes: BTreeMap<String, u64>,
+    /// Calls a human-in-the-loop interrupt or a hand-off stopped: in
+    /// `calls`, never in `errors`.
+    pub interrupted: u64,
+    /// Calls their user cancelled: in `calls`, never in `errors`.
+    pub cancelled: u64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -193,6 +205,8 @@ pub fn tool_daily(ctx: &Context, tool: &str, days: Option<u32>) -> Result<DailyA
                 lower_bound: v.map(|v| v.lower_bound),
                 flagged: v.is_some_and(|v| v.flagged),
                 p95_ms: d.p95_ns / 1e6,
+                interrupted: d.interrupted,
+                cancelled: d.cancelled,
                 classes: d
                     .classes
                     .iter()

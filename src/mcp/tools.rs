@@ -99,8 +99,9 @@ impl Stormwatch {
 
     /// Per tool over a window of days: calls, errors, error rate, the
     /// trailing-week baseline and the spike rule's threshold, p95 latency,
-    /// open signals, and the days whose error rate the rule flagged. Busiest
-    /// tools first.
+    /// open signals, the days whose error rate the rule flagged, and the
+    /// calls stopped on purpose (interrupted, cancelled: never errors).
+    /// Busiest tools first.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn list_tools(
         &self,
@@ -113,7 +114,8 @@ impl Stormwatch {
     }
 
     /// One tool's daily series: calls, errors, rate, and the spike rule's
-    /// baseline, threshold and lower bound per day, with the flagged days.
+    /// baseline, threshold and lower bound per day, with the flagged days;
+    /// the calls stopped on purpose (interrupted, cancelled) apart.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn get_tool_daily(
         &self,

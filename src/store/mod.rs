@@ -44,6 +44,8 @@ mod tests;
 #[cfg(test)]
 mod tests_columnar;
 #[cfg(test)]
+mod tests_control;
+#[cfg(test)]
 mod tests_dependency;
 #[cfg(test)]
 mod tests_parts;

@@ -18,7 +18,7 @@ pub fn settle_ns(cfg: &DetectConfig) -> i64 {
 
 /// Bumped whenever a per-turn rule changes what it finds, so stored day
 /// results from an older version are recomputed.
-const RULES_VERSION: u32 = 6;
+const RULES_VERSION: u32 = 7;
 
 /// The rules' version and parameters: the start of every day's fingerprint.
 fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {

@@ -13,6 +13,7 @@ mod cluster;
 mod cluster_lb;
 mod common;
 mod conformance;
+mod control_flow;
 mod crash;
 mod crash_flusher;
 mod crash_grpc;

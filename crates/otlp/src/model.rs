@@ -5,7 +5,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// What a failure was, whatever name the span gave it (detection.md §3).
+/// What a failure was, whatever name the span gave it (detection.md §3);
+/// `interrupted` and `cancelled` are control flow, not failures: a call a
+/// human-in-the-loop interrupt or a hand-off stopped, or that its user
+/// cancelled (appended last, so every earlier class keeps its place).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -23,12 +26,14 @@ pub enum ErrorClass {
     ClientError,
     Policy,
     Unknown,
+    Interrupted,
+    Cancelled,
 }
 
 impl ErrorClass {
     /// Every class, in the order reports list them (declaration order:
     /// `c as usize` is its place).
-    pub const ALL: [ErrorClass; 12] = [
+    pub const ALL: [ErrorClass; 14] = [
         ErrorClass::Ok,
         ErrorClass::RateLimited,
         ErrorClass::Unavailable,
@@ -41,6 +46,8 @@ impl ErrorClass {
         ErrorClass::ClientError,
         ErrorClass::Policy,
         ErrorClass::Unknown,
+        ErrorClass::Interrupted,
+        ErrorClass::Cancelled,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -57,6 +64,8 @@ impl ErrorClass {
             ErrorClass::ClientError => "client_error",
             ErrorClass::Policy => "policy",
             ErrorClass::Unknown => "unknown",
+            ErrorClass::Interrupted => "interrupted",
+            ErrorClass::Cancelled => "cancelled",
         }
     }
 
@@ -65,7 +74,8 @@ impl ErrorClass {
     }
 
     /// `Some(true)` when waiting can fix it, `Some(false)` when the same
-    /// request fails the same way, `None` for `ok` and `unknown`.
+    /// request fails the same way, `None` for `ok`, `unknown` and control
+    /// flow (no failure to fix).
     pub fn retryable(self) -> Option<bool> {
         match self {
             ErrorClass::RateLimited
@@ -78,12 +88,33 @@ impl ErrorClass {
             | ErrorClass::InvalidRequest
             | ErrorClass::ClientError
             | ErrorClass::Policy => Some(false),
-            ErrorClass::Ok | ErrorClass::Unknown => None,
+            ErrorClass::Ok
+            | ErrorClass::Unknown
+            | ErrorClass::Interrupted
+            | ErrorClass::Cancelled => None,
         }
     }
 
+    /// Anything but a plain success: a failure, or control flow.
     pub fn is_error(self) -> bool {
         self != ErrorClass::Ok
+    }
+
+    /// A failure: what error rates, retry chains and wasted retries count
+    /// (neither `ok` nor control flow).
+    pub fn is_failure(self) -> bool {
+        self != ErrorClass::Ok && !self.is_control_flow()
+    }
+
+    /// `interrupted` or `cancelled`: the call was stopped on purpose, by a
+    /// human-in-the-loop interrupt, a hand-off or its user; no failure.
+    pub fn is_control_flow(self) -> bool {
+        matches!(self, ErrorClass::Interrupted | ErrorClass::Cancelled)
+    }
+
+    /// The classes that are failures, in [`ErrorClass::ALL`]'s order.
+    pub fn failures() -> impl Iterator<Item = ErrorClass> {
+        ErrorClass::ALL.into_iter().filter(|c| c.is_failure())
     }
 }
 
@@ -299,6 +330,12 @@ mod tests {
         assert_eq!(ErrorClass::Unavailable.retryable(), Some(true));
         assert_eq!(ErrorClass::NotFound.retryable(), Some(false));
         assert_eq!(ErrorClass::Unknown.retryable(), None);
+        for c in [ErrorClass::Interrupted, ErrorClass::Cancelled] {
+            assert_eq!(c.retryable(), None);
+            assert!(c.is_control_flow() && c.is_error() && !c.is_failure());
+        }
+        assert!(ErrorClass::Unknown.is_failure() && !ErrorClass::Ok.is_failure());
+        assert_eq!(ErrorClass::failures().count(), 11);
     }
 
     #[test]

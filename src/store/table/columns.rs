@@ -94,9 +94,16 @@ impl Class {
         }
     }
 
-    /// Counted as a failure by the per-turn rules (anything but null and `ok`).
+    /// Counted as a failure by the per-turn rules (anything but null, `ok`
+    /// and control flow).
     pub fn failed(self) -> bool {
-        !matches!(self, Class::Null | Class::Known(ErrorClass::Ok))
+        !matches!(self, Class::Null | Class::Known(ErrorClass::Ok)) && !self.control_flow()
+    }
+
+    /// `interrupted` or `cancelled`: a call stopped on purpose, which the
+    /// per-turn rules leave out.
+    pub fn control_flow(self) -> bool {
+        matches!(self, Class::Known(c) if c.is_control_flow())
     }
 
     /// The class a call carries: an unknown or missing one is `unknown`.

@@ -1,6 +1,8 @@
 //! Error classification (detection.md §3): every span gets one `error_class`,
 //! decided by the first source that has an opinion, and keeps the raw name it
-//! was reported under.
+//! was reported under. Control flow — an interrupt, a cancellation — is read
+//! from the exception's type even on a span that did not fail: OpenInference
+//! ends a LangGraph `GraphInterrupt` span OK with the exception recorded.
 
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{span::Event, status::StatusCode, Status};
@@ -63,9 +65,15 @@ pub fn classify_call(
     let declared_type = attrs::string(attrs, "error.type");
     let is_error_status = status.is_some_and(|s| s.code == StatusCode::Error as i32);
     // An exception event or a status message on a span that did not fail was
-    // handled; only a failed span's words count.
+    // handled; only a failed span's words count. But an exception that is
+    // control flow stopped the call whatever its status says.
     let failed = is_error_status || declared_type.is_some();
-    let error_type = declared_type.or(exception_type.clone().filter(|_| failed));
+    let control_exception = exception_type
+        .as_deref()
+        .is_some_and(|t| message::control_type(t).is_some());
+    let error_type = declared_type.or(exception_type
+        .clone()
+        .filter(|_| failed || control_exception));
     let status_message = status
         .map(|s| s.message.as_str())
         .filter(|m| !m.is_empty() && is_error_status);
@@ -87,6 +95,25 @@ pub fn classify_call(
                 .and_then(from_http)
         })
         .or(jsonrpc_code)
+        .or_else(|| {
+            // A control-flow exception type, before any words: an
+            // interrupt's payload is the application's text ("hotel not
+            // found, book another?"). A cancellation whose words say it
+            // timed out is a timeout.
+            let words = exception_message.as_deref().or(status_message);
+            [error_type.as_deref(), exception_type.as_deref()]
+                .into_iter()
+                .flatten()
+                .find_map(message::control_type)
+                .map(|c| {
+                    let timed_out = words.and_then(message::words) == Some(ErrorClass::Timeout);
+                    if c == ErrorClass::Cancelled && timed_out {
+                        ErrorClass::Timeout
+                    } else {
+                        c
+                    }
+                })
+        })
         .or_else(|| {
             message::classify(
                 [

@@ -3,7 +3,10 @@
 //! `Request failed with status code 429`), a JSON-RPC error code (MCP), and
 //! the words that name a kind of failure (`timed out`, `connection reset`).
 //! Frameworks that record a failed tool as status ERROR plus an exception
-//! event — the Vercel AI SDK, pydantic-ai — leave only these.
+//! event — the Vercel AI SDK, pydantic-ai — leave only these. And control
+//! flow, which is no failure: the exception types frameworks stop a call
+//! with on purpose (LangGraph's `GraphInterrupt`, a user's `CancelledError`
+//! or `AbortError`) and the words of a user's abort.
 
 use crate::model::ErrorClass;
 
@@ -29,6 +32,7 @@ const PHRASES: &[(&str, i32)] = &[
     ("forbidden", 403),
     ("not found", 404),
     ("payload too large", 413),
+    ("client closed request", 499),
 ];
 
 /// Phrases too common in other senses ("merge conflict") to decide alone.
@@ -109,12 +113,72 @@ pub fn status_class(text: &str) -> Option<ErrorClass> {
     http_status(text).and_then(from_http)
 }
 
+/// Exception types a framework stops a call with on purpose, by the last
+/// segment of their name (`langgraph.errors.GraphInterrupt`): LangGraph's
+/// `GraphBubbleUp` family — `GraphInterrupt`, `NodeInterrupt` (any type
+/// ending in `Interrupt` but Python's `KeyboardInterrupt`), `ParentCommand`
+/// (a hand-off to the parent graph) — are `interrupted`; a cancellation —
+/// `CancelledError` (asyncio, concurrent.futures), `CanceledError` (axios),
+/// `AbortError` (a DOM `AbortSignal`, the OpenAI and Anthropic SDKs'
+/// `APIUserAbortError`), `CancellationException` (Java, Kotlin),
+/// `OperationCanceledException` / `TaskCanceledException` (.NET),
+/// `KeyboardInterrupt` (the user's Ctrl-C) — is `cancelled`.
+pub fn control_type(name: &str) -> Option<ErrorClass> {
+    let last = name
+        .trim()
+        .rsplit(['.', ':', '/', '$', '\\'])
+        .next()
+        .unwrap_or("");
+    let ends = |suffixes: &[&str]| suffixes.iter().any(|s| last.ends_with(s));
+    if last == "KeyboardInterrupt"
+        || ends(&[
+            "CancelledError",
+            "CanceledError",
+            "AbortError",
+            "CancellationException",
+            "CanceledException",
+            "CancelledException",
+        ])
+    {
+        Some(ErrorClass::Cancelled)
+    } else if ends(&["Interrupt"]) || last == "GraphBubbleUp" || last == "ParentCommand" {
+        Some(ErrorClass::Interrupted)
+    } else if last.eq_ignore_ascii_case("cancelled") || last == "Canceled" {
+        // The gRPC status name as `error.type` (`CANCELLED`), Go's
+        // `context.Canceled`.
+        Some(ErrorClass::Cancelled)
+    } else {
+        None
+    }
+}
+
+/// The words a user's abort is reported in, where no exception type says
+/// it: Node's and the browsers' `AbortError` messages ("This operation was
+/// aborted"), node-fetch's ("The user aborted a request."), the OpenAI
+/// and Anthropic JS SDKs' ("Request was aborted."), .NET's ("The operation
+/// was canceled."), Go's `context canceled`, Python gRPC's
+/// `StatusCode.CANCELLED`.
+const ABORT_WORDS: &[&str] = &[
+    "operation was aborted",
+    "request was aborted",
+    "user aborted",
+    "aborted by the user",
+    "operation was canceled",
+    "operation was cancelled",
+    "request was canceled",
+    "request was cancelled",
+    "context canceled",
+    "statuscode.cancelled",
+];
+
 /// Words in an error name or message → class.
 pub fn words(text: &str) -> Option<ErrorClass> {
     let t = text.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
     if has(&["timeout", "timed out", "deadline"]) {
         Some(ErrorClass::Timeout)
+    } else if has(ABORT_WORDS) {
+        Some(ErrorClass::Cancelled)
     } else if has(&[
         "rate limit",
         "ratelimit",
@@ -174,6 +238,8 @@ pub fn from_http(status: i32) -> Option<ErrorClass> {
         401 | 403 => ErrorClass::Auth,
         404 | 410 => ErrorClass::NotFound,
         400 | 409 | 413 | 422 => ErrorClass::InvalidRequest,
+        // nginx's "Client Closed Request": the caller went away.
+        499 => ErrorClass::Cancelled,
         400..=499 => ErrorClass::ClientError,
         _ => return None,
     })
@@ -189,6 +255,8 @@ pub fn from_grpc(code: i32) -> Option<ErrorClass> {
         5 => ErrorClass::NotFound,
         3 | 9 | 11 => ErrorClass::InvalidRequest,
         13 | 2 => ErrorClass::ServerError,
+        // CANCELLED: "the operation was cancelled, typically by the caller".
+        1 => ErrorClass::Cancelled,
         _ => return None,
     })
 }

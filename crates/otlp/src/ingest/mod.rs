@@ -27,6 +27,8 @@ mod tests;
 #[cfg(test)]
 mod tests_canon;
 #[cfg(test)]
+mod tests_control;
+#[cfg(test)]
 mod tests_dependency;
 #[cfg(test)]
 mod tests_file;

@@ -70,7 +70,7 @@ impl ResultShape {
                     (
                         "class",
                         format!(
-                            "expected a failure class ({}), got {c:?}",
+                            "expected a class other than ok ({}), got {c:?}",
                             ErrorClass::ALL
                                 .iter()
                                 .filter(|c| c.is_error())
