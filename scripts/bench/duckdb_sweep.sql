@@ -1451,7 +1451,8 @@ WITH RECURSIVE judge(sid, i, flagged, hit, expected, observed) AS (
 SELECT s.tool_name, s.service_name, getvariable('since_day') + j.i::INTEGER AS day, j.observed AS calls,
        j.expected
 FROM judge j JOIN silent_series s ON s.sid = j.sid
-WHERE j.i >= 0 AND j.hit;
+-- complete days only: today is judged for the order, never flagged
+WHERE j.i >= 0 AND j.hit AND getvariable('since_day') + j.i::INTEGER < getvariable('today');
 
 -- no_success: a day of the window with calls and no success, when the
 -- last success (on that day or before; else the start of the tool's first
@@ -1480,14 +1481,21 @@ WITH r AS (
     WHERE day BETWEEN getvariable('since_day') AND getvariable('today') AND errors > 0 AND ok = 0
 )
 SELECT c.tool_name, c.service_name, c.day, c.calls, c.since_ns, c.end_ns,
-       (SELECT sum(x.calls) FROM r x
+       -- failed calls after the last success's day, on at least two days
+       (SELECT sum(x.errors) FROM r x
         WHERE x.tool_name IS NOT DISTINCT FROM c.tool_name AND x.service_name IS NOT DISTINCT FROM c.service_name
           AND x.day <= c.day
           AND (c.last_ok_upto IS NULL
-               OR (x.day - DATE '1970-01-01') > c.last_ok_upto // getvariable('ns_day'))) AS calls_since
+               OR (x.day - DATE '1970-01-01') > c.last_ok_upto // getvariable('ns_day'))) AS calls_since,
+       (SELECT count(*) FILTER (WHERE x.errors > 0) FROM r x
+        WHERE x.tool_name IS NOT DISTINCT FROM c.tool_name AND x.service_name IS NOT DISTINCT FROM c.service_name
+          AND x.day <= c.day
+          AND (c.last_ok_upto IS NULL
+               OR (x.day - DATE '1970-01-01') > c.last_ok_upto // getvariable('ns_day'))) AS failing_days
 FROM c
 WHERE c.end_ns - c.since_ns >= getvariable('no_success_days') * getvariable('ns_day');
-DELETE FROM no_success WHERE coalesce(calls_since, 0) < getvariable('no_success_min_calls');
+DELETE FROM no_success WHERE coalesce(calls_since, 0) < getvariable('no_success_min_calls')
+                          OR failing_days < 2;
 
 CREATE OR REPLACE TEMP TABLE all_findings AS
 SELECT kind, n.tool_name

@@ -1047,7 +1047,7 @@ def by_pair(rows):
 
 
 def silent_tools(rows, turns, since, today, p):
-    """tool_silent on the days since..today after the tool's first day: a day
+    """tool_silent on the complete days since..today-1 after the tool's first day: a day
     with turns whose calls are far below the tool's calls per turn on its
     baseline days (the most recent days with turns, not flagged, within
     reach, from its first day on) times the day's turns."""
@@ -1061,7 +1061,7 @@ def silent_tools(rows, turns, since, today, p):
             return turns.get((service, d), 0)
 
         flagged = set()
-        for day in range(max(since, first + 1), today + 1):
+        for day in range(max(since, first + 1), today):
             turns_d = turns_on(day)
             if turns_d == 0:
                 continue
@@ -1111,9 +1111,13 @@ def no_success(rows, since, now_ns, p):
             last = max(oks) if oks else None
             since_ns = last if last is not None else first * NS_DAY
             ok_day = day_of_ns(last) if last is not None else None
-            calls_since = sum(x["calls"] for x in upto if ok_day is None or x["day"] > ok_day)
+            after = [x for x in upto if ok_day is None or x["day"] > ok_day]
+            # failed calls, on at least two days
+            calls_since = sum(x["errors"] for x in after)
+            failing_days = sum(1 for x in after if x["errors"] > 0)
             end = min((r["day"] + 1) * NS_DAY, now_ns)
-            if end - since_ns < p.no_success_days * NS_DAY or calls_since < p.no_success_min_calls:
+            if (end - since_ns < p.no_success_days * NS_DAY or calls_since < p.no_success_min_calls
+                    or failing_days < 2):
                 continue
             out.append({"tool": r["tool"], "service": r["service"], "day": r["day"], "calls": r["calls"],
                         "calls_since": calls_since, "days": round((end - since_ns) / NS_DAY, 3)})

@@ -55,7 +55,7 @@ pub fn state(s: &str) -> String {
 /// A percentage.
 pub fn pct(r: f64) -> String {
     if r > 0.0 && r < 0.001 {
-        "<0.1%".into()
+        "&lt;0.1%".into()
     } else {
         format!("{:.1}%", r * 100.0)
     }

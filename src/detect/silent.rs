@@ -83,10 +83,11 @@ pub struct NoSuccess {
     /// is then the start of its first day with calls.
     pub last_ok_ns: Option<i64>,
     pub since_ns: i64,
-    /// Calls on the days after the last success's day, through this one
-    /// (all failed), and that day's own.
+    /// Failed calls on the days after the last success's day, through
+    /// this one, and the day's own calls.
     pub calls_since: u64,
     pub calls: u64,
+    pub errors: u64,
     /// How long without a success, to the day's end (or `now`).
     pub days: f64,
     /// The day's most frequent failure class.
@@ -152,7 +153,7 @@ fn by_pair(rows: &[DailyRow]) -> Vec<&[DailyRow]> {
         .collect()
 }
 
-/// `tool_silent` findings on the days `since..=today`.
+/// `tool_silent` findings on the complete days `since..today`.
 pub fn silent_tools(
     rows: &[DailyRow],
     turns: &Turns,
@@ -167,7 +168,9 @@ pub fn silent_tools(
         let first = pair[0].day;
         let turns_on = |d: i32| turns.get(&(service.clone(), d)).copied().unwrap_or(0);
         let mut flagged: Vec<i32> = Vec::new();
-        for day in since.max(first + 1)..=today {
+        // Complete days only: today's rollup may lag its turns, and the
+        // finding is the morning-after message.
+        for day in since.max(first + 1)..today {
             let turns_d = turns_on(day);
             if turns_d == 0 {
                 continue;
@@ -233,17 +236,21 @@ pub fn no_success(rows: &[DailyRow], since: i32, now_ns: i64, p: &SilentParams) 
             let last_ok_ns = upto.iter().filter_map(|r| r.last_ok_ns).max();
             let since_ns = last_ok_ns.unwrap_or(i64::from(first) * NANOS_PER_DAY);
             let ok_day = last_ok_ns.map(crate::model::day_of_ns);
-            let calls_since: u64 = upto
+            let after: Vec<&DailyRow> = upto
                 .iter()
                 .filter(|r| ok_day.is_none_or(|d| r.day > d))
-                .map(|r| r.calls)
-                .sum();
+                .collect();
+            // Failed calls, on at least two days: a tool called once a
+            // week is not "days without a success".
+            let calls_since: u64 = after.iter().map(|r| r.errors).sum();
+            let failing_days = after.iter().filter(|r| r.errors > 0).count();
             let end = (i64::from(r.day) + 1)
                 .saturating_mul(NANOS_PER_DAY)
                 .min(now_ns);
             let days = (end - since_ns) as f64 / NANOS_PER_DAY as f64;
             if end - since_ns < p.no_success_days.saturating_mul(NANOS_PER_DAY)
                 || calls_since < p.no_success_min_calls
+                || failing_days < 2
             {
                 continue;
             }
@@ -255,6 +262,7 @@ pub fn no_success(rows: &[DailyRow], since: i32, now_ns: i64, p: &SilentParams) 
                 since_ns,
                 calls_since,
                 calls: r.calls,
+                errors: r.errors,
                 days,
                 class: super::dominant_class(r.classes.iter().map(|(c, n)| (*c, *n))),
             });

@@ -52,7 +52,7 @@ fn a_tool_called_200_times_a_day_that_drops_to_none_while_turns_stay_is_silent()
     rows.extend((0..10).map(|i| ok_row("book_flight", start + i, 40)));
     rows.sort_by(|a, b| (&a.tool, a.day).cmp(&(&b.tool, b.day)));
     let t = turns((0..10).map(|i| (start + i, 100 + (i as u64 % 2) * 5)));
-    let found = silent_tools(&rows, &t, start, start + 9, &SilentParams::default());
+    let found = silent_tools(&rows, &t, start, start + 10, &SilentParams::default());
     assert_eq!(found.len(), 1, "{found:?}");
     let s = &found[0];
     assert_eq!(
@@ -70,7 +70,7 @@ fn a_tool_called_200_times_a_day_that_drops_to_none_while_turns_stay_is_silent()
         let mut rows = rows.clone();
         rows.push(ok_row("search_flights", start + 9, calls));
         rows.sort_by(|a, b| (&a.tool, a.day).cmp(&(&b.tool, b.day)));
-        let found = silent_tools(&rows, &t, start, start + 9, &SilentParams::default());
+        let found = silent_tools(&rows, &t, start, start + 10, &SilentParams::default());
         assert_eq!(!found.is_empty(), flagged, "{calls} calls: {found:?}");
     }
 }
@@ -83,7 +83,7 @@ fn a_day_the_agent_itself_was_quiet_is_not_judged() {
         .collect();
     // No turn at all on Aug 10: the agent did not run, nothing to compare with.
     let t = turns((0..9).map(|i| (start + i, 100)));
-    assert!(silent_tools(&rows, &t, start, start + 9, &SilentParams::default()).is_empty());
+    assert!(silent_tools(&rows, &t, start, start + 10, &SilentParams::default()).is_empty());
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn a_weekend_dip_shared_by_the_tool_and_its_agent_is_nothing() {
         })
         .collect();
     let t = turns((0..28).map(|i| (start + i, if weekend(i) { 20 } else { 100 })));
-    let found = silent_tools(&rows, &t, start, start + 27, &SilentParams::default());
+    let found = silent_tools(&rows, &t, start, start + 28, &SilentParams::default());
     assert!(found.is_empty(), "{found:?}");
 }
 
@@ -119,7 +119,7 @@ fn a_tool_called_three_times_a_day_that_skips_a_day_is_nothing() {
         .collect();
     let t = turns((0..10).map(|i| (start + i, 100)));
     let p = SilentParams::default();
-    assert!(silent_tools(&rows, &t, start, start + 9, &p).is_empty());
+    assert!(silent_tools(&rows, &t, start, start + 10, &p).is_empty());
 }
 
 #[test]
@@ -166,6 +166,44 @@ fn a_tool_still_called_with_no_success_for_three_days_names_its_last_success() {
         found.iter().map(|n| n.day).collect::<Vec<_>>(),
         vec![aug6 + 3]
     );
+}
+
+#[test]
+fn today_is_not_judged_and_a_weekly_tool_is_not_days_without_success() {
+    let start = d("2026-08-01");
+    let mut rows: Vec<DailyRow> = (0..9)
+        .map(|i| ok_row("search_flights", start + i, 200))
+        .collect();
+    rows.push(ok_row("search_flights", start + 9, 0));
+    let t = turns((0..10).map(|i| (start + i, 100)));
+    // Aug 10 is today: its rollup may lag its turns.
+    assert!(silent_tools(&rows, &t, start, start + 9, &SilentParams::default()).is_empty());
+    // Succeeded on Monday, 12 failures on Thursday: one failing day.
+    let mon = d("2026-08-03");
+    let rows = vec![
+        row(
+            "weekly_report",
+            mon,
+            12,
+            12,
+            Some(i64::from(mon) * NANOS_PER_DAY + 3_600_000_000_000),
+        ),
+        row("weekly_report", mon + 3, 12, 0, None),
+    ];
+    let now = i64::from(mon + 4) * NANOS_PER_DAY;
+    assert!(no_success(&rows, mon, now, &SilentParams::default()).is_empty());
+    // Interrupted or cancelled calls alone fail nothing.
+    let mut stopped = row("approve", mon + 3, 12, 0, None);
+    stopped.errors = 0;
+    stopped.classes.clear();
+    stopped.interrupted = 12;
+    let rows = vec![
+        row("approve", mon, 12, 12, None),
+        row("approve", mon + 2, 12, 0, None),
+        stopped,
+    ];
+    let found = no_success(&rows, mon, now, &SilentParams::default());
+    assert!(found.iter().all(|n| n.day != mon + 3), "{found:?}");
 }
 
 #[test]

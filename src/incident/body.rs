@@ -148,6 +148,10 @@ pub fn build(
             "{d} down: {} failing since {since} ({class_words})",
             tools.join(", ")
         ),
+        // A tool that only went quiet is not failing.
+        Cause::Tool(t) if signals.iter().all(|s| s.draft.kind == Kind::ToolSilent) => {
+            format!("{t} silent since {since}: {}", kinds.join(", "))
+        }
         Cause::Tool(t) => format!(
             "{t} failing since {since} ({class_words}): {}",
             kinds.join(", ")

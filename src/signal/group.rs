@@ -556,10 +556,12 @@ pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
                     .then_with(|| b.wasted_seconds.total_cmp(&a.wasted_seconds))
                     .then_with(|| a.trace_id.cmp(&b.trace_id))
             });
-            // A silent tool's evidence: the latest day first (its counts
-            // lead up to it).
+            // A silent tool's evidence: its last success once, with the
+            // counts up to the latest flagged day.
             if matches!(f0.kind, Kind::ToolSilent | Kind::NoSuccess) {
-                evidence.sort_by(|a, b| b.day.cmp(&a.day));
+                let latest = |e: &Evidence| e.daily.last().map(|d| d.day.clone());
+                evidence.sort_by_key(|e| std::cmp::Reverse(latest(e)));
+                evidence.truncate(1);
             }
             let more = evidence.len().saturating_sub(evidence_limit);
             evidence.truncate(evidence_limit);

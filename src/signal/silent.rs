@@ -45,7 +45,7 @@ pub fn from_no_success(n: &NoSuccess) -> Finding {
         day: n.day,
         evidence: None,
         calls: n.calls,
-        errors: n.calls,
+        errors: n.errors,
         rate: 1.0,
         baseline: 0.0,
         read_only: false,
@@ -115,9 +115,15 @@ pub fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> S
             day_to_string(crate::model::day_of_ns(s.since_ns))
         ),
     };
+    let from = match s.last_ok_ns {
+        Some(ns) => format!(
+            " from {} on",
+            day_to_string(crate::model::day_of_ns(ns) + 1)
+        ),
+        None => String::new(),
+    };
     format!(
-        "No success: {tool} has not succeeded {since}, {:.0} days, {} calls ({class_words})",
-        s.days.floor(),
-        s.calls_since
+        "No success: {tool} has not succeeded {since}, {:.1} days; {} failed calls{from} ({class_words})",
+        s.days, s.calls_since
     )
 }

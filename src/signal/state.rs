@@ -89,9 +89,9 @@ impl Quiet {
         use super::group::Kind;
         match draft.kind {
             Kind::NoSuccess
-                if self.last_ok.get(&draft.tool).is_some_and(|&ok| {
-                    crate::model::day_of_ns(ok) > crate::model::day_of_ns(draft.last_seen_ns)
-                }) =>
+                // A flagged day had no success: one at or after its start
+                // is the recovery.
+                if self.last_ok.get(&draft.tool).is_some_and(|&ok| ok >= draft.last_seen_ns) =>
             {
                 true
             }

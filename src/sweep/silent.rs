@@ -96,17 +96,14 @@ fn evidence(
         }
         None => None,
     };
-    let mut e = Evidence::turn(trace.as_deref().unwrap_or(""), "", day, 0, 0);
+    // The evidence is the last success (a trace to open beside today's
+    // failures); none stored, no trace to show.
+    let (Some(trace), Some(ns)) = (trace, last_ok_ns) else {
+        return Ok(None);
+    };
+    let mut e = Evidence::turn(&trace, "", crate::model::day_of_ns(ns), 1, 0);
     e.turn_id = None;
-    e.outcome = Some(if trace.is_some() {
-        "last_success".into()
-    } else {
-        "no_success_stored".into()
-    });
-    e.calls = daily.last().map_or(0, |d| d.calls as usize);
-    e.failures = daily
-        .last()
-        .map_or(0, |d| d.calls.saturating_sub(d.successes) as usize);
+    e.outcome = Some("last_success".into());
     e.daily = daily;
     Ok(Some(e))
 }

@@ -164,7 +164,12 @@ fn a_tool_that_went_quiet_and_one_with_no_success_are_named_with_their_last_succ
         "{title}"
     );
     let e = &s["evidence"][0];
+    assert_eq!(s["evidence"].as_array().unwrap().len(), 1);
     assert_eq!(e["outcome"], "last_success");
+    assert_eq!(
+        (&e["day"], &e["calls"], &e["failures"]),
+        (&json!("2026-08-05"), &json!(1), &json!(0))
+    );
     let daily = e["daily"].as_array().unwrap();
     assert_eq!(
         daily.last().unwrap(),
@@ -182,7 +187,7 @@ fn a_tool_that_went_quiet_and_one_with_no_success_are_named_with_their_last_succ
     assert_eq!(n["days"], json!(["2026-08-08"]));
     assert_eq!(
         n["title"],
-        "No success: book_flight has not succeeded since 2026-08-05T09:03Z, 3 days, 45 calls (unavailable)"
+        "No success: book_flight has not succeeded since 2026-08-05T09:03Z, 3.6 days; 45 failed calls from 2026-08-06 on (unavailable)"
     );
     assert_eq!(n["evidence"][0]["trace_id"], last_ok_trace.as_str());
     assert_eq!(n["severity"], "critical");
