@@ -124,7 +124,7 @@ pub struct DayCount {
     pub day: String,
     pub calls: u64,
     pub successes: u64,
-    /// The service's turns begun that day; `None` where the sweep did not
+    /// The service's turns begun that day; null where the sweep did not
     /// read the day's turns (before its window).
     pub turns: Option<u64>,
 }

@@ -108,8 +108,8 @@ pub struct Evidence {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parents: Vec<String>,
     /// Silent tools (`trace_id`: the last successful call's trace): the
-    /// tool's calls and successes and its service's turns, day by day up
-    /// to the finding's.
+    /// tool's calls and successes and its service's turns, day by day for
+    /// the eight days up to the latest flagged one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub daily: Vec<crate::detect::silent::DayCount>,
 }
