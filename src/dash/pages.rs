@@ -241,6 +241,17 @@ pub fn overview(
     page("Overview", &b)
 }
 
+/// The raw names a class was logged under, most seen first:
+/// `<code>HTTP 503</code> ×12, …`.
+fn raw_names(seen: Option<&std::collections::BTreeMap<&str, u64>>) -> String {
+    let mut seen: Vec<(&&str, &u64)> = seen.map(|m| m.iter().collect()).unwrap_or_default();
+    seen.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    seen.iter()
+        .map(|(n, k)| format!("<code>{}</code> ×{k}", esc(n)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The tool page's calls stopped on purpose over the range — interrupted
 /// (a human-in-the-loop interrupt, a hand-off) and cancelled (by their
 /// user) — with the names they were logged under: counted apart, never as
@@ -263,17 +274,10 @@ fn control_flow(
     }
     let mut b = String::from("<h2>Stopped on purpose (no failures)</h2><p class=\"muted\">Calls a human-in-the-loop interrupt or a hand-off stopped, or their user cancelled: counted in the calls, never in the errors, the chains or the wasted retries.</p><table id=\"control-flow\"><tr><th>class</th><th class=\"n\">calls</th><th>raw names seen</th></tr>");
     for (c, n) in rows.iter().filter(|(_, n)| *n > 0) {
-        let mut seen: Vec<(&&str, &u64)> =
-            names.get(c).map(|m| m.iter().collect()).unwrap_or_default();
-        seen.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let list: Vec<String> = seen
-            .iter()
-            .map(|(n, k)| format!("<code>{}</code> ×{k}", esc(n)))
-            .collect();
         let _ = write!(
             b,
             r#"<tr><td>{c}</td><td class="n">{n}</td><td>{}</td></tr>"#,
-            list.join(", ")
+            raw_names(names.get(c))
         );
     }
     b.push_str("</table>");
@@ -340,18 +344,11 @@ pub fn tool(
     }
     b.push_str("<h2>Error classes, and the names they were logged under</h2><table id=\"classes\"><tr><th>class</th><th class=\"n\">failed calls</th><th>raw names seen</th></tr>");
     for (c, n) in &classes {
-        let mut seen: Vec<(&&str, &u64)> =
-            names.get(c).map(|m| m.iter().collect()).unwrap_or_default();
-        seen.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let list: Vec<String> = seen
-            .iter()
-            .map(|(n, k)| format!("<code>{}</code> ×{k}", esc(n)))
-            .collect();
         let _ = write!(
             b,
             r#"<tr><td>{}</td><td class="n">{n}</td><td>{}</td></tr>"#,
             esc(c),
-            list.join(", ")
+            raw_names(names.get(c))
         );
     }
     b.push_str("</table>");
