@@ -1,4 +1,4 @@
-//! The allocator and its one setting. mimalloc serves every allocation
+//! The allocator and its settings. mimalloc serves every allocation
 //! (the binary installs it as the global allocator): the sweep and the store
 //! allocate and free millions of small strings, and glibc's malloc kept
 //! that memory and spent its time consolidating.
@@ -11,6 +11,17 @@
 //! falls further but ingest loses a quarter. So stormwatch makes 10 ms the
 //! default, and an operator's `MIMALLOC_PURGE_DELAY` (mimalloc's own
 //! variable, in milliseconds) still wins.
+//!
+//! mimalloc is built without its transparent-huge-page advice
+//! (`libmimalloc-sys`'s `no_thp` feature, in Cargo.toml). By default it
+//! asks the kernel (`madvise(MADV_HUGEPAGE)`) to back its arenas with 2 MiB
+//! pages; on a kernel whose THP setting is `madvise` (Debian's and Ubuntu's
+//! default) every 2 MiB stretch it touched was then resident whole, while
+//! it returns memory 64 KiB at a time: under the overload test 92-142 MiB
+//! of the RSS was huge pages, and the peak's median fell from about 340 to
+//! about 270 MiB without them (BENCHMARKS.md, "Overload"). On a kernel set
+//! to `always`, huge pages come without being asked; `MIMALLOC_ALLOW_THP=0`
+//! turns them off for the process there.
 //!
 //! This is the crate's one `unsafe` block outside tests: a call into
 //! mimalloc's C API, which the Rust crate does not wrap (the test reads the

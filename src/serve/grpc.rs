@@ -7,7 +7,7 @@
 //! The request message is taken as bytes, framing and all
 //! (`grpc_message`), not by a tonic codec: its bytes are charged to the
 //! in-flight budget as they arrive, a compressed message (`grpc-encoding`
-//! gzip, zstd or deflate) is decompressed on a blocking thread under the
+//! gzip, zstd or deflate) is decompressed on a decoding thread under the
 //! same cap and budget as an HTTP body, and the WAL records the bytes as
 //! they came. tonic's server does the HTTP/2, the keepalive pings and the
 //! deadline.

@@ -2,7 +2,7 @@
 //! the answer written back, without tonic's codec: the length-prefixed
 //! frame is parsed here as its bytes arrive (charged to the in-flight
 //! budget by [`Intake`]), and a compressed message stays compressed, so
-//! that it is decompressed on the blocking pool under the same cap and
+//! that it is decompressed on a decoding thread under the same cap and
 //! budget as an HTTP body (`otlp::store_body`), never on the async threads.
 
 use std::convert::Infallible;

@@ -6,11 +6,13 @@
 //! Nothing that can block runs on the async workers: no polars work and no
 //! SQLite call (`state.sqlite` may be locked by a sweep's IMMEDIATE
 //! transaction or another process for seconds). Every such call is in
-//! `spawn_blocking`, a sweep's blocking task, or a thread of the store's.
+//! `spawn_blocking`, a sweep's blocking task, or a thread of the store's;
+//! export bodies are decoded on `decoders`' threads.
 
 pub mod admission;
 pub mod auth;
 pub mod conn;
+pub mod decoders;
 pub mod grpc;
 pub mod grpc_message;
 pub mod health;

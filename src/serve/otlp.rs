@@ -19,6 +19,7 @@ use prost::Message;
 use tokio::sync::Semaphore;
 
 use super::admission::{BodyLimits, Budget, Charge, Cut, Intake, Short};
+use super::decoders;
 use super::response::AppError;
 use crate::ingest::{self, Encoding, Format};
 use crate::store::Store;
@@ -296,10 +297,10 @@ pub struct Accepted {
 }
 
 /// The part of an export both transports share: decompress (when
-/// `encoding` says so), decode and normalize on a blocking thread, charging
-/// what grows against the in-flight budget `permit` already holds the body's
-/// share of; then submit to the store and wait for the WAL fsync. Counted in
-/// `counters`.
+/// `encoding` says so), decode and normalize on a decoding thread
+/// ([`decoders`]), charging what grows against the in-flight budget `permit`
+/// already holds the body's share of; then submit to the store and wait for
+/// the WAL fsync. Counted in `counters`.
 pub async fn store_body(
     state: &OtlpState,
     counters: &OtlpCounters,
@@ -314,7 +315,8 @@ pub async fn store_body(
     // The receive time's window: spans dated outside it are refused one by one.
     let window = state.store.window_now();
     let shapes = state.store.result_shapes();
-    let decoded = tokio::task::spawn_blocking(move || {
+    // On one of the decoding threads, not the blocking pool.
+    let decoded = decoders::run(move || {
         let mut permit = permit;
         // A request that needs more than the whole budget can never be
         // admitted: that is a 413, not a 429 to retry forever.

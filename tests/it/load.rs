@@ -88,8 +88,12 @@ fn peak_rss_mib(pid: u32) -> f64 {
 /// The memory bound stated for these settings (README, Running it): request
 /// bodies and their decoded rows in flight (8 MiB by estimate), the WAL queue
 /// (8 MiB), unflushed rows (32 MiB), the Parquet flush of a frozen table, and
-/// about 25 MiB for the idle binary. Measured peaks: 305-325 MiB; the
-/// bound leaves room for other kernels and huge-page settings.
+/// about 25 MiB for the idle binary, plus what the allocator keeps beyond
+/// them. Measured peaks (2026-12-06, 20 runs on 2 shared cores): 240-276
+/// MiB, median 255; 309-373 (median 337, once 387 in CI) while mimalloc
+/// took transparent huge pages and bodies were decoded on the blocking pool
+/// (BENCHMARKS.md, "Overload"). The bound leaves room for other kernels and
+/// huge-page settings.
 const RSS_BOUND_MIB: f64 = 384.0;
 
 #[test]
