@@ -345,6 +345,9 @@ impl Config {
                 ),
             );
         }
+        if let Err((key, why)) = self.detect.silent.check() {
+            return bad(key, &why);
+        }
         if let Err((key, why)) = self.admission.check() {
             return bad(key, &why);
         }
@@ -643,6 +646,17 @@ mod tests {
         let limits = c.import.limits();
         assert_eq!(limits.max_file_bytes, 4096);
         assert_eq!(limits.max_decompressed_bytes, 1 << 30);
+    }
+
+    #[test]
+    fn silent_params_are_range_checked() {
+        let err = Config::parse("[detect.silent]\nmax_ratio = 1.5\n", Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("detect.silent.max_ratio: must be a share from 0 to below 1, got 1.5"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -52,6 +52,68 @@ impl Default for SilentParams {
     }
 }
 
+impl SilentParams {
+    /// The first key out of range, and why (`[detect.silent]`).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let p = self;
+        if !(1..=90).contains(&p.baseline_days) {
+            return Err((
+                "detect.silent.baseline_days",
+                format!("must be from 1 to 90, got {}", p.baseline_days),
+            ));
+        }
+        if p.reach_back_days < p.baseline_days as i32 || p.reach_back_days > 366 {
+            return Err((
+                "detect.silent.reach_back_days",
+                format!(
+                    "must be from baseline_days ({}) to 366, got {}",
+                    p.baseline_days, p.reach_back_days
+                ),
+            ));
+        }
+        if p.min_baseline_days < 1 || p.min_baseline_days > p.baseline_days {
+            return Err((
+                "detect.silent.min_baseline_days",
+                format!(
+                    "must be from 1 to baseline_days ({}), got {}",
+                    p.baseline_days, p.min_baseline_days
+                ),
+            ));
+        }
+        if p.min_expected_calls.is_nan() || p.min_expected_calls < 1.0 {
+            return Err((
+                "detect.silent.min_expected_calls",
+                format!("must be at least 1, got {}", p.min_expected_calls),
+            ));
+        }
+        if !(0.0..1.0).contains(&p.max_ratio) {
+            return Err((
+                "detect.silent.max_ratio",
+                format!("must be a share from 0 to below 1, got {}", p.max_ratio),
+            ));
+        }
+        if p.p_value.is_nan() || p.p_value <= 0.0 || p.p_value >= 0.5 {
+            return Err((
+                "detect.silent.p_value",
+                format!("must be above 0 and below 0.5, got {}", p.p_value),
+            ));
+        }
+        if !(1..=366).contains(&p.no_success_days) {
+            return Err((
+                "detect.silent.no_success_days",
+                format!("must be from 1 to 366, got {}", p.no_success_days),
+            ));
+        }
+        if p.no_success_min_calls < 1 {
+            return Err((
+                "detect.silent.no_success_min_calls",
+                "must be at least 1, got 0".to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Turns begun per (service, day): the agent's volume.
 pub type Turns = BTreeMap<(String, i32), u64>;
 

@@ -231,3 +231,26 @@ fn the_poisson_lower_tail() {
     assert!(poisson_cdf(150, 200.0) < 0.001);
     assert_eq!(poisson_cdf(5, 0.0), 1.0);
 }
+
+#[test]
+fn out_of_range_silent_params_name_their_key() {
+    assert_eq!(SilentParams::default().check(), Ok(()));
+    type Spoil = fn(&mut SilentParams);
+    let cases: [(&str, Spoil); 8] = [
+        ("baseline_days", |p| p.baseline_days = 0),
+        ("reach_back_days", |p| p.reach_back_days = 3),
+        ("min_baseline_days", |p| p.min_baseline_days = 8),
+        ("min_expected_calls", |p| p.min_expected_calls = f64::NAN),
+        ("max_ratio", |p| p.max_ratio = 1.0),
+        ("p_value", |p| p.p_value = 0.0),
+        ("no_success_days", |p| p.no_success_days = 0),
+        ("no_success_min_calls", |p| p.no_success_min_calls = 0),
+    ];
+    for (key, spoil) in cases {
+        let mut p = SilentParams::default();
+        spoil(&mut p);
+        let (k, why) = p.check().unwrap_err();
+        assert_eq!(k, format!("detect.silent.{key}"), "{why}");
+        assert!(why.contains("must be"), "{why}");
+    }
+}
