@@ -134,6 +134,7 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
                 result: results[i],
                 start_ns: spans[i].start_ns,
                 end_ns: spans[i].end_ns,
+                retry_after_ms: None,
             })
             .collect();
         let verdicts = judge(&attempts, params.exponential_ratio);
