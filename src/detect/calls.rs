@@ -522,7 +522,7 @@ const INSIDE_SLACK_NS: i64 = 1_000_000;
 /// span's, else the one of the latest-ending failed span below it (up
 /// through spans that are no call) that ran inside it, as (that span's
 /// end, ms); own waits rank first.
-fn stated_waits(
+pub fn stated_waits(
     t: &SpanTable,
     index: &SpanIndex<'_>,
     is_call: impl Fn(usize) -> bool,
