@@ -232,10 +232,13 @@ pub fn words(ms: i64) -> String {
         let s = format!("{v:.1}");
         s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
     };
-    match ms {
-        ..1000 => format!("{ms} ms"),
-        ..120_000 => format!("{} s", trim(ms as f64 / 1000.0)),
-        ..7_200_000 => format!("{} min", trim(ms as f64 / 60_000.0)),
-        _ => format!("{} h", trim(ms as f64 / 3_600_000.0)),
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 120_000 {
+        format!("{} s", trim(ms as f64 / 1000.0))
+    } else if ms < 7_200_000 {
+        format!("{} min", trim(ms as f64 / 60_000.0))
+    } else {
+        format!("{} h", trim(ms as f64 / 3_600_000.0))
     }
 }

@@ -281,10 +281,7 @@ fn duration(s: &str, unit: Unit) -> Option<i64> {
     let mut total = 0.0;
     let mut rest = s;
     let mut parts = 0;
-    loop {
-        let Some((n, after)) = number(rest) else {
-            break;
-        };
+    while let Some((n, after)) = number(rest) {
         let spaced = after.trim_start_matches([' ', '\t']);
         let word_len = spaced.bytes().take_while(u8::is_ascii_alphabetic).count();
         let word = spaced[..word_len].to_ascii_lowercase();
