@@ -134,6 +134,7 @@ impl Day<'_> {
             scope_version: None,
             tool_args_recorded: None,
             dependency: None,
+            retry_after_ms: None,
         });
     }
 
@@ -198,6 +199,7 @@ impl Day<'_> {
             scope_version: None,
             tool_args_recorded: Some(true),
             dependency: None,
+            retry_after_ms: None,
         });
     }
 }

@@ -17,6 +17,10 @@ built first, under --work (default: a temporary directory, removed after):
 - silent_cases.py's fourteen days of traffic (the silent-tool rules'
   edge cases: a tool that stops while its agent's turns go on, tools with
   no success for days, a weekend dip, a rare tool), imported;
+- retry_after_cases.py's turns (the ignored-Retry-After rule's edge cases:
+  the wait on the tool span, on its HTTP child, in an exception's words,
+  an HTTP-date, in a result; honoured, within the tolerance, under
+  min_early, not more than the share, a child outside its call), imported;
 - the sweep benchmark's generator (benches/sweep_data.rs; built with
   `cargo bench --bench sweep_data --no-run` unless --generator names it):
   3 days x 20 000 tool spans, and 26 days x 2 000 (its outage and slow days).
@@ -42,6 +46,7 @@ sys.path.insert(0, HERE)
 from duckdb_sweep import KINDS  # noqa: E402
 import edge_cases  # noqa: E402
 import silent_cases  # noqa: E402
+import retry_after_cases  # noqa: E402
 
 # (name, fixture files, --now, --since days): the times tests/it uses.
 FIXTURE_STORES = [
@@ -95,7 +100,7 @@ def build_stores(work, stormwatch, gen):
         paths = [os.path.join(REPO, "fixtures", f) for f in files]
         run([stormwatch, "import", "--data-dir", data] + paths, env)
         stores.append((name, data, now, since))
-    for module in (edge_cases, silent_cases):
+    for module in (edge_cases, silent_cases, retry_after_cases):
         name = module.__name__
         traces = os.path.join(work, name + ".json")
         with open(traces, "w", encoding="utf-8") as f:

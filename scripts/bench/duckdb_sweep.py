@@ -42,6 +42,7 @@ KINDS = [
     "tool_loop",
     "tool_silent",
     "no_success",
+    "ignored_retry_after",
 ]
 
 
@@ -123,6 +124,7 @@ DETAILS = {
     "tool_loop": f"SELECT {TURN}, steps, calls, repeats FROM tool_loops x {JOIN} ORDER BY turn_id, tool_name",
     "tool_silent": "SELECT tool_name, service_name, day, calls, round(expected, 3) AS expected "
     "FROM silent_verdicts ORDER BY tool_name, service_name, day",
+    "ignored_retry_after": f"SELECT {TURN}, early, stated FROM ignored_retry_after x {JOIN} ORDER BY turn_id, tool_name",
     "no_success": "SELECT tool_name, service_name, day, calls, calls_since, "
     "round((end_ns - since_ns) / 86400e9, 3) AS days FROM no_success ORDER BY tool_name, service_name, day",
 }

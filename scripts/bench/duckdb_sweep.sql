@@ -25,7 +25,7 @@
 -- after success only with nothing state-changing in between and not for a
 -- loop's steps, plain loops without results back to back, cycles over
 -- distinct (tool, arguments), nested spans 1:1 only; and the silent-tool
--- rules of issue 28 (§4.8). scripts/bench/check_sql.py
+-- rules of issue 28 (§4.8), and ignored Retry-After (§4.9). scripts/bench/check_sql.py
 -- runs this script, `stormwatch sweep` and scripts/bench/reference_sweep.py
 -- (a line-by-line Python port of the Rust rules) on small stores and fails
 -- unless all three count the same findings of every kind, for the same tools.
@@ -67,6 +67,10 @@ SET VARIABLE overlap_slack_ns = 1000000::BIGINT;
 SET VARIABLE loop_min_calls = 5;
 SET VARIABLE cycle_min_repeats = 3;
 SET VARIABLE cycle_max_period = 4;
+-- [detect.retry_after] (§4.9)
+SET VARIABLE ra_min_early = 2;
+SET VARIABLE ra_share = 0.5::DOUBLE;
+SET VARIABLE ra_tolerance_ms = 1000.0::DOUBLE;
 -- [detect.silent] (§4.8)
 SET VARIABLE silent_baseline_days = 7;
 SET VARIABLE silent_reach_back_days = 28;
@@ -89,7 +93,7 @@ SET VARIABLE follow_days = 2;
 -- The first nanosecond of a UTC day.
 CREATE OR REPLACE TEMP MACRO day_ns(d) AS (d - DATE '1970-01-01')::BIGINT * getvariable('ns_day');
 
--- Every span part. `tool_result_hash` is a newer column: parts written
+-- Every span part. `tool_result_hash` and `retry_after_ms` are newer columns: parts written
 -- before it read it as null (union_by_name), and so does a store none of
 -- whose parts has it (the empty branch of the union supplies the column).
 -- `ro` is a span's place in the order the Rust reads it (the parts of a day
@@ -99,7 +103,7 @@ CREATE OR REPLACE TEMP MACRO spans() AS TABLE
     SELECT *, (file_index::BIGINT << 32) + file_row_number AS ro
     FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true, union_by_name = true)
     UNION ALL BY NAME
-    SELECT NULL::VARCHAR AS tool_result_hash WHERE false;
+    SELECT NULL::VARCHAR AS tool_result_hash, NULL::BIGINT AS retry_after_ms WHERE false;
 
 -- wilson.rs: the z of a one-sided interval (Acklam's inverse normal CDF, as
 -- the Rust computes it) and the lower bound of the Wilson score interval.
@@ -444,6 +448,8 @@ SELECT date AS p,
        CASE WHEN tool_args_hash IS NOT NULL THEN hash(tool_args_hash) END AS args_h,
        CASE WHEN tool_result_hash IS NOT NULL THEN hash(tool_result_hash) END AS res_h,
        class_code(error_class) AS cls,
+       -- §4.9 the wait a failed span states (ms; ingest keeps only positive ones)
+       CASE WHEN retry_after_ms > 0 THEN retry_after_ms END AS wait_ms,
        -- the service, for the turns per service of §4.8 (dropped once they
        -- are counted; a hash costs less than an ENUM's cast, 8 bytes a span)
        hash(coalesce(service_name, '')) AS svc
@@ -512,14 +518,14 @@ SELECT fd, d FROM runs WHERE run = fd;
 INSERT INTO frame BY NAME
 SELECT b.p, o.p AS fd, 1 AS seg, b.ro,
        b.th, b.sh, b.ph, b.is_agent, b.is_tool, b.start_ns, b.end_ns, b.tool_h, b.agent_h,
-       b.args_h, b.res_h, b.cls, b.svc
+       b.args_h, b.res_h, b.cls, b.wait_ms, b.svc
 FROM frame b
 JOIN trace_days o ON o.th = b.th AND o.p = b.p + 1
 WHERE o.own AND NOT o.own_root AND o.p >= getvariable('since_day')
 UNION ALL
 SELECT b.p, r.fd, 1 + (b.p - r.fd) AS seg, b.ro,
        b.th, b.sh, b.ph, b.is_agent, b.is_tool, b.start_ns, b.end_ns, b.tool_h, b.agent_h,
-       b.args_h, b.res_h, b.cls, b.svc
+       b.args_h, b.res_h, b.cls, b.wait_ms, b.svc
 FROM frame b
 JOIN trace_reads r ON r.th = b.th AND r.d = b.p
 SEMI JOIN frame_days f ON f.fd = r.fd AND f.d = r.d
@@ -578,7 +584,7 @@ DROP TABLE agent_links;
 -- in the recursive walk below, which looks at every span.
 CREATE OR REPLACE TEMP TABLE calls AS
 SELECT c.fd, c.seg, c.ro, c.th, c.sh, c.ph, c.tool_h, c.agent_h, c.args_h, c.res_h,
-       c.start_ns, c.end_ns, c.cls,
+       c.start_ns, c.end_ns, c.cls, c.wait_ms,
        c.ph IS NOT NULL AND p.sh IS NULL AS orphan,
        CASE WHEN c.is_agent OR p.is_agent THEN c.th
             WHEN c.ph IS NULL THEN coalesce(c.agent_h, c.th) END AS t1,
@@ -662,6 +668,36 @@ WHERE EXISTS (SELECT 1 FROM nest_dups d WHERE d.fd = calls.fd AND d.th = calls.t
 -- span of its turn.
 DELETE FROM calls WHERE cls >= 12;
 
+-- §4.9 calls.rs stated_waits: a call's wait is its own span's, else the
+-- one of the latest-ending failed span below it (up through spans that are
+-- no call, at most 64 steps) that ran inside it (1 ms slack either side):
+-- the HTTP client span of the tool's request.
+CREATE OR REPLACE TEMP TABLE child_waits AS
+WITH RECURSIVE up(fd, th, src_start, src_end, ms, cur, cur_parent, depth, at_call) AS (
+    SELECT f.fd, f.th, f.start_ns, f.end_ns, f.wait_ms, f.sh, f.ph, 0, false
+    FROM frame f
+    ANTI JOIN calls c ON c.fd = f.fd AND c.th = f.th AND c.sh = f.sh
+    WHERE f.fd IS NOT NULL AND f.wait_ms IS NOT NULL AND f.cls BETWEEN 1 AND 11
+    UNION ALL
+    SELECT u.fd, u.th, u.src_start, u.src_end, u.ms, p.sh, p.ph, u.depth + 1, c.sh IS NOT NULL
+    FROM up u
+    JOIN frame p ON p.fd = u.fd AND p.th = u.th AND p.sh = u.cur_parent
+    LEFT JOIN calls c ON c.fd = u.fd AND c.th = u.th AND c.sh = p.sh
+    WHERE NOT u.at_call AND u.depth < 64
+)
+SELECT u.fd, u.th, u.cur AS sh, arg_max(u.ms, u.src_end) AS ms
+FROM up u
+JOIN calls c ON c.fd = u.fd AND c.th = u.th AND c.sh = u.cur
+WHERE u.at_call
+  AND u.src_start + getvariable('overlap_slack_ns') >= c.start_ns
+  AND u.src_end <= c.end_ns + getvariable('overlap_slack_ns')
+GROUP BY u.fd, u.th, u.cur;
+
+UPDATE calls SET wait_ms = w.ms
+FROM child_waits w
+WHERE calls.wait_ms IS NULL AND calls.fd = w.fd AND calls.th = w.th AND calls.sh = w.sh;
+DROP TABLE child_waits;
+
 -- What the frame still serves (walks over parent links, the turns of the
 -- findings) needs no tool columns: they go, to free memory.
 ALTER TABLE frame DROP COLUMN p;
@@ -669,6 +705,7 @@ ALTER TABLE frame DROP COLUMN tool_h;
 ALTER TABLE frame DROP COLUMN args_h;
 ALTER TABLE frame DROP COLUMN res_h;
 ALTER TABLE frame DROP COLUMN cls;
+ALTER TABLE frame DROP COLUMN wait_ms;
 DROP TABLE orphans;
 DROP TABLE nest_links;
 DROP TABLE nest_only;
@@ -999,6 +1036,76 @@ WHERE NOT (rhythm = 'exponential' AND recovered)
            AND n_retryable * 2 < failures);
 
 -- ===========================================================================
+-- §4.9 Ignored Retry-After (detect/retry_after.rs ignored_retry_after), per
+-- (turn, tool): the chains as above; after a failed round whose failed
+-- calls stated a wait (their longest), the next round is early when its gap
+-- plus tolerance_ms is under the wait. A chain is a finding when at least
+-- min_early retries were early and more than `share` of those with a wait.
+-- Only groups with min_early or more failed calls stating a wait can be one.
+-- ===========================================================================
+CREATE OR REPLACE TEMP TABLE ignored_retry_after AS
+WITH g AS (
+    SELECT fd, t1, t2, tool_h
+    FROM calls
+    WHERE cls <> 0 AND wait_ms IS NOT NULL AND tool_h IS NOT NULL
+    GROUP BY fd, t1, t2, tool_h
+    HAVING count(*) >= getvariable('ra_min_early')
+), c0 AS (
+    SELECT c.fd, c.t1, c.t2, c.tool_h, c.start_ns, c.end_ns, c.cls, c.wait_ms,
+           row_number() OVER (PARTITION BY c.fd, c.t1, c.t2, c.tool_h
+                              ORDER BY c.start_ns, c.seg, c.ro) AS ord
+    FROM calls c
+    SEMI JOIN g ON g.fd = c.fd AND g.t1 = c.t1 AND g.t2 = c.t2 AND g.tool_h = c.tool_h
+), c1 AS (
+    SELECT *,
+           max(end_ns) OVER (PARTITION BY fd, t1, t2, tool_h ORDER BY ord
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end,
+           lag(start_ns) OVER (PARTITION BY fd, t1, t2, tool_h ORDER BY ord) AS prev_start
+    FROM c0
+), c2 AS (
+    SELECT *,
+           sum(CASE WHEN prev_end IS NULL
+                         OR (start_ns + getvariable('overlap_slack_ns') >= prev_end AND start_ns <> prev_start) THEN 1 ELSE 0 END)
+               OVER (PARTITION BY fd, t1, t2, tool_h ORDER BY ord ROWS UNBOUNDED PRECEDING) AS round_no
+    FROM c1
+), rounds AS (
+    SELECT fd, t1, t2, tool_h, round_no,
+           min(start_ns) AS r_start,
+           max(end_ns) AS r_end,
+           bool_or(cls <> 0) AS r_failed,
+           max(wait_ms) FILTER (WHERE cls <> 0) AS r_wait
+    FROM c2
+    GROUP BY fd, t1, t2, tool_h, round_no
+), marked AS (
+    SELECT *, lag(r_failed) OVER w AS prev_failed
+    FROM rounds
+    WINDOW w AS (PARTITION BY fd, t1, t2, tool_h ORDER BY round_no)
+), numbered AS (
+    SELECT *,
+           sum(CASE WHEN r_failed AND NOT coalesce(prev_failed, false) THEN 1 ELSE 0 END)
+               OVER (PARTITION BY fd, t1, t2, tool_h ORDER BY round_no ROWS UNBOUNDED PRECEDING) AS chain_no
+    FROM marked
+), chains AS (
+    SELECT fd, t1, t2, tool_h, chain_no,
+           list({'s': r_start, 'e': r_end, 'w': r_wait} ORDER BY round_no) AS rs
+    FROM numbered
+    WHERE r_failed OR coalesce(prev_failed, false)
+    GROUP BY fd, t1, t2, tool_h, chain_no
+), waits AS (
+    SELECT fd, t1, t2, tool_h, chain_no,
+           list_transform(list_filter(range(2, len(rs) + 1), lambda j: rs[j - 1].w IS NOT NULL),
+                          lambda j: greatest(rs[j].s - rs[j - 1].e, 0) / 1e6 + getvariable('ra_tolerance_ms')
+                                    < rs[j - 1].w) AS early
+    FROM chains
+)
+SELECT fd, t1, t2, tool_h, chain_no,
+       len(list_filter(early, lambda x: x)) AS early,
+       len(early) AS stated
+FROM waits
+WHERE len(list_filter(early, lambda x: x)) >= getvariable('ra_min_early')
+  AND len(list_filter(early, lambda x: x)) > getvariable('ra_share') * len(early);
+
+-- ===========================================================================
 -- §4.3 Wasted retries on a deterministic error (retries.rs wasted_retries):
 -- the first call failed with a deterministic class and every retry failed
 -- with the same class, i.e. every call of the request has that one class.
@@ -1302,7 +1409,8 @@ SELECT fd, t1, t2 FROM storms
 UNION SELECT fd, t1, t2 FROM wasted_retries
 UNION SELECT fd, t1, t2 FROM retries_after_success
 UNION SELECT fd, t1, t2 FROM stacked_retries
-UNION SELECT fd, t1, t2 FROM tool_loops;
+UNION SELECT fd, t1, t2 FROM tool_loops
+UNION SELECT fd, t1, t2 FROM ignored_retry_after;
 
 CREATE OR REPLACE TEMP TABLE turn_rows AS
 WITH traces AS (
@@ -1372,7 +1480,9 @@ SELECT 'retry_after_success', x.fd, x.t1, x.t2, x.tool_h FROM retries_after_succ
 UNION ALL
 SELECT 'stacked_retries', x.fd, x.t1, x.t2, x.tool_h FROM stacked_retries x SEMI JOIN judged_turns j USING (fd, t1, t2)
 UNION ALL
-SELECT 'tool_loop', x.fd, x.t1, x.t2, x.tool_h FROM tool_loops x SEMI JOIN judged_turns j USING (fd, t1, t2);
+SELECT 'tool_loop', x.fd, x.t1, x.t2, x.tool_h FROM tool_loops x SEMI JOIN judged_turns j USING (fd, t1, t2)
+UNION ALL
+SELECT 'ignored_retry_after', x.fd, x.t1, x.t2, x.tool_h FROM ignored_retry_after x SEMI JOIN judged_turns j USING (fd, t1, t2);
 
 -- ===========================================================================
 -- §4.8 Silent tools (detect/silent.rs silent_tools, no_success), over the
@@ -1524,6 +1634,7 @@ SELECT
     count(*) FILTER (WHERE kind = 'tool_loop') AS tool_loop,
     count(*) FILTER (WHERE kind = 'tool_silent') AS tool_silent,
     count(*) FILTER (WHERE kind = 'no_success') AS no_success,
+    count(*) FILTER (WHERE kind = 'ignored_retry_after') AS ignored_retry_after,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'error_rate_spike'), []) AS error_rate_spike_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'retry_storm'), []) AS retry_storm_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'wasted_retries'), []) AS wasted_retries_tools,
@@ -1532,5 +1643,6 @@ SELECT
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'latency_spike'), []) AS latency_spike_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'tool_loop'), []) AS tool_loop_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'tool_silent'), []) AS tool_silent_tools,
-    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'no_success'), []) AS no_success_tools
+    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'no_success'), []) AS no_success_tools,
+    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'ignored_retry_after'), []) AS ignored_retry_after_tools
 FROM all_findings;

@@ -138,7 +138,7 @@ def median(v):
 # ---------------------------------------------------------------------------
 COLUMNS = ["trace_id", "span_id", "parent_span_id", "is_agent", "agent_call_id", "start_ns",
            "end_ns", "is_tool_call", "tool_name", "service_name", "error_class", "tool_args_hash",
-           "tool_result_hash", "session_id", "tool_convention", "duration_ns"]
+           "tool_result_hash", "session_id", "tool_convention", "duration_ns", "retry_after_ms"]
 
 
 class Rows:
@@ -551,7 +551,7 @@ def turn_id(anchor, df):
 # ---------------------------------------------------------------------------
 class Call:
     __slots__ = ("turn", "trace_id", "span_id", "parent_span_id", "tool", "service", "start_ns",
-                 "end_ns", "cls", "args", "result", "seq")
+                 "end_ns", "cls", "args", "result", "seq", "wait")
 
     def failed(self):
         return is_error(self.cls)
@@ -604,6 +604,7 @@ def collect(df):
     # a call stopped on purpose (control flow) is no call, only a span of its turn
     is_call = [is_tool[i] is True and nested[i] is None and class_of[i] not in CONTROL_FLOW
                for i in range(n)]
+    waits = stated_waits(df, is_call, start, end)
 
     # queries/turn_tool_calls.sql: calls per (turn, tool_name); a NULL name is a group, skipped
     pair_calls = defaultdict(int)
@@ -666,6 +667,7 @@ def collect(df):
         c.cls = parse_class(class_of[i])
         c.args, c.result = df.c["tool_args_hash"][i], results[i]
         c.seq = seq_of.get(i, 0)
+        c.wait = waits.get(i)
         calls.append(c)
     calls.sort(key=lambda c: (c.turn, c.tool, c.start_ns))
     # turns_by_service: every turn, a tool called or not, under its anchor
@@ -677,6 +679,50 @@ def collect(df):
         row = a[1] if a[0] == "row" else st[0]
         turns_by_service[(services[row] or "", day_of_ns(st[4]))] += 1
     return calls, turns, turns_by_service
+
+
+# calls.rs INSIDE_SLACK_NS
+INSIDE_SLACK_NS = 1_000_000
+
+
+def stated_waits(df, is_call, start, end):
+    """calls.rs stated_waits: per call row, its own span's wait, else the one
+    of the latest-ending failed span below it (up through spans that are no
+    call, at most 64 steps) that ran inside it."""
+    trace, span, parent = df.c["trace_id"], df.c["span_id"], df.c["parent_span_id"]
+    waits = df.c["retry_after_ms"]
+    classes = df.c["error_class"]
+    n = len(df)
+    index = {}
+    for i in range(n):
+        if trace[i] is not None and span[i] is not None:
+            index[(trace[i], span[i])] = i
+    own, best = {}, {}
+    for i in range(n):
+        ms = waits[i]
+        if ms is None or ms <= 0:
+            continue
+        if is_call[i]:
+            own[i] = ms
+            continue
+        if not is_error(parse_class(classes[i])):
+            continue
+        r = i
+        for _ in range(64):
+            if parent[r] is None:
+                break
+            p = index.get((trace[r] if trace[r] is not None else "", parent[r]))
+            if p is None:
+                break
+            if is_call[p]:
+                if start[i] + INSIDE_SLACK_NS >= start[p] and end[i] <= end[p] + INSIDE_SLACK_NS:
+                    if p not in best or end[i] > best[p][0]:
+                        best[p] = (end[i], ms)
+                break
+            r = p
+    out = {p: ms for p, (_, ms) in best.items()}
+    out.update(own)
+    return out
 
 
 def by_turn_and_tool(calls):
@@ -818,6 +864,48 @@ def retry_storms(calls, turns, now_ns, p):
             out.append({"tool": tool, "turn": tid, "calls": len(members), "rounds": len(crs),
                         "failures": failures, "rhythm": rh,
                         "outcome": "recovered" if recovered else "gave_up"})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# detect/retry_after.rs
+# ---------------------------------------------------------------------------
+class RetryAfterParams:
+    min_early = 2
+    share = 0.5
+    tolerance_ms = 1000.0
+
+
+def chain_waits(group, rs, lo, hi, tolerance_ms):
+    """retry_after.rs waits: (stated ms, gap ms, early) of every round after
+    a failed round whose failed calls stated a wait (the longest)."""
+    out = []
+    for r in range(lo + 1, hi):
+        prev = rs[r - 1]
+        stated = [c.wait for c in group[prev.lo:prev.hi] if c.failed() and c.wait is not None]
+        if not prev.failed() or not stated:
+            continue
+        w = max(stated)
+        gap = max(rs[r].start_ns - prev.end_ns, 0) / 1e6
+        out.append((w, gap, gap + tolerance_ms < w))
+    return out
+
+
+def ignored_retry_after(calls, turns, now_ns, settle_seconds, p):
+    out = []
+    for (tid, tool), group in by_turn_and_tool(calls):
+        turn = turns.get(tid)
+        if turn is None or not turn.settled(now_ns, settle_seconds):
+            continue
+        if not any(c.wait is not None for c in group):
+            continue
+        rs = rounds(group)
+        for (lo, hi, recovered) in chains(rs):
+            ws = chain_waits(group, rs, lo, hi, p.tolerance_ms)
+            early = sum(1 for w in ws if w[2])
+            if early >= p.min_early and early > p.share * len(ws):
+                out.append({"tool": tool, "turn": tid, "rounds": hi - lo, "early": early,
+                            "stated": len(ws)})
     return out
 
 
@@ -1200,6 +1288,9 @@ def turn_findings(spans, day, now):
     out += [("retry_after_success", r) for r in retries_after_success(calls, growth, read_only)
             if keep(r["turn"]) and (r["turn"], r["tool"]) not in looped]
     out += [("stacked_retries", s) for s in stacked_retries(calls) if keep(s["turn"])]
+    out += [("ignored_retry_after", r) for r in
+            ignored_retry_after(calls, turns, now, sp.settle_seconds, RetryAfterParams)
+            if began_today(r["turn"])]
     for _, f in out:
         f["day"] = day_to_str(day)
     return out, {svc: n for (svc, d), n in by_service.items() if d == day}

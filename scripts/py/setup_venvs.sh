@@ -93,7 +93,7 @@ ensure_venv() {
 }
 
 ensure_venv venv-proto "$here/requirements-proto.txt" \
-  "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter, prometheus_client.openmetrics.parser"
+  "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.instrumentation.requests, prometheus_client.openmetrics.parser"
 ensure_venv venv-json "$here/requirements-json.txt" \
   "opentelemetry.sdk.trace, opentelemetry.exporter.otlp.json.http.trace_exporter, opentelemetry.exporter.otlp.json.file"
 ensure_venv venv-grpc "$here/requirements-grpc.txt" \

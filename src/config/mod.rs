@@ -108,6 +108,7 @@ pub struct DetectConfig {
     pub tool_loop: crate::detect::LoopParams,
     pub retry_after_success: AfterSuccessConfig,
     pub silent: crate::detect::SilentParams,
+    pub retry_after: crate::detect::RetryAfterParams,
 }
 
 /// `[detect.retry_after_success]` (detection.md §4.4).
@@ -406,6 +407,9 @@ impl Config {
                 "detect.retry_after_success.read_only_tools",
                 &format!("{g:?} is not a glob (expected names with *, ? or [...])"),
             );
+        }
+        if let Some((key, why)) = self.detect.retry_after.problem() {
+            return bad(&format!("detect.retry_after.{key}"), &why);
         }
         let lp = &self.detect.tool_loop;
         if lp.loop_min_calls < 2

@@ -161,7 +161,10 @@ pub(super) async fn api_feed(State(d): State<Shared>) -> Result<Json<serde_json:
         for s in &signals {
             let verdict = match s.draft.kind {
                 crate::signal::Kind::RetryAfterSuccess => "after_success",
-                crate::signal::Kind::RetryStorm | crate::signal::Kind::WastedRetries | crate::signal::Kind::StackedRetries => "wasted",
+                crate::signal::Kind::RetryStorm
+                | crate::signal::Kind::WastedRetries
+                | crate::signal::Kind::StackedRetries
+                | crate::signal::Kind::IgnoredRetryAfter => "wasted",
                 _ => continue,
             };
             for e in &s.draft.evidence {

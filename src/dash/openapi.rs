@@ -129,7 +129,7 @@ fn incidents() -> (Value, Value, serde_json::Map<String, Value>) {
 
 pub fn document() -> Value {
     let signal = json!({"type": "object", "required": ["id", "key", "kind", "tool", "error_class", "title", "state", "first_seen", "last_seen", "days", "findings", "evidence"], "properties": {
-        "id": {"type": "string"}, "key": {"type": "string"}, "kind": {"type": "string", "enum": ["error_rate_spike", "retry_storm", "wasted_retries", "retry_after_success", "stacked_retries", "latency_spike", "tool_loop", "tool_silent", "no_success"]},
+        "id": {"type": "string"}, "key": {"type": "string"}, "kind": {"type": "string", "enum": ["error_rate_spike", "retry_storm", "wasted_retries", "retry_after_success", "stacked_retries", "latency_spike", "tool_loop", "tool_silent", "no_success", "ignored_retry_after"]},
         "tool": {"type": "string"}, "error_class": {"type": "string"}, "title": {"type": "string"},
         "state": {"type": "string", "enum": ["new", "ongoing", "resolved", "regressed", "muted"]},
         "first_seen": {"type": "string"}, "last_seen": {"type": "string"}, "days": {"type": "array", "items": {"type": "string"}},

@@ -539,9 +539,21 @@ pub fn trace(v: &TraceView, page_no: usize, day: Option<&str>) -> String {
             last_turn = &s.turn;
         }
         if let Some(g) = s.gap_ms {
+            // A retry after a failure that said how long to wait.
+            let told = match (s.retry_after_ms, s.early) {
+                (Some(ms), Some(true)) => format!(
+                    r#" · <strong class="early">early: Retry-After {}</strong>"#,
+                    crate::detect::retry_after::words(ms)
+                ),
+                (Some(ms), _) => format!(
+                    " · waited out Retry-After {}",
+                    crate::detect::retry_after::words(ms)
+                ),
+                _ => String::new(),
+            };
             let _ = write!(
                 b,
-                r#"<tr class="gap"><td></td><td colspan="2">↳ {} after {} · {}</td></tr>"#,
+                r#"<tr class="gap"><td></td><td colspan="2">↳ {} after {} · {}{told}</td></tr>"#,
                 esc(s.tool.as_deref().unwrap_or("")),
                 if g < 1000.0 {
                     format!("{g:.0} ms")

@@ -502,3 +502,57 @@ async fn acknowledged(d: &Demo, id: &str, open_before: u64) {
         "acknowledged ones stay on the overview"
     );
 }
+
+/// The trace view marks a retry that came before the wait its failure
+/// stated (the HTTP child's Retry-After), and one that waited it out.
+#[test]
+fn the_trace_view_marks_retries_that_ignored_retry_after() {
+    use polars::prelude::*;
+    let ms = |m: i64| (1_785_000_000_000i64 + m) * 1_000_000;
+    // Rows: the agent; three tool calls (1, 3, 5), each with an HTTP child
+    // (2, 4, 6) saying 30 s. The second call came 200 ms after the first,
+    // the third 31 s after the second.
+    let starts = [0i64, 0, 10, 300, 310, 31_400, 31_410];
+    let ends = [60_000i64, 100, 90, 400, 390, 31_500, 31_490];
+    let parent = [None, Some(0), Some(1), Some(0), Some(3), Some(0), Some(5)];
+    let tool = |i: usize| i % 2 == 1;
+    let n = starts.len();
+    let df = df! {
+        "trace_id" => vec!["cd".repeat(16); n],
+        "span_id" => (0..n).map(|i| format!("{i:016x}")).collect::<Vec<_>>(),
+        "parent_span_id" => parent.iter().map(|p| p.map(|p: usize| format!("{p:016x}"))).collect::<Vec<_>>(),
+        "name" => (0..n).map(|i| if i == 0 { "invoke_agent" } else if tool(i) { "execute_tool fare_search" } else { "GET" }).collect::<Vec<_>>(),
+        "service_name" => vec!["svc"; n],
+        "is_agent" => (0..n).map(|i| i == 0).collect::<Vec<_>>(),
+        "agent_call_id" => vec![None::<String>; n],
+        "is_tool_call" => (0..n).map(tool).collect::<Vec<_>>(),
+        "tool_name" => (0..n).map(|i| tool(i).then_some("fare_search")).collect::<Vec<_>>(),
+        "tool_args_hash" => (0..n).map(|i| tool(i).then_some("a")).collect::<Vec<_>>(),
+        "tool_convention" => (0..n).map(|i| tool(i).then_some("gen_ai")).collect::<Vec<_>>(),
+        "error_class" => (0..n).map(|i| if i == 0 || i == 5 || i == 6 { "ok" } else { "rate_limited" }).collect::<Vec<_>>(),
+        "retry_after_ms" => (0..n).map(|i| (i == 2 || i == 4).then_some(30_000i64)).collect::<Vec<_>>(),
+        "attributes" => vec!["{}"; n],
+        "start_ns" => starts.iter().map(|s| ms(*s)).collect::<Vec<_>>(),
+        "end_ns" => ends.iter().map(|e| ms(*e)).collect::<Vec<_>>(),
+    }
+    .unwrap();
+    let v = super::trace::view(&"cd".repeat(16), &df).unwrap();
+    let by_id = |i: usize| {
+        v.spans
+            .iter()
+            .find(|s| s.span_id == format!("{i:016x}"))
+            .unwrap()
+    };
+    assert_eq!(
+        (by_id(3).retry_after_ms, by_id(3).early),
+        (Some(30_000), Some(true))
+    );
+    assert_eq!(
+        (by_id(5).retry_after_ms, by_id(5).early),
+        (Some(30_000), Some(false))
+    );
+    assert_eq!((by_id(1).retry_after_ms, by_id(1).early), (None, None));
+    let html = super::pages::trace(&v, 1, None);
+    assert!(html.contains("early: Retry-After 30 s"), "{html}");
+    assert!(html.contains("waited out Retry-After 30 s"), "{html}");
+}

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use polars::prelude::*;
 use serde::Serialize;
 
-use crate::detect::chains::{judge, Attempt, Verdict};
+use crate::detect::chains::{chains, judge, rounds, Attempt, Verdict};
+use crate::detect::retry_after::waits as waits_of;
 use crate::detect::storm::{rhythm, StormParams};
 use crate::detect::turns;
 use crate::model::ErrorClass;
@@ -33,6 +34,11 @@ pub struct SpanView {
     /// For a loop of three attempts or more: its rhythm.
     pub rhythm: Option<String>,
     pub attempt: Option<usize>,
+    /// For a retry after a failure that said how long to wait (its
+    /// Retry-After, docs/detection.md §4.9): that wait (ms), and whether
+    /// the retry came before it was over.
+    pub retry_after_ms: Option<i64>,
+    pub early: Option<bool>,
     pub attributes: String,
 }
 
@@ -101,6 +107,8 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
             gap_ms: None,
             rhythm: None,
             attempt: None,
+            retry_after_ms: None,
+            early: None,
             attributes: attrs[i].unwrap_or("{}").to_string(),
         })
         .collect();
@@ -124,6 +132,13 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     }
     let mut wasted_ns = 0i64;
     let params = StormParams::default();
+    // Each call's stated wait (its own span's, or its HTTP child's), as the
+    // rules read it.
+    let table = crate::store::table::SpanTable::from_frame(df)?;
+    let index = crate::store::table::SpanIndex::new(&table);
+    let waits =
+        crate::detect::calls::stated_waits(&table, &index, |i| is_tool[i] && nested[i].is_none());
+    let tolerance = crate::detect::RetryAfterParams::default().tolerance_ms;
     for idx in groups.values_mut() {
         idx.sort_by_key(|&i| spans[i].start_ns);
         let attempts: Vec<Attempt<'_>> = idx
@@ -134,9 +149,20 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
                 result: results[i],
                 start_ns: spans[i].start_ns,
                 end_ns: spans[i].end_ns,
+                retry_after_ms: waits.get(&(i as u32)).map(|w| w.1),
             })
             .collect();
         let verdicts = judge(&attempts, params.exponential_ratio);
+        // The retries after a failure that stated a wait: early or not.
+        let rs = rounds(&attempts);
+        for chain in chains(&rs) {
+            for w in waits_of(&attempts, &rs, chain.rounds.clone(), tolerance) {
+                for k in rs[chain.rounds.start + w.retry].calls.clone() {
+                    spans[idx[k]].retry_after_ms = Some(w.stated_ms);
+                    spans[idx[k]].early = Some(w.early);
+                }
+            }
+        }
         let gaps: Vec<f64> = idx
             .windows(2)
             .map(|w| (spans[w[1]].start_ns - spans[w[0]].end_ns).max(0) as f64 / 1e6)

@@ -41,6 +41,11 @@ pub struct Call {
     /// Its place among all the turn's tool calls (any tool), in start order:
     /// two calls are adjacent in the turn when their places are.
     pub seq: u32,
+    /// How long the call was told to wait before a retry (ms): its own
+    /// span's, else that of the latest-ending failed span below it that ran
+    /// inside it — the HTTP client span of the tool's request
+    /// (docs/detection.md §4.9).
+    pub retry_after_ms: Option<i64>,
 }
 
 impl Call {
@@ -56,6 +61,7 @@ impl Call {
             result: self.result_hash.as_deref(),
             start_ns: self.start_ns,
             end_ns: self.end_ns,
+            retry_after_ms: self.retry_after_ms,
         }
     }
 }
@@ -287,6 +293,7 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
     // §3) is no attempt of anything: neither a failure nor a success, in no
     // chain, no repeat and no loop; it stays a span of its turn.
     let is_call = |i: usize| t.is_tool[i] && nested_of(i).is_none() && !class_of(i).control_flow();
+    let waits = stated_waits(t, &index, is_call);
 
     // The calls bucketed by turn (a counting sort), each bucket in row order.
     let mut offsets = vec![0u32; stats.len() + 1];
@@ -445,6 +452,7 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
             session_id: session(own_session),
             cost_usd: t.cost_of(i),
             seq: seq_of[i],
+            retry_after_ms: waits.get(&(i as u32)).map(|w| w.1),
         });
     }
     for ((tool, day), turns_) in worst {
@@ -503,5 +511,52 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
             )
         })
         .collect();
+    out
+}
+
+/// How much a span below a call may stick out of it and still have run
+/// inside it (clocks of two processes, whole-millisecond starts).
+const INSIDE_SLACK_NS: i64 = 1_000_000;
+
+/// Per call row, the wait it was told (docs/detection.md §4.9): its own
+/// span's, else the one of the latest-ending failed span below it (up
+/// through spans that are no call) that ran inside it, as (that span's
+/// end, ms); own waits rank first.
+pub fn stated_waits(
+    t: &SpanTable,
+    index: &SpanIndex<'_>,
+    is_call: impl Fn(usize) -> bool,
+) -> HashMap<u32, (i64, i64), Fast> {
+    let mut out: HashMap<u32, (i64, i64), Fast> = HashMap::default();
+    for i in (0..t.len()).filter(|&i| t.retry_after[i] > 0) {
+        let ms = t.retry_after[i];
+        if is_call(i) {
+            out.insert(i as u32, (i64::MAX, ms));
+            continue;
+        }
+        if !t.class[i].failed() {
+            continue;
+        }
+        // Up through spans that are no call (a client span's parents, an
+        // MCP nest's inner spans), a bounded walk: parent cycles end it.
+        let mut r = i;
+        for _ in 0..64 {
+            let Some(p) = index.parent_of(r) else {
+                break;
+            };
+            if is_call(p) {
+                let inside = t.start[i] + INSIDE_SLACK_NS >= t.start[p]
+                    && t.end[i] <= t.end[p] + INSIDE_SLACK_NS;
+                if inside {
+                    let w = out.entry(p as u32).or_insert((i64::MIN, 0));
+                    if t.end[i] > w.0 {
+                        *w = (t.end[i], ms);
+                    }
+                }
+                break;
+            }
+            r = p;
+        }
+    }
     out
 }

@@ -27,6 +27,8 @@ pub struct Attempt<'a> {
     pub result: Option<&'a str>,
     pub start_ns: i64,
     pub end_ns: i64,
+    /// How long a failed call was told to wait (ms), when it was.
+    pub retry_after_ms: Option<i64>,
 }
 
 impl Attempt<'_> {

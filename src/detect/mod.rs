@@ -6,7 +6,8 @@
 //! latency spike (§4.6). Per turn (§2), over stored spans: retry chains and
 //! the storms among them (§4.2), wasted retries on deterministic errors
 //! (§4.3), retries after success (§4.4), stacked retry layers (§4.5) and
-//! tool loops (§4.7). Daily again, over the rollup and the turns per
+//! tool loops (§4.7), retries sooner than the failure said to wait (§4.9).
+//! Daily again, over the rollup and the turns per
 //! service: silent tools and tools with no success (§4.8).
 
 pub mod calls;
@@ -16,6 +17,7 @@ pub mod error_spike;
 pub mod loops;
 pub mod outcomes;
 pub mod retries;
+pub mod retry_after;
 pub mod silent;
 pub mod storm;
 pub mod turns;
@@ -27,6 +29,8 @@ mod tests;
 mod tests_control;
 #[cfg(test)]
 mod tests_graph;
+#[cfg(test)]
+mod tests_retry_after;
 #[cfg(test)]
 mod tests_silent;
 #[cfg(test)]
@@ -70,5 +74,6 @@ pub use retries::{
     retries_after_success, stacked_retries, wasted_retries, RetryAfterSuccess, StackedRetries,
     WastedRetry,
 };
+pub use retry_after::{ignored_retry_after, IgnoredRetryAfter, RetryAfterParams, RetryWait};
 pub use silent::{no_success, silent_tools, NoSuccess, Silent, SilentParams};
-pub use storm::{retry_storms, Outcome, Rhythm, Storm, StormParams};
+pub use storm::{retry_storms, retry_storms_with, Outcome, Rhythm, Storm, StormParams};

@@ -108,6 +108,9 @@ pub struct Storm {
     /// The tool's median healthy turn (no failed call of the tool), for comparison.
     pub healthy_turn_duration_s: Option<f64>,
     pub healthy_turn_spans: Option<f64>,
+    /// Its retries after a failure that stated a wait (§4.9): the wait,
+    /// the gap taken, whether it came early.
+    pub waits: Vec<super::retry_after::RetryWait>,
 }
 
 /// The rhythm of a sequence of gaps (milliseconds).
@@ -138,6 +141,18 @@ pub fn rhythm(gaps_ms: &[f64], p: &StormParams) -> Rhythm {
 
 /// Every storm among settled turns, worst (most wasted seconds) first.
 pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> {
+    let tolerance = super::retry_after::RetryAfterParams::default().tolerance_ms;
+    retry_storms_with(tc, now_ns, p, tolerance)
+}
+
+/// [`retry_storms`], a retry counted early when it came `tolerance_ms`
+/// or more before its stated wait was over (`[detect.retry_after]`).
+pub fn retry_storms_with(
+    tc: &TurnCalls,
+    now_ns: i64,
+    p: &StormParams,
+    tolerance_ms: f64,
+) -> Vec<Storm> {
     let (turns, healthy) = (&tc.turns, &tc.healthy);
     let mut out = Vec::new();
     for ((turn_id, tool), group) in by_turn_and_tool(&tc.calls) {
@@ -223,6 +238,12 @@ pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> 
                 turn_spans: turn.spans,
                 healthy_turn_duration_s: h.duration_s,
                 healthy_turn_spans: h.spans,
+                waits: super::retry_after::waits(
+                    &attempts,
+                    &rs,
+                    chain.rounds.clone(),
+                    tolerance_ms,
+                ),
             });
         }
     }

@@ -748,6 +748,7 @@ fn each_retry_is_judged_by_what_it_achieved() {
                 result: None,
                 start_ns: i as i64 * 1_000_000_000,
                 end_ns: i as i64 * 1_000_000_000 + 100_000_000,
+                retry_after_ms: None,
             })
             .collect();
         judge(&attempts, 1.5)

@@ -39,6 +39,7 @@ fn kind_words(kind: Kind) -> &'static str {
         Kind::ToolLoop => "tool loop",
         Kind::ToolSilent => "silent tool",
         Kind::NoSuccess => "no success",
+        Kind::IgnoredRetryAfter => "ignored Retry-After",
     }
 }
 

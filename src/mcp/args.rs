@@ -67,7 +67,7 @@ pub struct IncidentArgs {
 pub struct SignalsArgs {
     /// `open` (new, ongoing or regressed), `new`, `ongoing`, `resolved`, `regressed` or `muted`.
     pub state: Option<String>,
-    /// `retry_storm`, `error_rate_spike`, `wasted_retries`, `retry_after_success`, `stacked_retries`, `latency_spike`, `tool_loop`, `tool_silent` or `no_success`.
+    /// `retry_storm`, `error_rate_spike`, `wasted_retries`, `retry_after_success`, `stacked_retries`, `latency_spike`, `tool_loop`, `tool_silent`, `no_success` or `ignored_retry_after`.
     pub kind: Option<String>,
     /// Only this tool.
     pub tool: Option<String>,

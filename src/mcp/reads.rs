@@ -312,7 +312,7 @@ pub fn list_signals(
             )));
         }
     }
-    const KINDS: [&str; 9] = [
+    const KINDS: [&str; 10] = [
         "error_rate_spike",
         "retry_storm",
         "wasted_retries",
@@ -322,6 +322,7 @@ pub fn list_signals(
         "tool_loop",
         "tool_silent",
         "no_success",
+        "ignored_retry_after",
     ];
     if let Some(k) = f.kind.filter(|k| !KINDS.contains(k)) {
         return Err(McpError::Argument(format!(

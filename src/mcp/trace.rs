@@ -52,6 +52,13 @@ pub struct SpanLine {
     pub attempt: Option<usize>,
     pub gap_ms: Option<f64>,
     pub rhythm: Option<String>,
+    /// A retry after a failure that said how long to wait (Retry-After,
+    /// docs/detection.md §4.9): that wait (ms) …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<i64>,
+    /// … and whether this retry came before it was over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early: Option<bool>,
     /// The span's attributes as JSON, cut to 600 characters (only with `attributes: true`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attributes: Option<String>,
@@ -186,6 +193,8 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
         attempt: s.attempt,
         gap_ms: s.gap_ms,
         rhythm: s.rhythm.clone(),
+        retry_after_ms: s.retry_after_ms,
+        early: s.early,
         attributes: ask.attributes.then(|| cut(&s.attributes, ATTRIBUTES_CHARS)),
     };
     // The loops come first and are never cut: they answer the question.

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{DayVerdict, RetryAfterSuccess, StackedRetries, Storm, ToolLoop, WastedRetry};
+use crate::detect::{
+    DayVerdict, IgnoredRetryAfter, RetryAfterSuccess, StackedRetries, Storm, ToolLoop, WastedRetry,
+};
 use crate::model::{day_to_string, ErrorClass, NANOS_PER_DAY};
 
 /// The kinds of signal.
@@ -20,6 +22,7 @@ pub enum Kind {
     ToolLoop,
     ToolSilent,
     NoSuccess,
+    IgnoredRetryAfter,
 }
 
 impl Kind {
@@ -34,6 +37,7 @@ impl Kind {
             Kind::ToolLoop => "tool_loop",
             Kind::ToolSilent => "tool_silent",
             Kind::NoSuccess => "no_success",
+            Kind::IgnoredRetryAfter => "ignored_retry_after",
         }
     }
 
@@ -56,13 +60,16 @@ pub enum Severity {
 }
 
 impl Severity {
-    /// Retry storms, repeated side effects and a tool with no success for
-    /// days page; spikes, wasted retries, loops and a silent tool warn; a
+    /// Retry storms, repeated side effects, retries that ignore the
+    /// server's Retry-After and a tool with no success for days page; spikes, wasted retries, loops and a silent tool warn; a
     /// latency spike informs. (A retry after success of a
     /// read-only tool informs too: see [`SignalDraft::severity`].)
     pub fn of(kind: Kind) -> Severity {
         match kind {
-            Kind::RetryStorm | Kind::RetryAfterSuccess | Kind::NoSuccess => Severity::Critical,
+            Kind::RetryStorm
+            | Kind::RetryAfterSuccess
+            | Kind::NoSuccess
+            | Kind::IgnoredRetryAfter => Severity::Critical,
             Kind::ErrorRateSpike
             | Kind::WastedRetries
             | Kind::StackedRetries
@@ -112,6 +119,11 @@ pub struct Evidence {
     /// the eight days up to the latest flagged one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub daily: Vec<crate::detect::silent::DayCount>,
+    /// A chain's retries after a failure that stated how long to wait
+    /// (Retry-After, docs/detection.md §4.9): per retry, the stated wait,
+    /// the gap taken and whether it came early.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<crate::detect::RetryWait>,
 }
 
 impl Evidence {
@@ -136,6 +148,7 @@ impl Evidence {
             classes: BTreeMap::new(),
             parents: Vec::new(),
             daily: Vec::new(),
+            waits: Vec::new(),
         }
     }
 }
@@ -264,6 +277,7 @@ impl Finding {
                     .iter()
                     .map(|(c, n)| (c.as_str().to_string(), *n))
                     .collect(),
+                waits: s.waits.clone(),
                 // A storm's size is its rounds: overlapping calls count once.
                 ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.rounds, s.failures)
             }),
@@ -271,6 +285,36 @@ impl Finding {
             errors: s.failures as u64,
             rate: 0.0,
             baseline: 0.0,
+            read_only: false,
+            basis: None,
+            silence: None,
+        }
+    }
+
+    /// A chain that ignored Retry-After: `calls` its rounds, `rate` its
+    /// early retries, `baseline` the median stated wait (ms).
+    pub fn from_ignored(r: &IgnoredRetryAfter) -> Finding {
+        Finding {
+            kind: Kind::IgnoredRetryAfter,
+            tool: r.tool.clone(),
+            class: r.class,
+            at_ns: r.first_start_ns,
+            day: r.day,
+            evidence: Some(Evidence {
+                session_id: r.session_id.clone(),
+                rhythm: Some(format!("{} of {} retries early", r.early(), r.waits.len())),
+                outcome: Some(if r.recovered { "recovered" } else { "gave_up" }.to_string()),
+                turn_duration_s: Some(r.turn_duration_s),
+                turn_spans: Some(r.turn_spans),
+                healthy_turn_duration_s: r.healthy_turn_duration_s,
+                healthy_turn_spans: r.healthy_turn_spans,
+                waits: r.waits.clone(),
+                ..Evidence::turn(&r.trace_id, &r.turn, r.day, r.rounds, r.failures)
+            }),
+            calls: r.rounds as u64,
+            errors: r.failures as u64,
+            rate: r.early() as f64,
+            baseline: r.stated_ms as f64,
             read_only: false,
             basis: None,
             silence: None,
@@ -460,8 +504,15 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
             } else {
                 format!(", {} turns", group.len())
             };
+            // Retries of a rate limit whose gaps do not grow: the client
+            // keeps its pace against the limit.
+            let unpaced = if class == ErrorClass::RateLimited && rhythm != "exponential" {
+                "unpaced, "
+            } else {
+                ""
+            };
             format!(
-                "Retry storm: {tool} ×{} in one turn ({class_words}, {rhythm}{turns})",
+                "Retry storm: {tool} ×{} in one turn ({class_words}, {unpaced}{rhythm}{turns})",
                 worst.calls
             )
         }
@@ -522,6 +573,25 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
             }
         }
         Kind::ToolSilent | Kind::NoSuccess => super::silent::title(kind, tool, class, group),
+        Kind::IgnoredRetryAfter => {
+            let worst = group
+                .iter()
+                .max_by(|a, b| a.calls.cmp(&b.calls).then(a.rate.total_cmp(&b.rate)))
+                .expect("a group has findings");
+            let (early, stated) = worst.evidence.as_ref().map_or((0, 0), |e| {
+                (e.waits.iter().filter(|w| w.early).count(), e.waits.len())
+            });
+            let turns = if group.len() == 1 {
+                String::new()
+            } else {
+                format!(", {} turns", group.len())
+            };
+            format!(
+                "Ignored Retry-After: {tool} retried {}× ignoring Retry-After: {} ({early} of {stated} retries early, {class_words}{turns})",
+                worst.calls.saturating_sub(1),
+                crate::detect::retry_after::words(worst.baseline.round() as i64),
+            )
+        }
         Kind::RetryAfterSuccess => {
             let turns = if group.len() == 1 {
                 "1 turn".to_string()

@@ -13,6 +13,8 @@ pub mod state;
 mod tests;
 #[cfg(test)]
 mod tests_remedy;
+#[cfg(test)]
+mod tests_retry_after;
 
 pub use days::DayResult;
 pub use group::{group, Evidence, Finding, Kind, Severity, SignalDraft};

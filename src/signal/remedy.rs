@@ -213,6 +213,30 @@ pub fn remedy(d: &SignalDraft, raw_names: &[String]) -> Remedy {
             change: "Open the evidence trace (its last success) beside the first failure after it: what changed between them — a credential, an upstream API, a quota, a deploy — is the fix.".to_string(),
             summary: "Circuit-break it; fix what changed since its last success.".to_string(),
         },
+        (Kind::IgnoredRetryAfter, _) => {
+            let (early, stated, wait) = e.map_or((0, 0, 0), |e| {
+                let early = e.waits.iter().filter(|w| w.early).count();
+                let mut ms: Vec<i64> = e.waits.iter().map(|w| w.stated_ms).collect();
+                ms.sort_unstable();
+                (early, e.waits.len(), ms.get(ms.len() / 2).copied().unwrap_or(0))
+            });
+            let wait = crate::detect::retry_after::words(wait);
+            Remedy {
+                waiting_fixes: format!(
+                    "Yes, and the server said how long: {}'s failures ({class_words}{names}) came with Retry-After {wait}, and {early} of {stated} retries in the worst turn came sooner — each early retry only hits the limit again and can extend it.",
+                    d.tool
+                ),
+                cut_off: format!(
+                    "After 2 consecutive {class_words} answers, latch: stop calling {} until the stated time has passed (an HTTP-date counts from the response), for every caller sharing the limit — not a retry per caller.",
+                    d.tool
+                ),
+                change: format!(
+                    "Honour Retry-After (seconds or an HTTP-date) before the next attempt of {}; without one, {backoff}; cap each call at 3 attempts or {cap} s.",
+                    d.tool
+                ),
+                summary: "Honour Retry-After; back off with jitter; latch after consecutive 429s.".to_string(),
+            }
+        }
         (Kind::ToolLoop, _) => Remedy {
             waiting_fixes: "Nothing failed: the agent asked the same thing again and got the same answer.".to_string(),
             cut_off: format!("Stop after the second identical call: {}.", seen(e)),

@@ -49,6 +49,7 @@ pub fn schema() -> Schema {
         ("scope_version", s.clone()),
         ("tool_args_recorded", DataType::Boolean),
         ("dependency", s),
+        ("retry_after_ms", DataType::Int64),
     ] {
         schema.with_column(name.into(), dtype);
     }
@@ -116,6 +117,7 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         strs("scope_version", rows, |r| r.scope_version.as_deref()),
         bools("tool_args_recorded", |r| r.tool_args_recorded),
         strs("dependency", rows, |r| r.dependency.as_deref()),
+        i64s("retry_after_ms", |r| r.retry_after_ms),
     ];
     let df = DataFrame::new(rows.len(), columns)?;
     // Casting pins the declared types even for an all-null column.
@@ -248,6 +250,7 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
                 .iter()
                 .map(|&d| (d != NO_DEPENDENCY).then_some(d)),
         )?,
+        Int64Chunked::from_slice_options("retry_after_ms".into(), &b.retry_after_ms).into_column(),
     ];
     for (at, name, c) in [
         (3, "name", b.name),

@@ -18,15 +18,15 @@ pub fn settle_ns(cfg: &DetectConfig) -> i64 {
 
 /// Bumped whenever a per-turn rule changes what it finds, so stored day
 /// results from an older version are recomputed.
-const RULES_VERSION: u32 = 7;
+const RULES_VERSION: u32 = 8;
 
 /// The rules' version and parameters: the start of every day's fingerprint.
 fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     h.update(
         format!(
-            "v{RULES_VERSION} {:?} {:?} {:?}",
-            cfg.retry_storm, cfg.tool_loop, cfg.retry_after_success
+            "v{RULES_VERSION} {:?} {:?} {:?} {:?}",
+            cfg.retry_storm, cfg.tool_loop, cfg.retry_after_success, cfg.retry_after
         )
         .as_bytes(),
     );
@@ -326,12 +326,18 @@ fn turn_findings(tc: &TurnCalls, day: i32, now: i64, cfg: &DetectConfig) -> Turn
     };
     let growth = cfg.retry_storm.exponential_ratio;
     let mut out = Vec::new();
-    for s in detect::retry_storms(tc, now, &cfg.retry_storm) {
+    let tolerance = cfg.retry_after.tolerance_ms;
+    for s in detect::retry_storms_with(tc, now, &cfg.retry_storm, tolerance) {
         if began_today(&s.turn) {
             out.push(Finding::from_storm(&s));
         }
     }
     let settle = cfg.retry_storm.settle_seconds;
+    for r in detect::ignored_retry_after(tc, now, settle, &cfg.retry_after) {
+        if began_today(&r.turn) {
+            out.push(Finding::from_ignored(&r));
+        }
+    }
     // A request repeated in a loop is reported once, as the loop.
     let mut looped: std::collections::HashSet<(String, String)> = Default::default();
     for l in detect::tool_loops(tc, now, settle, growth, &cfg.tool_loop) {

@@ -42,6 +42,7 @@ mod otlp_grpc;
 mod otlp_http;
 mod pagerduty;
 mod readrace;
+mod retry_after;
 mod seal;
 mod sealed;
 mod silent;

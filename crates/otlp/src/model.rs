@@ -210,6 +210,10 @@ pub struct SpanRow {
     /// The server the span talks to (docs/detection.md §1, "The
     /// dependency"): on tool calls, MCP server spans and client spans only.
     pub dependency: Option<String>,
+    /// How long a failed span was told to wait before retrying, in ms
+    /// (docs/detection.md §4.9; `ingest::retry_after`): none on spans that
+    /// did not fail or stated no wait.
+    pub retry_after_ms: Option<i64>,
 }
 
 impl SpanRow {

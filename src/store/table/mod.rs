@@ -27,7 +27,7 @@ type Fast = foldhash::fast::RandomState;
 
 /// The columns [`SpanTable::append`] reads; all but the ids may be missing
 /// (they then read as null, false or 0).
-pub const COLUMNS: [&str; 16] = [
+pub const COLUMNS: [&str; 17] = [
     "trace_id",
     "span_id",
     "parent_span_id",
@@ -44,6 +44,7 @@ pub const COLUMNS: [&str; 16] = [
     "session_id",
     "tool_convention",
     "cost_usd",
+    "retry_after_ms",
 ];
 /// Spans as integer columns, rows in the order they were appended.
 #[derive(Debug, Default, Clone)]
@@ -71,6 +72,8 @@ pub struct SpanTable {
     /// Costs, meaningful where `has_cost`.
     pub cost: Vec<f64>,
     pub has_cost: Vec<bool>,
+    /// The wait a failed span states, in ms (0: none; docs/detection.md §4.9).
+    pub retry_after: Vec<i64>,
     pub dict: Dict,
     /// Whether some rows came from a frame without `tool_convention` (then
     /// any call may be two spans).
@@ -302,6 +305,15 @@ impl SpanTable {
                 self.has_cost.extend(std::iter::repeat_n(false, n));
             }
         }
+        // Parts written before the column read it as none.
+        match df.column("retry_after_ms") {
+            Ok(c) => {
+                let c = c.cast(&DataType::Int64)?;
+                self.retry_after
+                    .extend(c.i64()?.iter().map(|v| v.unwrap_or(0).max(0)));
+            }
+            Err(_) => self.retry_after.extend(std::iter::repeat_n(0, n)),
+        }
         Ok(())
     }
 
@@ -365,6 +377,7 @@ impl SpanTable {
             self.result.push(r);
             self.cost.push(other.cost[i]);
             self.has_cost.push(other.has_cost[i]);
+            self.retry_after.push(other.retry_after[i]);
         }
     }
 
@@ -389,6 +402,7 @@ impl SpanTable {
         self.result.idx.reserve_exact(n);
         self.cost.reserve_exact(n);
         self.has_cost.reserve_exact(n);
+        self.retry_after.reserve_exact(n);
     }
 
     /// Keep the first `rows` rows.
@@ -412,6 +426,7 @@ impl SpanTable {
         self.result.truncate(rows);
         self.cost.truncate(rows);
         self.has_cost.truncate(rows);
+        self.retry_after.truncate(rows);
     }
 
     /// Rows sorted by (trace, span), each key's rows in row order: the

@@ -36,6 +36,10 @@ pub(super) fn calls_frame(calls: &[Call]) -> PolarsResult<DataFrame> {
             "seq".into(),
             calls.iter().map(|c| c.seq).collect::<Vec<_>>(),
         ),
+        Column::new(
+            "retry_after_ms".into(),
+            calls.iter().map(|c| c.retry_after_ms).collect::<Vec<_>>(),
+        ),
     ])
 }
 
@@ -80,6 +84,10 @@ pub(super) fn calls_from(df: &DataFrame) -> PolarsResult<Vec<Call>> {
     );
     let (start, end, seq) = (ints(df, "start_ns")?, ints(df, "end_ns")?, ints(df, "seq")?);
     let cost = floats(df, "cost_usd")?;
+    let waits: Vec<Option<i64>> = match df.column("retry_after_ms") {
+        Ok(c) => c.cast(&DataType::Int64)?.i64()?.iter().collect(),
+        Err(_) => vec![None; df.height()],
+    };
     Ok((0..df.height())
         .map(|i| Call {
             turn: owned(turn[i]),
@@ -98,6 +106,7 @@ pub(super) fn calls_from(df: &DataFrame) -> PolarsResult<Vec<Call>> {
             session_id: session[i].map(str::to_string),
             cost_usd: cost[i],
             seq: seq[i] as u32,
+            retry_after_ms: waits[i],
         })
         .collect())
 }

@@ -39,8 +39,8 @@ use crate::store::{Layout, StoreError};
 use frames::*;
 
 /// Bumped when the files' meaning changes; older summaries are rebuilt
-/// (3: the turns per service).
-pub const VERSION: u32 = 3;
+/// (3: the turns per service; 4: each call's stated wait, retry_after_ms).
+pub const VERSION: u32 = 4;
 
 /// What a sealed day holds.
 #[derive(Debug, Clone, PartialEq)]

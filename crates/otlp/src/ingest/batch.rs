@@ -91,6 +91,8 @@ pub struct SpanBatch {
     /// A tool call's arguments were recorded (empty ones too, which have no
     /// hash); `None` for other spans.
     pub tool_args_recorded: Vec<Option<bool>>,
+    /// The wait a failed span states, in ms ([`super::retry_after`]).
+    pub retry_after_ms: Vec<Option<i64>>,
     pub name: StrColumn,
     pub status_message: StrColumn,
     pub tool_call_id: StrColumn,
@@ -128,6 +130,7 @@ macro_rules! fixed_columns {
         $m!(tool_args_hash);
         $m!(tool_result_hash);
         $m!(tool_args_recorded);
+        $m!(retry_after_ms);
     };
 }
 
@@ -342,6 +345,7 @@ impl SpanBatch {
             scope_name: resource.scope_name.clone(),
             scope_version: resource.scope_version.clone(),
             dependency: self.dependency_name(i).map(str::to_string),
+            retry_after_ms: self.retry_after_ms[i],
         }
     }
 

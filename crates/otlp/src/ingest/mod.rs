@@ -17,6 +17,7 @@ pub mod json;
 pub mod message;
 pub mod normalize;
 pub mod results;
+pub mod retry_after;
 #[doc(hidden)]
 pub mod rows;
 pub mod toolcall;

@@ -15,6 +15,7 @@ use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 use super::batch::{Resource, SpanBatch, NO_DEPENDENCY, NO_TOOL};
 use super::conventions::{self, SpanView};
 use super::results::ResultShapes;
+use super::retry_after;
 use super::toolcall::ToolRef;
 use super::window::{Outside, Window};
 use super::{attrs, classify, toolcall};
@@ -334,6 +335,12 @@ fn push(
     b.rpc_status.push(verdict.rpc_status);
     b.error_type.push_opt(verdict.error_type.as_deref());
     b.error_class.push(verdict.class);
+    b.retry_after_ms.push(retry_after::of_span(
+        span,
+        verdict.class,
+        tool.as_ref().and_then(|t| t.result),
+        end_ns,
+    ));
     b.cost_usd.push(toolcall::cost_usd(a));
     b.input_tokens.push(toolcall::input_tokens(a));
     b.output_tokens.push(toolcall::output_tokens(a));

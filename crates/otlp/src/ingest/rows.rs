@@ -114,6 +114,12 @@ fn row(
         found.as_ref().and_then(toolcall::ToolRef::recorded),
         super::results::ResultShapes::NONE,
     );
+    let retry_after_ms = super::retry_after::of_span(
+        span,
+        verdict.class,
+        found.as_ref().and_then(|t| t.result),
+        end_ns,
+    );
     let tool = found.map(toolcall::ToolCall::from);
     let status_code = match span.status.as_ref().map(|s| s.code) {
         Some(c) if c == StatusCode::Error as i32 => "error",
@@ -162,6 +168,7 @@ fn row(
         scope_version: None,
         dependency: conventions::dependency(a, span.kind, tool.is_some(), resource_attrs)
             .map(Cow::into_owned),
+        retry_after_ms,
     }
 }
 
