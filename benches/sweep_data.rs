@@ -134,6 +134,8 @@ impl Day<'_> {
             scope_version: None,
             tool_args_recorded: None,
             dependency: None,
+            is_model: false,
+            model_name: None,
         });
     }
 
@@ -198,6 +200,8 @@ impl Day<'_> {
             scope_version: None,
             tool_args_recorded: Some(true),
             dependency: None,
+            is_model: false,
+            model_name: None,
         });
     }
 }

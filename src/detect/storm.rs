@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calls::{by_turn_and_tool, TurnCalls};
 use super::chains::{chains, gaps_ms, rounds, Attempt, Round};
+use super::driver::{drive, CostParams, ModelCall};
 use super::median;
 use crate::model::{day_of_ns, ErrorClass};
 
@@ -108,6 +109,9 @@ pub struct Storm {
     /// The tool's median healthy turn (no failed call of the tool), for comparison.
     pub healthy_turn_duration_s: Option<f64>,
     pub healthy_turn_spans: Option<f64>,
+    /// Who made the retries (§4.2, "Driver"), and the model round trips
+    /// between them.
+    pub drive: super::driver::Drive,
 }
 
 /// The rhythm of a sequence of gaps (milliseconds).
@@ -136,8 +140,20 @@ pub fn rhythm(gaps_ms: &[f64], p: &StormParams) -> Rhythm {
     }
 }
 
-/// Every storm among settled turns, worst (most wasted seconds) first.
+/// Every storm among settled turns, worst (most wasted seconds) first;
+/// model calls costed from their own spans only.
 pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> {
+    retry_storms_priced(tc, now_ns, p, &CostParams::default())
+}
+
+/// [`retry_storms`], model calls priced with `cost` where their spans
+/// record none.
+pub fn retry_storms_priced(
+    tc: &TurnCalls,
+    now_ns: i64,
+    p: &StormParams,
+    cost: &CostParams,
+) -> Vec<Storm> {
     let (turns, healthy) = (&tc.turns, &tc.healthy);
     let mut out = Vec::new();
     for ((turn_id, tool), group) in by_turn_and_tool(&tc.calls) {
@@ -223,6 +239,7 @@ pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> 
                 turn_spans: turn.spans,
                 healthy_turn_duration_s: h.duration_s,
                 healthy_turn_spans: h.spans,
+                drive: drive(crs, models_of(tc, turn_id), cost),
             });
         }
     }
@@ -233,6 +250,11 @@ pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> 
             .then_with(|| a.first_start_ns.cmp(&b.first_start_ns))
     });
     out
+}
+
+/// A turn's model calls (none when it has none).
+pub(super) fn models_of<'a>(tc: &'a TurnCalls, turn: &str) -> &'a [ModelCall] {
+    tc.models.get(turn).map_or(&[], Vec::as_slice)
 }
 
 /// The share of a chain's retries whose (first call's) arguments are those

@@ -112,6 +112,10 @@ pub struct Evidence {
     /// the eight days up to the latest flagged one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub daily: Vec<crate::detect::silent::DayCount>,
+    /// A retry chain's driver (storms, wasted retries): who made the
+    /// retries, and the model round trips between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<super::driver::DriverEvidence>,
 }
 
 impl Evidence {
@@ -136,6 +140,7 @@ impl Evidence {
             classes: BTreeMap::new(),
             parents: Vec::new(),
             daily: Vec::new(),
+            driver: None,
         }
     }
 }
@@ -264,6 +269,7 @@ impl Finding {
                     .iter()
                     .map(|(c, n)| (c.as_str().to_string(), *n))
                     .collect(),
+                driver: Some((&s.drive).into()),
                 // A storm's size is its rounds: overlapping calls count once.
                 ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.rounds, s.failures)
             }),
@@ -287,6 +293,7 @@ impl Finding {
             evidence: Some(Evidence {
                 outcome: Some("gave_up".to_string()),
                 wasted_seconds: w.wasted_seconds,
+                driver: Some((&w.drive).into()),
                 ..Evidence::turn(&w.trace_id, &w.turn, w.day, w.attempts, w.attempts)
             }),
             calls: w.attempts as u64,

@@ -34,6 +34,7 @@ fn finding(
             classes: Default::default(),
             parents: Vec::new(),
             daily: Vec::new(),
+            driver: None,
         }),
         calls: calls as u64,
         errors: calls as u64,

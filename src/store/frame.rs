@@ -5,7 +5,9 @@
 use polars::prelude::*;
 
 use super::memtable::KeySet;
-use crate::ingest::batch::{SpanBatch, StrColumn, KINDS, NO_DEPENDENCY, NO_TOOL, STATUSES};
+use crate::ingest::batch::{
+    SpanBatch, StrColumn, KINDS, NO_DEPENDENCY, NO_MODEL, NO_TOOL, STATUSES,
+};
 use crate::model::{ErrorClass, SpanKey, SpanRow, ToolConvention};
 
 /// Columns of a stored span part, in order, with their types.
@@ -48,7 +50,9 @@ pub fn schema() -> Schema {
         ("scope_name", s.clone()),
         ("scope_version", s.clone()),
         ("tool_args_recorded", DataType::Boolean),
-        ("dependency", s),
+        ("dependency", s.clone()),
+        ("is_model", DataType::Boolean),
+        ("model_name", s),
     ] {
         schema.with_column(name.into(), dtype);
     }
@@ -116,6 +120,8 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         strs("scope_version", rows, |r| r.scope_version.as_deref()),
         bools("tool_args_recorded", |r| r.tool_args_recorded),
         strs("dependency", rows, |r| r.dependency.as_deref()),
+        bools("is_model", |r| Some(r.is_model)),
+        strs("model_name", rows, |r| r.model_name.as_deref()),
     ];
     let df = DataFrame::new(rows.len(), columns)?;
     // Casting pins the declared types even for an all-null column.
@@ -145,6 +151,7 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
     let resource_json: Vec<&str> = b.resources.values().iter().map(|r| &*r.json).collect();
     let tools: Vec<&str> = b.tools.values().iter().map(|t| &**t).collect();
     let dependencies: Vec<&str> = b.dependencies.values().iter().map(|d| &**d).collect();
+    let models: Vec<&str> = b.models.values().iter().map(|m| &**m).collect();
     let scope_names: Vec<&str> = b
         .resources
         .values()
@@ -247,6 +254,12 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
             b.dependency
                 .iter()
                 .map(|&d| (d != NO_DEPENDENCY).then_some(d)),
+        )?,
+        BooleanChunked::from_slice("is_model".into(), &b.is_model).into_column(),
+        dict_column(
+            "model_name",
+            &models,
+            b.model.iter().map(|&m| (m != NO_MODEL).then_some(m)),
         )?,
     ];
     for (at, name, c) in [

@@ -18,15 +18,15 @@ pub fn settle_ns(cfg: &DetectConfig) -> i64 {
 
 /// Bumped whenever a per-turn rule changes what it finds, so stored day
 /// results from an older version are recomputed.
-const RULES_VERSION: u32 = 7;
+const RULES_VERSION: u32 = 8;
 
 /// The rules' version and parameters: the start of every day's fingerprint.
 fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     h.update(
         format!(
-            "v{RULES_VERSION} {:?} {:?} {:?}",
-            cfg.retry_storm, cfg.tool_loop, cfg.retry_after_success
+            "v{RULES_VERSION} {:?} {:?} {:?} {:?}",
+            cfg.retry_storm, cfg.tool_loop, cfg.retry_after_success, cfg.cost
         )
         .as_bytes(),
     );
@@ -326,7 +326,7 @@ fn turn_findings(tc: &TurnCalls, day: i32, now: i64, cfg: &DetectConfig) -> Turn
     };
     let growth = cfg.retry_storm.exponential_ratio;
     let mut out = Vec::new();
-    for s in detect::retry_storms(tc, now, &cfg.retry_storm) {
+    for s in detect::retry_storms_priced(tc, now, &cfg.retry_storm, &cfg.cost) {
         if began_today(&s.turn) {
             out.push(Finding::from_storm(&s));
         }
@@ -341,7 +341,7 @@ fn turn_findings(tc: &TurnCalls, day: i32, now: i64, cfg: &DetectConfig) -> Turn
         }
     }
     let keep = |turn: &str| began_today(turn) && settled(turn);
-    for w in detect::wasted_retries(calls)
+    for w in detect::wasted_retries_driven(calls, &tc.models, &cfg.cost)
         .iter()
         .filter(|w| keep(&w.turn))
     {

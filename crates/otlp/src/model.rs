@@ -210,6 +210,11 @@ pub struct SpanRow {
     /// The server the span talks to (docs/detection.md §1, "The
     /// dependency"): on tool calls, MCP server spans and client spans only.
     pub dependency: Option<String>,
+    /// One round trip to a language model (docs/detection.md §1, "Model
+    /// spans"); never a tool call or an agent span.
+    pub is_model: bool,
+    /// The model a model span names.
+    pub model_name: Option<String>,
 }
 
 impl SpanRow {
