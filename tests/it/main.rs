@@ -18,6 +18,7 @@ mod crash;
 mod crash_flusher;
 mod crash_grpc;
 mod dashboard;
+mod driver;
 mod fixtures;
 mod frameworks;
 mod import;
