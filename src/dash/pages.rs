@@ -541,14 +541,19 @@ pub fn trace(v: &TraceView, page_no: usize, day: Option<&str>) -> String {
         if let Some(g) = s.gap_ms {
             let _ = write!(
                 b,
-                r#"<tr class="gap"><td></td><td colspan="2">↳ {} after {} · {}</td></tr>"#,
+                r#"<tr class="gap"><td></td><td colspan="2">↳ {} after {} · {}{}</td></tr>"#,
                 esc(s.tool.as_deref().unwrap_or("")),
                 if g < 1000.0 {
                     format!("{g:.0} ms")
                 } else {
                     format!("{:.1} s", g / 1000.0)
                 },
-                esc(s.rhythm.as_deref().unwrap_or("retry"))
+                esc(s.rhythm.as_deref().unwrap_or("retry")),
+                match s.driver.as_deref() {
+                    Some("model") => " · the model asked again",
+                    Some("code") => " · retried by code",
+                    _ => "",
+                }
             );
         }
         let left = (s.start_ns - v.start_ns) as f64 / total * 100.0;

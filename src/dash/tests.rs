@@ -502,3 +502,32 @@ async fn acknowledged(d: &Demo, id: &str, open_before: u64) {
         "acknowledged ones stay on the overview"
     );
 }
+
+/// A captured framework run as the trace view sees it.
+fn fixture_view(name: &str) -> crate::dash::trace::TraceView {
+    let path = format!(
+        "{}/fixtures/frameworks/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let req = crate::ingest::json::decode(&std::fs::read(path).unwrap()).unwrap();
+    let df = crate::store::frame::batch_to_frame(&crate::ingest::normalize(&req).batch).unwrap();
+    crate::dash::trace::view("t", &df).unwrap()
+}
+
+#[test]
+fn the_trace_view_says_who_made_each_retry() {
+    // pydantic-ai: the model asked again after every failure.
+    let v = fixture_view("pydantic-ai-storm");
+    let retries: Vec<_> = v.spans.iter().filter(|s| s.gap_ms.is_some()).collect();
+    assert_eq!(retries.len(), 11);
+    assert!(retries.iter().all(|s| s.driver.as_deref() == Some("model")));
+    assert_eq!(v.spans.iter().filter(|s| s.is_model).count(), 13);
+    let page = crate::dash::pages::trace(&v, 1, None);
+    assert!(page.contains("the model asked again"), "{page}");
+    // A span that is no retry has no driver.
+    assert!(v
+        .spans
+        .iter()
+        .filter(|s| s.gap_ms.is_none())
+        .all(|s| s.driver.is_none()));
+}

@@ -34,6 +34,11 @@ pub struct LoopLine {
     pub verdicts: BTreeMap<String, usize>,
     /// The gaps between attempts, ms: smallest, median, largest.
     pub gap_ms: Option<[f64; 3]>,
+    /// Who made its retries (docs/detection.md §4.2, "Driver"): `code`
+    /// (no model call between attempts), `model` (one between every two),
+    /// `mixed`; absent without retries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -52,6 +57,13 @@ pub struct SpanLine {
     pub attempt: Option<usize>,
     pub gap_ms: Option<f64>,
     pub rhythm: Option<String>,
+    /// For a retry: `model` (a model call between it and the attempt
+    /// before) or `code`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// A model round trip (a model span).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_model: bool,
     /// The span's attributes as JSON, cut to 600 characters (only with `attributes: true`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attributes: Option<String>,
@@ -152,7 +164,22 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
                     *by_rhythm.entry(r.as_str()).or_insert(0) += 1;
                 }
             }
+            let driven: Vec<&str> = attempts
+                .iter()
+                .filter_map(|a| a.driver.as_deref())
+                .collect();
+            let driver = (!driven.is_empty()).then(|| {
+                if driven.iter().all(|d| *d == "model") {
+                    "model"
+                } else if driven.iter().all(|d| *d == "code") {
+                    "code"
+                } else {
+                    "mixed"
+                }
+                .to_string()
+            });
             LoopLine {
+                driver,
                 attempts: attempts.len(),
                 failures: attempts.iter().filter(|a| a.error_class != "ok").count(),
                 rhythm: by_rhythm
@@ -186,6 +213,8 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
         attempt: s.attempt,
         gap_ms: s.gap_ms,
         rhythm: s.rhythm.clone(),
+        driver: s.driver.clone(),
+        is_model: s.is_model,
         attributes: ask.attributes.then(|| cut(&s.attributes, ATTRIBUTES_CHARS)),
     };
     // The loops come first and are never cut: they answer the question.
