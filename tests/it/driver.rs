@@ -18,7 +18,8 @@
 //!   LangGraph, the OpenAI Agents SDK, ADK, Strands, smolagents, MCP runs)
 //!   replayed through `import`;
 //! - the code-driven run: `scripts/frameworks/pydantic_ai_mcp_retry_agent.py`
-//!   live (`STORMWATCH_PY_PYDANTIC_MCP`): pydantic-ai calls its tool once,
+//!   live (`STORMWATCH_PY_PYDANTIC_MCP`) and as captured
+//!   (`fixtures/frameworks/pydantic-ai-mcp-retry.json`): pydantic-ai calls its tool once,
 //!   and the tool's retry decorator calls the MCP tool six times through
 //!   FastMCP's client, each attempt an MCP client span nest.
 
@@ -304,6 +305,33 @@ fn every_framework_s_captured_storm_is_driven_by_the_model() {
             &[framework, setting],
         ));
     }
+    assert!(problems.is_empty(), "\n- {}", problems.join("\n- "));
+}
+
+#[test]
+fn the_captured_retry_decorator_run_is_driven_by_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let path = repo().join("fixtures/frameworks/pydantic-ai-mcp-retry.json");
+    import_files(&data, &[path.as_path()]);
+    let report = sweep_at(&data, last_end(&data));
+    let df = spans(&data);
+    let traces = df.column("trace_id").unwrap().str().unwrap().clone();
+    let tools = df.column("tool_name").unwrap().str().unwrap().clone();
+    let trace = (0..df.height())
+        .find(|&r| tools.get(r) == Some("lookup_fare"))
+        .and_then(|r| traces.get(r))
+        .unwrap()
+        .to_string();
+    let problems = problems(
+        "pydantic-ai-mcp-retry.json",
+        &data,
+        &report,
+        "lookup_fare",
+        &trace,
+        "code",
+        &[],
+    );
     assert!(problems.is_empty(), "\n- {}", problems.join("\n- "));
 }
 
