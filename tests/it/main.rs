@@ -19,6 +19,7 @@ mod crash_flusher;
 mod crash_grpc;
 mod dashboard;
 mod driver;
+mod driver_sealed;
 mod fixtures;
 mod frameworks;
 mod import;
