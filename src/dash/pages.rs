@@ -90,10 +90,29 @@ fn counters(outcomes: &[ToolDay], signals: &[&Signal]) -> String {
 }
 
 /// An evidence trace's first cells: the link to its trace (with `link_attrs`
-/// on the anchor), its day, calls, failures and rhythm.
-fn evidence_cells(e: &crate::signal::Evidence, link_attrs: &str) -> String {
+/// on the anchor), its day, calls, failures and rhythm — with, for a retry
+/// chain, who made the retries and the model round trips between them.
+pub(crate) fn evidence_cells(e: &crate::signal::Evidence, link_attrs: &str) -> String {
+    let driver = e.driver.as_ref().map_or(String::new(), |d| {
+        let calls = if d.model_calls > 0 {
+            format!(
+                ", {} model calls, {} + {} tokens{}",
+                d.model_calls,
+                d.input_tokens,
+                d.output_tokens,
+                d.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            r#" <span class="muted driver">· driver {}{}</span>"#,
+            esc(&d.driver),
+            esc(&calls)
+        )
+    });
     format!(
-        r#"<td><a{link_attrs} href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td>"#,
+        r#"<td><a{link_attrs} href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}{driver}</td>"#,
         seg(&e.trace_id),
         seg(&e.day),
         esc(&e.trace_id),

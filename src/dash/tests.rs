@@ -531,3 +531,25 @@ fn the_trace_view_says_who_made_each_retry() {
         .filter(|s| s.gap_ms.is_none())
         .all(|s| s.driver.is_none()));
 }
+
+#[test]
+fn a_signal_s_evidence_row_says_who_made_the_retries() {
+    let mut e = crate::signal::Evidence::turn("t1", "t1/root", 20_663, 12, 12);
+    e.rhythm = Some("no_backoff".into());
+    assert!(!crate::dash::pages::evidence_cells(&e, "").contains("driver"));
+    e.driver = Some(crate::signal::driver::DriverEvidence {
+        driver: "model".into(),
+        model_calls: 11,
+        input_tokens: 1144,
+        output_tokens: 693,
+        cost_usd: None,
+        unpriced_calls: 11,
+        models: vec!["scripted".into()],
+        framework: Some("pydantic-ai".into()),
+    });
+    let cells = crate::dash::pages::evidence_cells(&e, "");
+    assert!(
+        cells.contains("no_backoff <span class=\"muted driver\">· driver model, 11 model calls, 1144 + 693 tokens</span>"),
+        "{cells}"
+    );
+}
