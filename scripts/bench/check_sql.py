@@ -13,6 +13,11 @@ built first, under --work (default: a temporary directory, removed after):
 
 - each file of fixtures/ imported alone (`stormwatch import`), and all of
   them together, swept at the `--now` their tests use;
+- every captured framework run (fixtures/frameworks/), imported together,
+  swept an hour after its last span; the drivers of storms and wasted
+  retries (`code`, `model`, `mixed`) are compared too, stormwatch's (from
+  the sweep's evidence, every finding's kept) against reference_sweep.py's
+  (duckdb_sweep.sql does not port the driver);
 - edge_cases.py's traces (the per-turn rules' edge cases), imported;
 - silent_cases.py's fourteen days of traffic (the silent-tool rules'
   edge cases: a tool that stops while its agent's turns go on, tools with
@@ -32,6 +37,7 @@ agree everywhere.
 """
 
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -56,6 +62,12 @@ FIXTURE_STORES = [
     ("retry_gate", ["retry_gate.json"], "2026-08-13", 2),
     ("all_fixtures", ["search_flights_history.json", "storms_jul29.json", "fixed_loop.json",
                       "retry_gate.json"], "2026-08-13", 40),
+]
+# (name, files of fixtures/frameworks/, --now, --since days): every captured
+# framework run (model spans between the attempts, or a retry decorator's
+# attempts back to back), the drivers of their storms compared too.
+FRAMEWORK_STORES = [
+    ("frameworks", "*.json", None, 10),
 ]
 # (name, sweep_data flags, --now, --since days); the generator starts on 2026-07-07.
 SYNTHETIC_STORES = [
@@ -100,6 +112,11 @@ def build_stores(work, stormwatch, gen):
         paths = [os.path.join(REPO, "fixtures", f) for f in files]
         run([stormwatch, "import", "--data-dir", data] + paths, env)
         stores.append((name, data, now, since))
+    for name, pattern, _, since in FRAMEWORK_STORES:
+        data = os.path.join(work, name)
+        paths = sorted(glob.glob(os.path.join(REPO, "fixtures", "frameworks", pattern)))
+        run([stormwatch, "import", "--data-dir", data] + paths, env)
+        stores.append((name, data, last_end(paths), since))
     for module in (edge_cases, silent_cases, retry_after_cases):
         name = module.__name__
         traces = os.path.join(work, name + ".json")
@@ -115,28 +132,51 @@ def build_stores(work, stormwatch, gen):
     return stores
 
 
+def last_end(paths):
+    """An hour after the newest span end of these OTLP JSON files (RFC 3339), so every turn settled."""
+    end = 0
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            doc = json.load(f)
+        for rs in doc.get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for s in ss.get("spans", []):
+                    end = max(end, int(s["endTimeUnixNano"]))
+    t = time.gmtime(end // 1_000_000_000 + 3600)
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", t)
+
+
 def stormwatch_counts(stormwatch, data, now, since):
     for suffix in ("", "-wal", "-shm"):
         try:
             os.remove(os.path.join(data, "state.sqlite" + suffix))
         except FileNotFoundError:
             pass
+    # Every finding's evidence kept, so its driver can be counted.
+    config = os.path.join(data, "check_sql.toml")
+    with open(config, "w", encoding="utf-8") as f:
+        f.write("[signals]\nevidence_limit = 100000\n")
     out = run([stormwatch, "sweep", "--data-dir", data, "--now", now, "--since", f"{since}d",
-               "--format", "json", "--rescan"], stormwatch_env())
+               "--format", "json", "--rescan", "--config", config], stormwatch_env())
     report = json.loads(out)
     counts = {k: 0 for k in KINDS}
     tools = {k: set() for k in KINDS}
+    drivers = {}
     for s in report["signals"]:
         counts[s["kind"]] = counts.get(s["kind"], 0) + s["findings"]
         tools.setdefault(s["kind"], set()).add(s["tool"])
-    return counts, {k: sorted(v) for k, v in tools.items()}
+        for e in s["evidence"]:
+            if e.get("driver"):
+                key = f"{s['kind']}/{e['driver']['driver']}"
+                drivers[key] = drivers.get(key, 0) + 1
+    return counts, {k: sorted(v) for k, v in tools.items()}, dict(sorted(drivers.items()))
 
 
 def script_counts(script, data, now, since):
     out = run([sys.executable, os.path.join(HERE, script), "--data-dir", data, "--now", now,
                "--since-days", str(since)])
     r = json.loads(out)
-    return r["findings"], r["tools"]
+    return r["findings"], r["tools"], r.get("drivers")
 
 
 def main():
@@ -185,6 +225,14 @@ def main():
                 print(f"  {kind}: tools per engine")
                 for e in engines:
                     print(f"    {e:11} {engines[e][0].get(kind, 0):>4}  {', '.join(engines[e][1].get(kind, [])) or '-'}")
+            # The drivers of storms and wasted retries (detect/driver.rs): the
+            # Python port against stormwatch (duckdb_sweep.sql does not port
+            # the driver: it counts findings only).
+            d_sw, d_ref = engines["stormwatch"][2], engines["reference"][2]
+            print(f"  drivers: stormwatch {d_sw}, reference {d_ref}"
+                  f"{'' if d_sw == d_ref else '   <- differs'}")
+            if d_sw != d_ref:
+                bad.append("drivers")
             if bad:
                 failed.append((name, bad))
     finally:
@@ -197,7 +245,8 @@ def main():
         print("check_sql: the engines disagree on " +
               "; ".join(f"{n}: {', '.join(k)}" for n, k in failed), file=sys.stderr)
         sys.exit(1)
-    print("check_sql: stormwatch, duckdb_sweep.sql and reference_sweep.py agree on every store")
+    print("check_sql: stormwatch, duckdb_sweep.sql and reference_sweep.py agree on every store"
+          " (and stormwatch and reference_sweep.py on every driver)")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ cycle of one step, varied commands, a wrapper around two attempts, an
 unknown outer class, a turn whose agent span began the day before); and
 control flow, no failure: interrupts and cancellations between failures
 (no chain longer for them), a resume after each interrupt (no repeat after
-success). Import it with
+success); on 09-05 too, who made a storm's retries: a model call between
+every two attempts, between some, one overlapping an attempt, and a
+deterministic request resent by the model. Import it with
 `stormwatch import`; sweep with `--now NOW --since SINCE_DAYS`.
 
 Standard library only; deterministic (ids are hashes of case names).
@@ -562,6 +564,28 @@ def build():
     t.series("book_room2", t.start + 10 * MS, 4, 100, 300, ["interrupted", "ok", "cancelled", "ok"],
              [{"room": 1}, {"room": 1}, {"room": 2}, {"room": 2}], [None, "r1", None, "r2"])
     t.close()
+
+    # Who is knocking (detection.md §4.2, "Driver"): a chat span between
+    # every two attempts (model), between some (mixed), one overlapping an
+    # attempt (not between two: code), and a deterministic request the
+    # model resent after each failure (wasted retries, model).
+    def knock(case, start, tool, n, chats, fail="503", args=None, overlap=False):
+        t = Turn(doc, case, start)
+        at = t.start + 10 * MS
+        for i in range(n):
+            _, end = t.call(tool, at, 100, fail, args or {"q": case})
+            at = end + 300 * MS
+            if i + 1 < n and i in chats:
+                c0 = end - 50 * MS if overlap else end + 50 * MS
+                t.other("chat scripted", c0, end + 250 * MS,
+                        attrs=[("gen_ai.operation.name", "chat"), ("gen_ai.request.model", "m1"),
+                               ("gen_ai.usage.input_tokens", 60), ("gen_ai.usage.output_tokens", 9)])
+        t.close()
+
+    knock("driver-model", h(4, 14), "quote_a", 6, range(5))
+    knock("driver-mixed", h(4, 14, 5), "quote_b", 6, {0, 2})
+    knock("driver-overlap", h(4, 14, 10), "quote_c", 6, range(5), overlap=True)
+    knock("driver-wasted-model", h(4, 14, 15), "quote_d", 3, range(2), fail="400")
 
     # The check's "now" is 09-06 00:05: this turn ended 30 s before, not settled.
     t = Turn(doc, "not-settled", h(5, 0, 3, 40))

@@ -24,7 +24,11 @@ reads them) and computes, in Python, what `stormwatch sweep --rescan` finds
 Prints ONE JSON line, the shape duckdb_sweep.py prints:
 
     {"engine": "reference", "findings": {"error_rate_spike": N, ...},
-     "tools": {"retry_storm": [...], ...}, "storm_tools": [...], "seconds": wall}
+     "tools": {"retry_storm": [...], ...}, "storm_tools": [...],
+     "drivers": {"retry_storm/model": N, ...}, "seconds": wall}
+
+`drivers` counts the retry storms and wasted retries by driver
+(detect/driver.rs: `code`, `model`, `mixed`; docs/detection.md §4.2).
 
 `--details` prints the findings on stderr. Slow (pure Python): meant for
 stores of tens of thousands of spans, not the benchmark's.
@@ -138,7 +142,8 @@ def median(v):
 # ---------------------------------------------------------------------------
 COLUMNS = ["trace_id", "span_id", "parent_span_id", "is_agent", "agent_call_id", "start_ns",
            "end_ns", "is_tool_call", "tool_name", "service_name", "error_class", "tool_args_hash",
-           "tool_result_hash", "session_id", "tool_convention", "duration_ns", "retry_after_ms"]
+           "tool_result_hash", "session_id", "tool_convention", "duration_ns", "retry_after_ms",
+           "is_model"]
 
 
 class Rows:
@@ -566,7 +571,7 @@ class Turn:
 
 def collect(df):
     """(calls of repeated (turn, tool) pairs sorted by (turn, tool, start), turns by id,
-    turns per (service, day began))."""
+    turns per (service, day began), each kept turn's model calls (start, end) by turn id)."""
     anch = anchors(df)
     nested = nested_duplicates(df)
     class_col = df.c["error_class"]
@@ -670,6 +675,11 @@ def collect(df):
         c.wait = waits.get(i)
         calls.append(c)
     calls.sort(key=lambda c: (c.turn, c.tool, c.start_ns))
+    # detect/models.rs of_turns: the model spans of the kept turns, by start
+    models = defaultdict(list)
+    for i in sorted((i for i in range(n) if df.c["is_model"][i] is True and turn_of[i] in ids),
+                    key=lambda i: (start[i], end[i], i)):
+        models[ids[turn_of[i]]].append((start[i], end[i]))
     # turns_by_service: every turn, a tool called or not, under its anchor
     # row's service (an agent call id's: its first row's), on the day it began
     services = df.c["service_name"]
@@ -678,7 +688,7 @@ def collect(df):
         a = anch[st[0]]
         row = a[1] if a[0] == "row" else st[0]
         turns_by_service[(services[row] or "", day_of_ns(st[4]))] += 1
-    return calls, turns, turns_by_service
+    return calls, turns, turns_by_service, models
 
 
 # calls.rs INSIDE_SLACK_NS
@@ -806,6 +816,21 @@ def polling(calls, growth):
 
 
 # ---------------------------------------------------------------------------
+# detect/driver.rs
+# ---------------------------------------------------------------------------
+def driver(gaps, models):
+    """drive_gaps: `model` when a model call lies in every gap (end of one
+    attempt, start of the next), `code` when in none (or no gap), else
+    `mixed`; a model call lies in a gap when it starts at or after its
+    start and ends at or before its end, with the 1 ms slack."""
+    with_model = sum(1 for (a, b) in gaps
+                     if any(s + OVERLAP_SLACK_NS >= a and e <= b + OVERLAP_SLACK_NS for (s, e) in models))
+    if not gaps or with_model == 0:
+        return "code"
+    return "model" if with_model == len(gaps) else "mixed"
+
+
+# ---------------------------------------------------------------------------
 # detect/storm.rs
 # ---------------------------------------------------------------------------
 def rhythm(gaps, p):
@@ -835,7 +860,7 @@ def same_args_share(group, crs):
     return same / (len(args) - 1)
 
 
-def retry_storms(calls, turns, now_ns, p):
+def retry_storms(calls, turns, now_ns, p, models=None):
     out = []
     for (tid, tool), group in by_turn_and_tool(calls):
         turn = turns.get(tid)
@@ -861,9 +886,11 @@ def retry_storms(calls, turns, now_ns, p):
             if (rh == "exponential" and recovered) or deterministic_only or \
                     (varied and n_retryable * 2 < failures):
                 continue
+            gaps = [(crs[k].end_ns, crs[k + 1].start_ns) for k in range(len(crs) - 1)]
             out.append({"tool": tool, "turn": tid, "calls": len(members), "rounds": len(crs),
                         "failures": failures, "rhythm": rh,
-                        "outcome": "recovered" if recovered else "gave_up"})
+                        "outcome": "recovered" if recovered else "gave_up",
+                        "driver": driver(gaps, (models or {}).get(tid, []))})
     return out
 
 
@@ -924,7 +951,7 @@ def same_requests(calls):
     return out
 
 
-def wasted_retries(calls):
+def wasted_retries(calls, models=None):
     out = []
     for (tid, tool, _), group in same_requests(calls):
         first = group[0]
@@ -932,7 +959,9 @@ def wasted_retries(calls):
             continue
         if not all(c.cls == first.cls for c in group[1:]):
             continue
-        out.append({"tool": tool, "turn": tid, "class": first.cls, "attempts": len(group)})
+        gaps = [(group[k].end_ns, group[k + 1].start_ns) for k in range(len(group) - 1)]
+        out.append({"tool": tool, "turn": tid, "class": first.cls, "attempts": len(group),
+                    "driver": driver(gaps, (models or {}).get(tid, []))})
     return out
 
 
@@ -1267,7 +1296,7 @@ def turn_day(store, day, today, now):
 def turn_findings(spans, day, now):
     """(the day's findings, its turns per service)."""
     sp, lp = StormParams, LoopParams
-    calls, turns, by_service = collect(spans)
+    calls, turns, by_service, models = collect(spans)
 
     def began_today(t):
         return t in turns and day_of_ns(turns[t].began_ns) == day
@@ -1277,10 +1306,10 @@ def turn_findings(spans, day, now):
 
     growth = sp.exponential_ratio
     out = []
-    out += [("retry_storm", s) for s in retry_storms(calls, turns, now, sp) if began_today(s["turn"])]
+    out += [("retry_storm", s) for s in retry_storms(calls, turns, now, sp, models) if began_today(s["turn"])]
     out += [("tool_loop", l) for l in tool_loops(calls, turns, now, sp.settle_seconds, growth, lp)
             if began_today(l["turn"])]
-    out += [("wasted_retries", w) for w in wasted_retries(calls) if keep(w["turn"])]
+    out += [("wasted_retries", w) for w in wasted_retries(calls, models) if keep(w["turn"])]
     # a request repeated in a loop is reported once, as the loop
     looped = set()
     for l in tool_loops(calls, turns, now, sp.settle_seconds, growth, lp):
@@ -1343,9 +1372,12 @@ def main():
     seconds = time.perf_counter() - started
     counts = {k: 0 for k in KINDS}
     tools = {k: set() for k in KINDS}
+    drivers = defaultdict(int)
     for kind, f in findings:
         counts[kind] += 1
         tools[kind].add(f["tool"])
+        if "driver" in f:
+            drivers[f"{kind}/{f['driver']}"] += 1
     if args.details:
         for kind in KINDS:
             print(f"== {kind}: {counts[kind]}", file=sys.stderr)
@@ -1356,6 +1388,7 @@ def main():
         "findings": counts,
         "tools": {k: sorted(v) for k, v in tools.items()},
         "storm_tools": sorted(tools["retry_storm"]),
+        "drivers": dict(sorted(drivers.items())),
         "seconds": round(seconds, 3),
     }))
 

@@ -39,6 +39,7 @@ for scenario in mcp-storm mcp-healthy; do
   capture "pydantic-ai-$scenario" "$pym" scripts/frameworks/pydantic_ai_mcp_agent.py "$scenario" --endpoint '{endpoint}'
 done
 # An MCP dependency's outage (scripts/frameworks/mcp_quote_server.py, four tools), then its recovery.
+capture pydantic-ai-mcp-retry "$pym" scripts/frameworks/pydantic_ai_mcp_retry_agent.py mcp-retry --endpoint '{endpoint}'
 for scenario in mcp-outage mcp-recovered; do
   capture "pydantic-ai-$scenario" "$pym" scripts/frameworks/pydantic_ai_mcp_outage_agent.py "$scenario" --endpoint '{endpoint}'
 done

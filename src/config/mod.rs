@@ -27,6 +27,9 @@ pub struct Config {
     pub cluster: ClusterConfig,
     pub mcp: McpConfig,
     pub admission: AdmissionConfig,
+    /// `[cost]`: model prices, for what a model-driven retry chain cost
+    /// (detection.md §4.2, "Driver"); empty by default.
+    pub cost: crate::detect::CostParams,
 }
 
 /// `[cluster]`: nodes over a shared store (`--store s3://…`).
@@ -109,6 +112,10 @@ pub struct DetectConfig {
     pub retry_after_success: AfterSuccessConfig,
     pub silent: crate::detect::SilentParams,
     pub retry_after: crate::detect::RetryAfterParams,
+    /// The file's `[cost]` section, copied here by [`Config::parse`] so
+    /// the per-turn rules (and the fingerprint of their day results) see it.
+    #[serde(skip)]
+    pub cost: crate::detect::CostParams,
 }
 
 /// `[detect.retry_after_success]` (detection.md §4.4).
@@ -284,11 +291,12 @@ pub enum ConfigError {
 impl Config {
     /// Parse a config file's text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: origin.to_path_buf(),
             message: e.to_string().trim().replace('\n', " "),
         })?;
         config.validate(origin)?;
+        config.detect.cost = config.cost.clone();
         Ok(config)
     }
 
@@ -330,6 +338,19 @@ impl Config {
         }
         if self.import.max_file_bytes < 1024 {
             return bad("import.max_file_bytes", "must be at least 1024");
+        }
+        for (model, price) in &self.cost.models {
+            for (key, v) in [
+                ("input_per_mtok", price.input_per_mtok),
+                ("output_per_mtok", price.output_per_mtok),
+            ] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return bad(
+                        &format!("cost.models.\"{model}\".{key}"),
+                        &format!("must be a price of 0 or more (USD per million tokens), got {v}"),
+                    );
+                }
+            }
         }
         for (i, shape) in self.ingest.result_failures.iter().enumerate() {
             if let Some((key, why)) = shape.problem() {
@@ -531,6 +552,31 @@ mod tests {
             Config::parse("", Path::new("x.toml")).unwrap(),
             Config::default()
         );
+    }
+
+    #[test]
+    fn unknown_price_keys_are_refused() {
+        let bad = "[cost.models.\"gpt-4o\"]\ninput_per_mtok = 2.5\noutput_per_mtok = 10.0\ncached_per_mtok = 1.0\n";
+        let e = Config::parse(bad, std::path::Path::new("t.toml")).unwrap_err();
+        assert!(e.to_string().contains("cached_per_mtok"), "{e}");
+        let e = Config::parse("[cost]\nprices = 1\n", std::path::Path::new("t.toml")).unwrap_err();
+        assert!(e.to_string().contains("prices"), "{e}");
+        let e = Config::parse(
+            "[cost.models.m]\ninput_per_mtok = -1\noutput_per_mtok = 1\n",
+            std::path::Path::new("t.toml"),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("cost.models.\"m\".input_per_mtok"),
+            "{e}"
+        );
+        let ok = Config::parse(
+            "[cost.models.\"gpt-4o\"]\ninput_per_mtok = 2.5\noutput_per_mtok = 10.0\n",
+            std::path::Path::new("t.toml"),
+        )
+        .expect("valid");
+        assert_eq!(ok.detect.cost, ok.cost);
+        assert_eq!(ok.cost.models["gpt-4o"].output_per_mtok, 10.0);
     }
 
     #[test]

@@ -12,14 +12,12 @@ use crate::detect::turns::{self, Anchor};
 use crate::store::rollup::nested_in;
 use crate::store::table::{Hex, SpanIndex, SpanTable};
 
-/// The columns the counts read: the span table's, and the scope and
-/// whether arguments were recorded.
+/// The columns the counts read: the span table's (the scope among them),
+/// and the scope's version and whether arguments were recorded.
 pub fn columns() -> impl Iterator<Item = &'static str> {
-    crate::store::table::COLUMNS.into_iter().chain([
-        "scope_name",
-        "scope_version",
-        "tool_args_recorded",
-    ])
+    crate::store::table::COLUMNS
+        .into_iter()
+        .chain(["scope_version", "tool_args_recorded"])
 }
 
 /// The trace ids of the tool calls in `df` that started at or after

@@ -90,10 +90,29 @@ fn counters(outcomes: &[ToolDay], signals: &[&Signal]) -> String {
 }
 
 /// An evidence trace's first cells: the link to its trace (with `link_attrs`
-/// on the anchor), its day, calls, failures and rhythm.
-fn evidence_cells(e: &crate::signal::Evidence, link_attrs: &str) -> String {
+/// on the anchor), its day, calls, failures and rhythm — with, for a retry
+/// chain, who made the retries and the model round trips between them.
+pub(crate) fn evidence_cells(e: &crate::signal::Evidence, link_attrs: &str) -> String {
+    let driver = e.driver.as_ref().map_or(String::new(), |d| {
+        let calls = if d.model_calls > 0 {
+            format!(
+                ", {} model calls, {} + {} tokens{}",
+                d.model_calls,
+                d.input_tokens,
+                d.output_tokens,
+                d.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            r#" <span class="muted driver">· driver {}{}</span>"#,
+            esc(&d.driver),
+            esc(&calls)
+        )
+    });
     format!(
-        r#"<td><a{link_attrs} href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td>"#,
+        r#"<td><a{link_attrs} href="/traces/{}?day={}">{}</a></td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td>{}{driver}</td>"#,
         seg(&e.trace_id),
         seg(&e.day),
         esc(&e.trace_id),
@@ -553,14 +572,19 @@ pub fn trace(v: &TraceView, page_no: usize, day: Option<&str>) -> String {
             };
             let _ = write!(
                 b,
-                r#"<tr class="gap"><td></td><td colspan="2">↳ {} after {} · {}{told}</td></tr>"#,
+                r#"<tr class="gap"><td></td><td colspan="2">↳ {} after {} · {}{}{told}</td></tr>"#,
                 esc(s.tool.as_deref().unwrap_or("")),
                 if g < 1000.0 {
                     format!("{g:.0} ms")
                 } else {
                     format!("{:.1} s", g / 1000.0)
                 },
-                esc(s.rhythm.as_deref().unwrap_or("retry"))
+                esc(s.rhythm.as_deref().unwrap_or("retry")),
+                match s.driver.as_deref() {
+                    Some("model") => " · the model asked again",
+                    Some("code") => " · retried by code",
+                    _ => "",
+                }
             );
         }
         let left = (s.start_ns - v.start_ns) as f64 / total * 100.0;

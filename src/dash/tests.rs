@@ -556,3 +556,54 @@ fn the_trace_view_marks_retries_that_ignored_retry_after() {
     assert!(html.contains("early: Retry-After 30 s"), "{html}");
     assert!(html.contains("waited out Retry-After 30 s"), "{html}");
 }
+
+/// A captured framework run as the trace view sees it.
+fn fixture_view(name: &str) -> crate::dash::trace::TraceView {
+    let path = format!(
+        "{}/fixtures/frameworks/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let req = crate::ingest::json::decode(&std::fs::read(path).unwrap()).unwrap();
+    let df = crate::store::frame::batch_to_frame(&crate::ingest::normalize(&req).batch).unwrap();
+    crate::dash::trace::view("t", &df).unwrap()
+}
+
+#[test]
+fn the_trace_view_says_who_made_each_retry() {
+    // pydantic-ai: the model asked again after every failure.
+    let v = fixture_view("pydantic-ai-storm");
+    let retries: Vec<_> = v.spans.iter().filter(|s| s.gap_ms.is_some()).collect();
+    assert_eq!(retries.len(), 11);
+    assert!(retries.iter().all(|s| s.driver.as_deref() == Some("model")));
+    assert_eq!(v.spans.iter().filter(|s| s.is_model).count(), 13);
+    let page = crate::dash::pages::trace(&v, 1, None);
+    assert!(page.contains("the model asked again"), "{page}");
+    // A span that is no retry has no driver.
+    assert!(v
+        .spans
+        .iter()
+        .filter(|s| s.gap_ms.is_none())
+        .all(|s| s.driver.is_none()));
+}
+
+#[test]
+fn a_signal_s_evidence_row_says_who_made_the_retries() {
+    let mut e = crate::signal::Evidence::turn("t1", "t1/root", 20_663, 12, 12);
+    e.rhythm = Some("no_backoff".into());
+    assert!(!crate::dash::pages::evidence_cells(&e, "").contains("driver"));
+    e.driver = Some(crate::signal::driver::DriverEvidence {
+        driver: "model".into(),
+        model_calls: 11,
+        input_tokens: 1144,
+        output_tokens: 693,
+        cost_usd: None,
+        unpriced_calls: 11,
+        models: vec!["scripted".into()],
+        framework: Some("pydantic-ai".into()),
+    });
+    let cells = crate::dash::pages::evidence_cells(&e, "");
+    assert!(
+        cells.contains("no_backoff <span class=\"muted driver\">· driver model, 11 model calls, 1144 + 693 tokens</span>"),
+        "{cells}"
+    );
+}

@@ -2,8 +2,9 @@
 //! tool-call attempt judged by what its retry did — `rescued` (a retry after
 //! a retryable blip that ended well), `wasted` (a retry of a deterministic
 //! error, or of a feed that never answered), `after_success` (the request
-//! sent again after it succeeded) — with the gaps between attempts and the
-//! rhythm of the loop.
+//! sent again after it succeeded) — with the gaps between attempts, the
+//! rhythm of the loop, and who made each retry (a model call between it
+//! and the attempt before: the model; none: code).
 
 use std::collections::BTreeMap;
 
@@ -39,6 +40,12 @@ pub struct SpanView {
     /// the retry came before it was over.
     pub retry_after_ms: Option<i64>,
     pub early: Option<bool>,
+    /// For a retry: `model` when a model call of its turn lies between the
+    /// attempt before and it (the model asked again), else `code`
+    /// (detection.md §4.2, "Driver").
+    pub driver: Option<String>,
+    /// A model round trip (a model span, detection.md §1).
+    pub is_model: bool,
     pub attributes: String,
 }
 
@@ -92,6 +99,11 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
         .iter()
         .map(|v| v == Some(true))
         .collect();
+    // Parts written before model spans were marked have none.
+    let is_model: Vec<bool> = match df.column("is_model") {
+        Ok(c) => c.bool()?.iter().map(|v| v == Some(true)).collect(),
+        Err(_) => vec![false; df.height()],
+    };
     let mut spans: Vec<SpanView> = (0..df.height())
         .map(|i| SpanView {
             span_id: span[i].unwrap_or("").to_string(),
@@ -109,6 +121,8 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
             attempt: None,
             retry_after_ms: None,
             early: None,
+            driver: None,
+            is_model: is_model[i],
             attributes: attrs[i].unwrap_or("{}").to_string(),
         })
         .collect();
@@ -130,6 +144,19 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
             }
         }
     }
+    // Each turn's model calls, for who made each retry.
+    let mut models: BTreeMap<&str, Vec<(i64, i64)>> = BTreeMap::new();
+    for s in spans.iter().filter(|s| s.is_model) {
+        models
+            .entry(s.turn.as_str())
+            .or_default()
+            .push((s.start_ns, s.end_ns));
+    }
+    let models: BTreeMap<String, Vec<(i64, i64)>> = models
+        .into_iter()
+        .map(|(t, v)| (t.to_string(), v))
+        .collect();
+    let slack = crate::detect::chains::OVERLAP_SLACK_NS;
     let mut wasted_ns = 0i64;
     let params = StormParams::default();
     // Each call's stated wait (its own span's, or its HTTP child's), as the
@@ -193,6 +220,12 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
                 spans[i].attempt = Some(k + 1);
                 spans[i].gap_ms = Some(gaps[k - 1]);
                 spans[i].rhythm = loop_rhythm(loop_of[k]);
+                let (after, before) = (spans[idx[k - 1]].end_ns, spans[i].start_ns);
+                let asked = models.get(&spans[i].turn).is_some_and(|ms| {
+                    ms.iter()
+                        .any(|&(s, e)| s + slack >= after && e <= before + slack)
+                });
+                spans[i].driver = Some(if asked { "model" } else { "code" }.to_string());
                 if v == Verdict::Wasted {
                     // As the retry outcomes count it: the gap (never negative) and the attempt.
                     let prev_end = spans[idx[k - 1]].end_ns;

@@ -143,6 +143,9 @@ pub struct TurnCalls {
     /// called a tool: the agent's turn volume the silent-tool rule
     /// compares a tool's calls with (§4.8).
     pub turns_by_service: BTreeMap<(String, i32), u64>,
+    /// Per turn id (of `turns`), its model round trips in start order: what
+    /// tells a retry the model made from one code made (§4.2, "Driver").
+    pub models: BTreeMap<String, Vec<super::driver::ModelCall>>,
 }
 
 impl TurnCalls {
@@ -154,6 +157,7 @@ impl TurnCalls {
             .retain(|_, t| crate::model::day_of_ns(t.began_ns) == day);
         let turns = &self.turns;
         self.calls.retain(|c| turns.contains_key(&c.turn));
+        self.models.retain(|k, _| turns.contains_key(k));
         self.failing.retain(|(_, d), _| *d == day);
         self.last_call.retain(|(_, d), _| *d == day);
         self.turns_by_service.retain(|(_, d), _| *d == day);
@@ -455,6 +459,7 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
             retry_after_ms: waits.get(&(i as u32)).map(|w| w.1),
         });
     }
+    out.models = super::models::of_turns(t, &turn_of, &ids);
     for ((tool, day), turns_) in worst {
         // Worst first; ties by turn id, so the order of rows in the parts
         // (a compaction re-sorts them) changes nothing.

@@ -7,14 +7,17 @@
 //! the storms among them (§4.2), wasted retries on deterministic errors
 //! (§4.3), retries after success (§4.4), stacked retry layers (§4.5) and
 //! tool loops (§4.7), retries sooner than the failure said to wait (§4.9).
-//! Daily again, over the rollup and the turns per
-//! service: silent tools and tools with no success (§4.8).
+//! Daily again, over the rollup and the turns per service: silent tools and
+//! tools with no success (§4.8). Every retry chain's driver — code, the
+//! model, or both — from the turn's model spans.
 
 pub mod calls;
 pub mod chains;
 pub mod daily;
+pub mod driver;
 pub mod error_spike;
 pub mod loops;
+pub mod models;
 pub mod outcomes;
 pub mod retries;
 pub mod retry_after;
@@ -27,6 +30,8 @@ pub mod wilson;
 mod tests;
 #[cfg(test)]
 mod tests_control;
+#[cfg(test)]
+mod tests_driver;
 #[cfg(test)]
 mod tests_graph;
 #[cfg(test)]
@@ -68,11 +73,12 @@ pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
 
 pub use calls::{Call, Turn};
 pub use daily::{daily_rows, DailyRow};
+pub use driver::{CostParams, Drive, Driver, ModelCall, ModelPrice};
 pub use error_spike::{judge, Basis, DayVerdict, SpikeParams};
 pub use loops::{tool_loops, LoopParams, ToolLoop};
 pub use retries::{
-    retries_after_success, stacked_retries, wasted_retries, RetryAfterSuccess, StackedRetries,
-    WastedRetry,
+    retries_after_success, stacked_retries, wasted_retries, wasted_retries_driven,
+    RetryAfterSuccess, StackedRetries, WastedRetry,
 };
 pub use retry_after::{ignored_retry_after, IgnoredRetryAfter, RetryAfterParams, RetryWait};
 pub use silent::{no_success, silent_tools, NoSuccess, Silent, SilentParams};

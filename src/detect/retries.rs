@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::calls::{by_turn_and_tool, Call};
+use super::driver::{drive_gaps, CostParams, Drive, ModelCall};
 use crate::model::{day_of_ns, ErrorClass};
 
 /// Retries of a request that failed deterministically.
@@ -24,6 +25,8 @@ pub struct WastedRetry {
     /// Durations of the retries and the gaps before them.
     pub wasted_seconds: f64,
     pub span_ids: Vec<String>,
+    /// Who made the retries (§4.2, "Driver").
+    pub drive: Drive,
 }
 
 /// A request sent again after it had succeeded.
@@ -62,8 +65,19 @@ fn same_requests(calls: &[Call]) -> Requests<'_> {
     out
 }
 
-/// Requests retried after a deterministic failure, every retry failing the same way.
+/// Requests retried after a deterministic failure, every retry failing the
+/// same way; every driver `code` (no model calls known).
 pub fn wasted_retries(calls: &[Call]) -> Vec<WastedRetry> {
+    wasted_retries_driven(calls, &Default::default(), &CostParams::default())
+}
+
+/// [`wasted_retries`], each with its driver among its turn's `models`
+/// (per turn id), model calls priced with `cost`.
+pub fn wasted_retries_driven(
+    calls: &[Call],
+    models: &BTreeMap<String, Vec<ModelCall>>,
+    cost: &CostParams,
+) -> Vec<WastedRetry> {
     let mut out = Vec::new();
     for ((turn, tool, _), group) in same_requests(calls) {
         let first = group[0];
@@ -88,6 +102,14 @@ pub fn wasted_retries(calls: &[Call]) -> Vec<WastedRetry> {
             attempts: group.len(),
             wasted_seconds: wasted_ns as f64 / 1e9,
             span_ids: group.iter().map(|c| c.span_id.clone()).collect(),
+            drive: drive_gaps(
+                &group
+                    .windows(2)
+                    .map(|w| (w[0].end_ns, w[1].start_ns))
+                    .collect::<Vec<_>>(),
+                models.get(turn).map_or(&[], Vec::as_slice),
+                cost,
+            ),
         });
     }
     out.sort_by(|a, b| {

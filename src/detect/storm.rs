@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calls::{by_turn_and_tool, TurnCalls};
 use super::chains::{chains, gaps_ms, rounds, Attempt, Round};
+use super::driver::{drive, CostParams, ModelCall};
 use super::median;
 use crate::model::{day_of_ns, ErrorClass};
 
@@ -111,6 +112,9 @@ pub struct Storm {
     /// Its retries after a failure that stated a wait (§4.9): the wait,
     /// the gap taken, whether it came early.
     pub waits: Vec<super::retry_after::RetryWait>,
+    /// Who made the retries (§4.2, "Driver"), and the model round trips
+    /// between them.
+    pub drive: super::driver::Drive,
 }
 
 /// The rhythm of a sequence of gaps (milliseconds).
@@ -139,19 +143,22 @@ pub fn rhythm(gaps_ms: &[f64], p: &StormParams) -> Rhythm {
     }
 }
 
-/// Every storm among settled turns, worst (most wasted seconds) first.
+/// Every storm among settled turns, worst (most wasted seconds) first;
+/// model calls costed from their own spans only.
 pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> {
     let tolerance = super::retry_after::RetryAfterParams::default().tolerance_ms;
-    retry_storms_with(tc, now_ns, p, tolerance)
+    retry_storms_with(tc, now_ns, p, tolerance, &CostParams::default())
 }
 
 /// [`retry_storms`], a retry counted early when it came `tolerance_ms`
-/// or more before its stated wait was over (`[detect.retry_after]`).
+/// or more before its stated wait was over (`[detect.retry_after]`), model
+/// calls priced with `cost` where their spans record none (`[cost]`).
 pub fn retry_storms_with(
     tc: &TurnCalls,
     now_ns: i64,
     p: &StormParams,
     tolerance_ms: f64,
+    cost: &CostParams,
 ) -> Vec<Storm> {
     let (turns, healthy) = (&tc.turns, &tc.healthy);
     let mut out = Vec::new();
@@ -244,6 +251,7 @@ pub fn retry_storms_with(
                     chain.rounds.clone(),
                     tolerance_ms,
                 ),
+                drive: drive(crs, models_of(tc, turn_id), cost),
             });
         }
     }
@@ -254,6 +262,11 @@ pub fn retry_storms_with(
             .then_with(|| a.first_start_ns.cmp(&b.first_start_ns))
     });
     out
+}
+
+/// A turn's model calls (none when it has none).
+pub(super) fn models_of<'a>(tc: &'a TurnCalls, turn: &str) -> &'a [ModelCall] {
+    tc.models.get(turn).map_or(&[], Vec::as_slice)
 }
 
 /// The share of a chain's retries whose (first call's) arguments are those

@@ -201,7 +201,13 @@ fn the_wait_of_the_http_child_inside_the_call_is_the_calls() {
     assert_eq!((f.rounds, f.early(), f.waits.len()), (17, 16, 16));
     assert_eq!((f.class, f.stated_ms), (C::RateLimited, 30_000));
     // The storm the same chain is carries the waits as evidence.
-    let storms = retry_storms_with(&tc, FAR_FUTURE, &StormParams::default(), 1000.0);
+    let storms = retry_storms_with(
+        &tc,
+        FAR_FUTURE,
+        &StormParams::default(),
+        1000.0,
+        &Default::default(),
+    );
     assert_eq!(storms.len(), 1);
     assert_eq!(storms[0].waits, f.waits);
     // Honoured (31 s apart): nothing.

@@ -545,6 +545,11 @@ pub struct StormLine {
     pub rhythm: Option<String>,
     pub outcome: Option<String>,
     pub wasted_seconds: f64,
+    /// Who made the retries — `code`, `model` or `mixed` — and the model
+    /// round trips between them (docs/detection.md §4.2, "Driver"); absent
+    /// for results kept before the rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<crate::signal::driver::DriverEvidence>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -598,6 +603,7 @@ pub fn retry_storms(
                 rhythm: e.rhythm.clone(),
                 outcome: e.outcome.clone(),
                 wasted_seconds: e.wasted_seconds,
+                driver: e.driver.clone(),
             });
         }
     }

@@ -34,6 +34,11 @@ pub struct LoopLine {
     pub verdicts: BTreeMap<String, usize>,
     /// The gaps between attempts, ms: smallest, median, largest.
     pub gap_ms: Option<[f64; 3]>,
+    /// Who made its retries (docs/detection.md §4.2, "Driver"): `code`
+    /// (no model call between attempts), `model` (one between every two),
+    /// `mixed`; absent without retries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -59,6 +64,13 @@ pub struct SpanLine {
     /// … and whether this retry came before it was over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub early: Option<bool>,
+    /// For a retry: `model` (a model call between it and the attempt
+    /// before) or `code`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// A model round trip (a model span).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_model: bool,
     /// The span's attributes as JSON, cut to 600 characters (only with `attributes: true`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attributes: Option<String>,
@@ -159,7 +171,22 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
                     *by_rhythm.entry(r.as_str()).or_insert(0) += 1;
                 }
             }
+            let driven: Vec<&str> = attempts
+                .iter()
+                .filter_map(|a| a.driver.as_deref())
+                .collect();
+            let driver = (!driven.is_empty()).then(|| {
+                if driven.iter().all(|d| *d == "model") {
+                    "model"
+                } else if driven.iter().all(|d| *d == "code") {
+                    "code"
+                } else {
+                    "mixed"
+                }
+                .to_string()
+            });
             LoopLine {
+                driver,
                 attempts: attempts.len(),
                 failures: attempts.iter().filter(|a| a.error_class != "ok").count(),
                 rhythm: by_rhythm
@@ -195,6 +222,8 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
         rhythm: s.rhythm.clone(),
         retry_after_ms: s.retry_after_ms,
         early: s.early,
+        driver: s.driver.clone(),
+        is_model: s.is_model,
         attributes: ask.attributes.then(|| cut(&s.attributes, ATTRIBUTES_CHARS)),
     };
     // The loops come first and are never cut: they answer the question.

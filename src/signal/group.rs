@@ -124,6 +124,10 @@ pub struct Evidence {
     /// the gap taken and whether it came early.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waits: Vec<crate::detect::RetryWait>,
+    /// A retry chain's driver (storms, wasted retries): who made the
+    /// retries, and the model round trips between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<super::driver::DriverEvidence>,
 }
 
 impl Evidence {
@@ -149,6 +153,7 @@ impl Evidence {
             parents: Vec::new(),
             daily: Vec::new(),
             waits: Vec::new(),
+            driver: None,
         }
     }
 }
@@ -278,6 +283,7 @@ impl Finding {
                     .map(|(c, n)| (c.as_str().to_string(), *n))
                     .collect(),
                 waits: s.waits.clone(),
+                driver: Some((&s.drive).into()),
                 // A storm's size is its rounds: overlapping calls count once.
                 ..Evidence::turn(&s.trace_id, &s.turn, s.day, s.rounds, s.failures)
             }),
@@ -331,6 +337,7 @@ impl Finding {
             evidence: Some(Evidence {
                 outcome: Some("gave_up".to_string()),
                 wasted_seconds: w.wasted_seconds,
+                driver: Some((&w.drive).into()),
                 ..Evidence::turn(&w.trace_id, &w.turn, w.day, w.attempts, w.attempts)
             }),
             calls: w.attempts as u64,

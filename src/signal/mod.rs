@@ -1,9 +1,11 @@
 //! Signals: findings grouped into named problems (alerting.md, Signals) —
 //! the grouping key, a stable short id, a title built by rule, evidence
 //! worst first — and their lifecycle, kept in `state.sqlite` with the
-//! per-day results of the per-turn rules that later sweeps reuse. Sends nothing.
+//! per-day results of the per-turn rules that later sweeps reuse; a retry
+//! chain's driver in its evidence and remedy. Sends nothing.
 
 pub mod days;
+pub mod driver;
 pub mod group;
 pub mod remedy;
 pub mod silent;

@@ -75,8 +75,25 @@ fn quoted(names: &[String]) -> String {
 }
 
 /// The remedy of `d`; `raw_names` are the names its class was logged under
-/// for its tool (from the daily rollup), most frequent first.
+/// for its tool (from the daily rollup), most frequent first. A retry
+/// chain's remedy follows its driver (the worst evidence turn's): the
+/// wrapper to fix when code retried, the error to return and the
+/// framework's cap when the model did (detection.md §4.2, "Driver").
 pub fn remedy(d: &SignalDraft, raw_names: &[String]) -> Remedy {
+    let mut r = by_rule(d, raw_names);
+    if matches!(d.kind, Kind::RetryStorm | Kind::WastedRetries) {
+        let words = worst(d)
+            .and_then(|e| e.driver.as_ref())
+            .and_then(|dr| super::driver::remedy_words(dr, &d.tool));
+        if let Some((change, clause)) = words {
+            r.change = format!("{change} {}", r.change);
+            r.summary = format!("{} Driver: {clause}.", r.summary);
+        }
+    }
+    r
+}
+
+fn by_rule(d: &SignalDraft, raw_names: &[String]) -> Remedy {
     let class = ErrorClass::parse(&d.error_class).unwrap_or(ErrorClass::Unknown);
     let class_words = d.error_class.replace('_', " ");
     let names = if raw_names.is_empty() {

@@ -35,6 +35,7 @@ fn finding(
             parents: Vec::new(),
             daily: Vec::new(),
             waits: Vec::new(),
+            driver: None,
         }),
         calls: calls as u64,
         errors: calls as u64,

@@ -124,3 +124,113 @@ fn drafts_stored_before_remedies_read_as_having_none() {
     let old: SignalDraft = serde_json::from_value(v).unwrap();
     assert!(old.remedy.is_none());
 }
+
+fn driven(driver: &str, framework: Option<&str>) -> Evidence {
+    Evidence {
+        driver: Some(super::driver::DriverEvidence {
+            driver: driver.into(),
+            model_calls: if driver == "code" { 0 } else { 14 },
+            input_tokens: if driver == "code" { 0 } else { 8_400 },
+            output_tokens: if driver == "code" { 0 } else { 126 },
+            cost_usd: (driver != "code").then_some(0.0223),
+            unpriced_calls: 0,
+            models: vec![],
+            framework: framework.map(str::to_string),
+        }),
+        ..storm_turn()
+    }
+}
+
+#[test]
+fn a_retry_chain_s_remedy_follows_its_driver() {
+    // Code: the wrapper, not the model.
+    let d = draft(
+        Kind::RetryStorm,
+        ErrorClass::Unavailable,
+        driven("code", None),
+    );
+    let r = remedy(&d, &[]);
+    assert!(
+        r.change.starts_with("Code retried search_flights"),
+        "{}",
+        r.change
+    );
+    assert!(r.change.contains("fix the retry wrapper"), "{}", r.change);
+    assert!(!r.change.contains("tells the model"), "{}", r.change);
+    assert!(
+        r.summary
+            .ends_with("Driver: code retried: fix the retry wrapper."),
+        "{}",
+        r.summary
+    );
+
+    // The model, under pydantic-ai: the error to return, its setting, the
+    // round trips and tokens spent.
+    let d = draft(
+        Kind::RetryStorm,
+        ErrorClass::Unavailable,
+        driven("model", Some("pydantic-ai")),
+    );
+    let r = remedy(&d, &[]);
+    for w in [
+        "return an error that tells the model not to repeat the call",
+        "pydantic-ai",
+        "UsageLimits(tool_calls_limit=",
+        "14 model round trips, 8400 input and 126 output tokens, $0.0223",
+    ] {
+        assert!(r.change.contains(w), "{w:?} not in {}", r.change);
+    }
+    assert!(!r.change.contains("fix the retry wrapper"), "{}", r.change);
+
+    // The model under a framework its scope did not name: the generic cap.
+    let d = draft(
+        Kind::WastedRetries,
+        ErrorClass::InvalidRequest,
+        driven("model", None),
+    );
+    let r = remedy(&d, &[]);
+    assert!(
+        r.change
+            .contains("cap tool calls per turn in the agent framework"),
+        "{}",
+        r.change
+    );
+
+    // Mixed: both.
+    let d = draft(
+        Kind::RetryStorm,
+        ErrorClass::Unavailable,
+        driven("mixed", Some("LangGraph")),
+    );
+    let r = remedy(&d, &[]);
+    assert!(r.change.contains("fix the retry wrapper"), "{}", r.change);
+    assert!(r.change.contains("recursion_limit"), "{}", r.change);
+
+    // No driver (a result kept before the rule): the remedy as before.
+    let d = draft(Kind::RetryStorm, ErrorClass::Unavailable, storm_turn());
+    assert!(!remedy(&d, &[]).summary.contains("Driver"));
+}
+
+#[test]
+fn frameworks_are_named_by_their_model_spans_scope() {
+    use super::driver::framework;
+    assert_eq!(
+        framework("pydantic-ai").map(|f| f.name),
+        Some("pydantic-ai")
+    );
+    assert_eq!(
+        framework("openinference.instrumentation.langchain").map(|f| f.name),
+        Some("LangGraph")
+    );
+    assert_eq!(
+        framework("strands.telemetry.tracer").map(|f| f.name),
+        Some("Strands Agents")
+    );
+    assert_eq!(
+        framework("gcp.vertex.agent").map(|f| f.name),
+        Some("Google ADK")
+    );
+    // A dotted name below a scope, never a prefix of another word.
+    assert_eq!(framework("aiohttp"), None);
+    assert_eq!(framework("strandsx"), None);
+}

@@ -5,7 +5,9 @@
 use polars::prelude::*;
 
 use super::memtable::KeySet;
-use crate::ingest::batch::{SpanBatch, StrColumn, KINDS, NO_DEPENDENCY, NO_TOOL, STATUSES};
+use crate::ingest::batch::{
+    SpanBatch, StrColumn, KINDS, NO_DEPENDENCY, NO_MODEL, NO_TOOL, STATUSES,
+};
 use crate::model::{ErrorClass, SpanKey, SpanRow, ToolConvention};
 
 /// Columns of a stored span part, in order, with their types.
@@ -48,8 +50,10 @@ pub fn schema() -> Schema {
         ("scope_name", s.clone()),
         ("scope_version", s.clone()),
         ("tool_args_recorded", DataType::Boolean),
-        ("dependency", s),
+        ("dependency", s.clone()),
         ("retry_after_ms", DataType::Int64),
+        ("is_model", DataType::Boolean),
+        ("model_name", s),
     ] {
         schema.with_column(name.into(), dtype);
     }
@@ -118,6 +122,8 @@ pub fn rows_to_frame(rows: &[&SpanRow]) -> PolarsResult<DataFrame> {
         bools("tool_args_recorded", |r| r.tool_args_recorded),
         strs("dependency", rows, |r| r.dependency.as_deref()),
         i64s("retry_after_ms", |r| r.retry_after_ms),
+        bools("is_model", |r| Some(r.is_model)),
+        strs("model_name", rows, |r| r.model_name.as_deref()),
     ];
     let df = DataFrame::new(rows.len(), columns)?;
     // Casting pins the declared types even for an all-null column.
@@ -147,6 +153,7 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
     let resource_json: Vec<&str> = b.resources.values().iter().map(|r| &*r.json).collect();
     let tools: Vec<&str> = b.tools.values().iter().map(|t| &**t).collect();
     let dependencies: Vec<&str> = b.dependencies.values().iter().map(|d| &**d).collect();
+    let models: Vec<&str> = b.models.values().iter().map(|m| &**m).collect();
     let scope_names: Vec<&str> = b
         .resources
         .values()
@@ -251,6 +258,12 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
                 .map(|&d| (d != NO_DEPENDENCY).then_some(d)),
         )?,
         Int64Chunked::from_slice_options("retry_after_ms".into(), &b.retry_after_ms).into_column(),
+        BooleanChunked::from_slice("is_model".into(), &b.is_model).into_column(),
+        dict_column(
+            "model_name",
+            &models,
+            b.model.iter().map(|&m| (m != NO_MODEL).then_some(m)),
+        )?,
     ];
     for (at, name, c) in [
         (3, "name", b.name),

@@ -203,6 +203,7 @@ fn attribute_sets() -> Vec<Shape> {
             "chat gpt-4o",
             vec![
                 s("gen_ai.operation.name", "chat"),
+                s("gen_ai.request.model", "gpt-4o"),
                 s("error.type", "RateLimitError"),
                 kv("empty", Value::StringValue(String::new())),
                 kv("unset", Value::StringValue(String::new())),
@@ -323,6 +324,17 @@ fn the_columnar_path_gives_the_rows_frames_and_parquet_of_the_row_path() {
         Some("travel-agent"),
     ];
     assert_eq!(deps, expected.into_iter().collect(), "{deps:?}");
+    // A model span with its model, and spans that are none.
+    let models: std::collections::BTreeSet<(bool, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.is_model, r.model_name.as_deref()))
+        .collect();
+    assert_eq!(
+        models,
+        [(false, None), (true, Some("gpt-4o"))]
+            .into_iter()
+            .collect()
+    );
 
     // Through the writer's dedup into the memtable's day tables, as served.
     let mut mem = Memtable::default();

@@ -25,8 +25,8 @@ fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     h.update(
         format!(
-            "v{RULES_VERSION} {:?} {:?} {:?} {:?}",
-            cfg.retry_storm, cfg.tool_loop, cfg.retry_after_success, cfg.retry_after
+            "v{RULES_VERSION} {:?} {:?} {:?} {:?} {:?}",
+            cfg.retry_storm, cfg.tool_loop, cfg.retry_after_success, cfg.retry_after, cfg.cost
         )
         .as_bytes(),
     );
@@ -327,7 +327,7 @@ fn turn_findings(tc: &TurnCalls, day: i32, now: i64, cfg: &DetectConfig) -> Turn
     let growth = cfg.retry_storm.exponential_ratio;
     let mut out = Vec::new();
     let tolerance = cfg.retry_after.tolerance_ms;
-    for s in detect::retry_storms_with(tc, now, &cfg.retry_storm, tolerance) {
+    for s in detect::retry_storms_with(tc, now, &cfg.retry_storm, tolerance, &cfg.cost) {
         if began_today(&s.turn) {
             out.push(Finding::from_storm(&s));
         }
@@ -347,7 +347,7 @@ fn turn_findings(tc: &TurnCalls, day: i32, now: i64, cfg: &DetectConfig) -> Turn
         }
     }
     let keep = |turn: &str| began_today(turn) && settled(turn);
-    for w in detect::wasted_retries(calls)
+    for w in detect::wasted_retries_driven(calls, &tc.models, &cfg.cost)
         .iter()
         .filter(|w| keep(&w.turn))
     {

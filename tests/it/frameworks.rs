@@ -53,7 +53,9 @@
 //! reads, the session. The same checks run on `fixtures/frameworks/`, captured
 //! from these scripts, through `import` (no framework needed). All problems are
 //! collected and reported together, with the sweep's signals, so one failing
-//! run shows everything.
+//! run shows everything. The storm's driver must be the model, with the
+//! model spans' round trips and tokens and the framework's cap in its
+//! remedy (`driver.rs`).
 
 use std::path::Path;
 use std::process::Command;
@@ -89,6 +91,9 @@ struct Framework {
     session: bool,
     storm: Scenario,
     healthy: Scenario,
+    /// What the storm's model remedy must name: the framework and its cap
+    /// (the storm is driven by the model, `driver.rs`).
+    remedy: [&'static str; 2],
 }
 
 impl Framework {
@@ -417,6 +422,15 @@ fn check_live(fw: &Framework) {
     problems.extend(stored_problems(fw, &df, &turns));
     let report = sweep(&data, chrono::Utc::now());
     problems.extend(detection_problems(fw, &report, &turns[0]));
+    problems.extend(crate::driver::problems(
+        fw.label,
+        &data,
+        &report,
+        fw.storm.tool,
+        &turns[0].trace_id,
+        "model",
+        &fw.remedy,
+    ));
     report_problems(fw, &problems, &report);
 }
 
@@ -462,6 +476,15 @@ fn check_fixtures(fw: &Framework) {
     let end = chrono::DateTime::from_timestamp_nanos(end_ns as i64);
     let report = sweep(&data, end);
     problems.extend(detection_problems(fw, &report, &turns[0]));
+    problems.extend(crate::driver::problems(
+        fw.label,
+        &data,
+        &report,
+        fw.storm.tool,
+        &turns[0].trace_id,
+        "model",
+        &fw.remedy,
+    ));
     report_problems(fw, &problems, &report);
 }
 
@@ -487,6 +510,7 @@ fn pydantic_ai() -> Framework {
             same_args: false,
             failure_class: "unavailable",
         },
+        remedy: ["pydantic-ai", "UsageLimits"],
     }
 }
 
@@ -517,6 +541,7 @@ fn vercel_ai(sdk: &'static str) -> Framework {
             same_args: false,
             failure_class: "timeout",
         },
+        remedy: ["Vercel AI SDK", "stopWhen"],
     }
 }
 

@@ -18,6 +18,8 @@ mod crash;
 mod crash_flusher;
 mod crash_grpc;
 mod dashboard;
+mod driver;
+mod driver_sealed;
 mod fixtures;
 mod frameworks;
 mod import;

@@ -214,6 +214,11 @@ pub struct SpanRow {
     /// (docs/detection.md §4.9; `ingest::retry_after`): none on spans that
     /// did not fail or stated no wait.
     pub retry_after_ms: Option<i64>,
+    /// One round trip to a language model (docs/detection.md §1, "Model
+    /// spans"); never a tool call or an agent span.
+    pub is_model: bool,
+    /// The model a model span names.
+    pub model_name: Option<String>,
 }
 
 impl SpanRow {

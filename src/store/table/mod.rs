@@ -27,7 +27,7 @@ type Fast = foldhash::fast::RandomState;
 
 /// The columns [`SpanTable::append`] reads; all but the ids may be missing
 /// (they then read as null, false or 0).
-pub const COLUMNS: [&str; 17] = [
+pub const COLUMNS: [&str; 22] = [
     "trace_id",
     "span_id",
     "parent_span_id",
@@ -45,7 +45,22 @@ pub const COLUMNS: [&str; 17] = [
     "tool_convention",
     "cost_usd",
     "retry_after_ms",
+    "is_model",
+    "model_name",
+    "input_tokens",
+    "output_tokens",
+    "scope_name",
 ];
+/// A model span's model (a dictionary number, 0: none) and tokens.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub model: u32,
+    /// The instrumentation scope that made it (names the framework).
+    pub scope: u32,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+}
+
 /// Spans as integer columns, rows in the order they were appended.
 #[derive(Debug, Default, Clone)]
 pub struct SpanTable {
@@ -74,6 +89,10 @@ pub struct SpanTable {
     pub has_cost: Vec<bool>,
     /// The wait a failed span states, in ms (0: none; docs/detection.md §4.9).
     pub retry_after: Vec<i64>,
+    /// One round trip to a language model (`is_model`).
+    pub is_model: Vec<bool>,
+    /// What a model span names and used, for its rows only.
+    pub usage: HashMap<usize, Usage, Fast>,
     pub dict: Dict,
     /// Whether some rows came from a frame without `tool_convention` (then
     /// any call may be two spans).
@@ -314,7 +333,47 @@ impl SpanTable {
             }
             Err(_) => self.retry_after.extend(std::iter::repeat_n(0, n)),
         }
+        // Model spans (parts written before the column have none).
+        let base = self.is_model.len();
+        let is_model = bools("is_model")?;
+        if is_model.contains(&true) {
+            let mut models = Vec::with_capacity(n);
+            dict_col(&mut self.dict, strs("model_name")?, &mut models);
+            let mut scopes = Vec::with_capacity(n);
+            dict_col(&mut self.dict, strs("scope_name")?, &mut scopes);
+            let tokens = |name: &str| -> PolarsResult<Vec<Option<i64>>> {
+                Ok(match df.column(name) {
+                    Ok(c) => c.cast(&DataType::Int64)?.i64()?.iter().collect(),
+                    Err(_) => vec![None; n],
+                })
+            };
+            let (input, output) = (tokens("input_tokens")?, tokens("output_tokens")?);
+            for (i, _) in is_model.iter().enumerate().filter(|(_, m)| **m) {
+                self.usage.insert(
+                    base + i,
+                    Usage {
+                        model: models[i],
+                        scope: scopes[i],
+                        input_tokens: input[i],
+                        output_tokens: output[i],
+                    },
+                );
+            }
+        }
+        self.is_model.extend(is_model);
         Ok(())
+    }
+
+    /// A model span's instrumentation scope.
+    pub fn model_scope(&self, row: usize) -> Option<&str> {
+        let u = self.usage.get(&row)?;
+        self.dict.get(u.scope)
+    }
+
+    /// A model span's model name.
+    pub fn model_of(&self, row: usize) -> Option<&str> {
+        let u = self.usage.get(&row)?;
+        self.dict.get(u.model)
     }
 
     /// Append the rows `rows` of `other` (a table with its own dictionary).
@@ -378,6 +437,12 @@ impl SpanTable {
             self.cost.push(other.cost[i]);
             self.has_cost.push(other.has_cost[i]);
             self.retry_after.push(other.retry_after[i]);
+            self.is_model.push(other.is_model[i]);
+            if let Some(u) = other.usage.get(&i) {
+                let model = map(&mut self.dict, u.model);
+                let scope = map(&mut self.dict, u.scope);
+                self.usage.insert(row, Usage { model, scope, ..*u });
+            }
         }
     }
 
@@ -403,6 +468,7 @@ impl SpanTable {
         self.cost.reserve_exact(n);
         self.has_cost.reserve_exact(n);
         self.retry_after.reserve_exact(n);
+        self.is_model.reserve_exact(n);
     }
 
     /// Keep the first `rows` rows.
@@ -427,6 +493,8 @@ impl SpanTable {
         self.cost.truncate(rows);
         self.has_cost.truncate(rows);
         self.retry_after.truncate(rows);
+        self.is_model.truncate(rows);
+        self.usage.retain(|&r, _| r < rows);
     }
 
     /// Rows sorted by (trace, span), each key's rows in row order: the

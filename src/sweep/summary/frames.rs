@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use polars::prelude::*;
 
 use crate::detect::calls::{Call, FailingTurn, Healthy, Turn, TurnCalls};
+use crate::detect::ModelCall;
 use crate::model::ErrorClass;
 
 pub(super) fn calls_frame(calls: &[Call]) -> PolarsResult<DataFrame> {
@@ -309,6 +310,80 @@ pub(super) fn failing_from(
                 failures: failures[i].max(0) as usize,
                 session_id: session[i].map(str::to_string),
             });
+    }
+    Ok(out)
+}
+
+/// `models.parquet`: each kept turn's model calls, one row per call.
+pub(super) fn models_frame(tc: &TurnCalls) -> PolarsResult<DataFrame> {
+    let rows: Vec<(&str, &ModelCall)> = tc
+        .models
+        .iter()
+        .flat_map(|(turn, ms)| ms.iter().map(move |m| (turn.as_str(), m)))
+        .collect();
+    let col = |name: &str, f: &dyn Fn(&ModelCall) -> Option<i64>| {
+        Column::new(
+            name.into(),
+            rows.iter().map(|(_, m)| f(m)).collect::<Vec<_>>(),
+        )
+    };
+    DataFrame::new_infer_height(vec![
+        Column::new(
+            "turn".into(),
+            rows.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+        ),
+        col("start_ns", &|m| Some(m.start_ns)),
+        col("end_ns", &|m| Some(m.end_ns)),
+        Column::new(
+            "model".into(),
+            rows.iter()
+                .map(|(_, m)| m.model.as_deref())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "scope".into(),
+            rows.iter()
+                .map(|(_, m)| m.scope.as_deref())
+                .collect::<Vec<_>>(),
+        ),
+        col("input_tokens", &|m| m.input_tokens),
+        col("output_tokens", &|m| m.output_tokens),
+        Column::new(
+            "cost_usd".into(),
+            rows.iter().map(|(_, m)| m.cost_usd).collect::<Vec<_>>(),
+        ),
+    ])
+}
+
+pub(super) fn models_from(df: &DataFrame) -> PolarsResult<BTreeMap<String, Vec<ModelCall>>> {
+    let opt_ints = |name: &str| -> PolarsResult<Vec<Option<i64>>> {
+        Ok(df
+            .column(name)?
+            .cast(&DataType::Int64)?
+            .i64()?
+            .iter()
+            .collect())
+    };
+    let (turn, model, scope) = (strs(df, "turn")?, strs(df, "model")?, strs(df, "scope")?);
+    let (start, end) = (ints(df, "start_ns")?, ints(df, "end_ns")?);
+    let (input, output) = (opt_ints("input_tokens")?, opt_ints("output_tokens")?);
+    let cost = df
+        .column("cost_usd")?
+        .cast(&DataType::Float64)?
+        .f64()?
+        .iter()
+        .collect::<Vec<_>>();
+    let mut out: BTreeMap<String, Vec<ModelCall>> = BTreeMap::new();
+    for i in 0..df.height() {
+        out.entry(owned(turn[i])).or_default().push(ModelCall {
+            start_ns: start[i],
+            end_ns: end[i],
+            model: model[i].map(str::to_string),
+            scope: scope[i].map(str::to_string),
+            input_tokens: input[i],
+            output_tokens: output[i],
+            cost_usd: cost[i],
+        });
     }
     Ok(out)
 }

@@ -14,6 +14,8 @@
 //!   begun that day;
 //! - `failing.parquet`: per tool, the turns begun that day where it failed
 //!   most, worst first (a spike's evidence);
+//! - `models.parquet`: the model calls (model spans) of those turns: when,
+//!   the model, tokens and recorded cost (what a chain's driver reads);
 //! - `manifest.json`, written last: the summary's version, the day, the
 //!   span parts it was built from (every part of each day its read took
 //!   spans from), how many spans that read held and the newest end among
@@ -39,7 +41,8 @@ use crate::store::{Layout, StoreError};
 use frames::*;
 
 /// Bumped when the files' meaning changes; older summaries are rebuilt
-/// (3: the turns per service; 4: each call's stated wait, retry_after_ms).
+/// (3: the turns per service; 4: each call's stated wait, retry_after_ms,
+/// and the kept turns' model calls).
 pub const VERSION: u32 = 4;
 
 /// What a sealed day holds.
@@ -76,11 +79,12 @@ struct Manifest {
     turns_by_service: Vec<(String, u64)>,
 }
 
-const FILES: [&str; 4] = [
+const FILES: [&str; 5] = [
     "calls.parquet",
     "turns.parquet",
     "tools.parquet",
     "failing.parquet",
+    "models.parquet",
 ];
 
 /// The columns of `turns.parquet` (a frame of no turns has them).
@@ -210,6 +214,7 @@ fn read_files(
         tools_from(&read("tools.parquet")?, day).map_err(data("reading a day's summary"))?;
     let failing =
         failing_from(&read("failing.parquet")?, day).map_err(data("reading a day's summary"))?;
+    let models = models_from(&read("models.parquet")?).map_err(data("reading a day's summary"))?;
     Ok(Some(Summary {
         calls: TurnCalls {
             calls,
@@ -222,6 +227,7 @@ fn read_files(
                 .iter()
                 .map(|(service, n)| ((service.clone(), day), *n))
                 .collect(),
+            models,
         },
         spans: m.spans,
         horizon_ns: m.horizon_ns,
@@ -255,6 +261,7 @@ pub fn write(
         turns_frame(&tc.turns),
         tools_frame(tc, day),
         failing_frame(tc, day),
+        models_frame(tc),
     ];
     for (name, df) in FILES.iter().zip(frames.iter_mut()) {
         let df = df.as_mut().map_err(|e| SweepError::Data {

@@ -43,6 +43,9 @@ pub const NO_TOOL: u32 = u32::MAX;
 /// `dependency` of a span that names no server.
 pub const NO_DEPENDENCY: u32 = u32::MAX;
 
+/// `model` of a span that names no model (or is no model span).
+pub const NO_MODEL: u32 = u32::MAX;
+
 /// OTLP span kinds by number (0 and unknown numbers: `unspecified`).
 pub const KINDS: [&str; 6] = [
     "unspecified",
@@ -73,6 +76,8 @@ pub struct SpanBatch {
     pub error_class: Vec<ErrorClass>,
     pub tool_convention: Vec<Option<ToolConvention>>,
     pub is_agent: Vec<bool>,
+    /// One round trip to a language model ([`super::model_span`]).
+    pub is_model: Vec<bool>,
     pub http_status: Vec<Option<i32>>,
     pub rpc_status: Vec<Option<i32>>,
     pub cost_usd: Vec<Option<f64>>,
@@ -85,6 +90,8 @@ pub struct SpanBatch {
     /// Number in `dependencies`: the server the span talks to
     /// ([`super::conventions::dependency`]); [`NO_DEPENDENCY`] when none.
     pub dependency: Vec<u32>,
+    /// Number in `models`: the model a model span names; [`NO_MODEL`] when none.
+    pub model: Vec<u32>,
     /// Big-endian bytes of the 128-bit hash (its text is their hex).
     pub tool_args_hash: Vec<Option<[u8; 16]>>,
     pub tool_result_hash: Vec<Option<[u8; 16]>>,
@@ -106,6 +113,7 @@ pub struct SpanBatch {
     pub resources: Dict<Resource>,
     pub tools: Dict<Arc<str>>,
     pub dependencies: Dict<Arc<str>>,
+    pub models: Dict<Arc<str>>,
 }
 
 /// Call `$m!(field)` for every per-span column of a `SpanBatch` that holds
@@ -122,6 +130,7 @@ macro_rules! fixed_columns {
         $m!(error_class);
         $m!(tool_convention);
         $m!(is_agent);
+        $m!(is_model);
         $m!(http_status);
         $m!(rpc_status);
         $m!(cost_usd);
@@ -168,6 +177,7 @@ impl SpanBatch {
         self.resource.reserve(spans);
         self.tool.reserve(spans);
         self.dependency.reserve(spans);
+        self.model.reserve(spans);
         for c in [
             &mut self.name,
             &mut self.attributes,
@@ -185,7 +195,10 @@ impl SpanBatch {
     /// Every column holds one value per span.
     pub fn is_consistent(&self) -> bool {
         let n = self.len();
-        let mut ok = self.resource.len() == n && self.tool.len() == n && self.dependency.len() == n;
+        let mut ok = self.resource.len() == n
+            && self.tool.len() == n
+            && self.dependency.len() == n
+            && self.model.len() == n;
         macro_rules! check {
             ($f:ident) => {
                 ok &= self.$f.len() == n
@@ -218,6 +231,12 @@ impl SpanBatch {
         (d != NO_DEPENDENCY).then(|| &**self.dependencies.get(d))
     }
 
+    /// The model span `i` names, if any.
+    pub fn model_name(&self, i: usize) -> Option<&str> {
+        let m = self.model[i];
+        (m != NO_MODEL).then(|| &**self.models.get(m))
+    }
+
     /// Append the spans at `rows` (ascending) of `src`.
     pub fn extend_from(&mut self, src: &SpanBatch, rows: &[u32]) {
         let all = rows.len() == src.len();
@@ -248,7 +267,10 @@ impl SpanBatch {
                 dependencies[d as usize]
             }
         };
+        let models = self.models.remap(&src.models);
+        let model = |m: u32| if m == NO_MODEL { m } else { models[m as usize] };
         if all {
+            self.model.extend(src.model.iter().map(|&m| model(m)));
             self.resource
                 .extend(src.resource.iter().map(|&r| resources[r as usize]));
             self.tool.extend(src.tool.iter().map(|&t| tool(t)));
@@ -263,6 +285,8 @@ impl SpanBatch {
                 .extend(rows.iter().map(|&r| tool(src.tool[r as usize])));
             self.dependency
                 .extend(rows.iter().map(|&r| dependency(src.dependency[r as usize])));
+            self.model
+                .extend(rows.iter().map(|&r| model(src.model[r as usize])));
         }
     }
 
@@ -271,7 +295,8 @@ impl SpanBatch {
         fn cap<T>(v: &Vec<T>) -> usize {
             v.capacity() * std::mem::size_of::<T>()
         }
-        let mut n = cap(&self.resource) + cap(&self.tool) + cap(&self.dependency);
+        let mut n =
+            cap(&self.resource) + cap(&self.tool) + cap(&self.dependency) + cap(&self.model);
         macro_rules! fixed {
             ($f:ident) => {
                 n += cap(&self.$f)
@@ -284,7 +309,10 @@ impl SpanBatch {
             };
         }
         str_columns!(strs);
-        n + self.resources.mem_bytes() + self.tools.mem_bytes() + self.dependencies.mem_bytes()
+        n + self.resources.mem_bytes()
+            + self.tools.mem_bytes()
+            + self.dependencies.mem_bytes()
+            + self.models.mem_bytes()
     }
 
     /// The UTC days the spans start on.
@@ -346,6 +374,8 @@ impl SpanBatch {
             scope_version: resource.scope_version.clone(),
             dependency: self.dependency_name(i).map(str::to_string),
             retry_after_ms: self.retry_after_ms[i],
+            is_model: self.is_model[i],
+            model_name: self.model_name(i).map(str::to_string),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod file;
 pub mod file_limits;
 pub mod json;
 pub mod message;
+pub mod model_span;
 pub mod normalize;
 pub mod results;
 pub mod retry_after;
@@ -35,6 +36,8 @@ mod tests_dependency;
 mod tests_file;
 #[cfg(test)]
 mod tests_file_limits;
+#[cfg(test)]
+mod tests_model_span;
 #[cfg(test)]
 mod tests_window;
 

@@ -1,7 +1,7 @@
 //! From a decoded OTLP request to a columnar [`SpanBatch`]: id validation
 //! (the spans the spec says to reject), the time window (spans dated past
 //! the receive time's bounds, [`super::window`]), tool-call detection,
-//! session, dependency, error class — each value appended straight to its column, no
+//! session, dependency, model spans, error class — each value appended straight to its column, no
 //! row in between.
 
 use std::borrow::Cow;
@@ -12,8 +12,9 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
-use super::batch::{Resource, SpanBatch, NO_DEPENDENCY, NO_TOOL};
+use super::batch::{Resource, SpanBatch, NO_DEPENDENCY, NO_MODEL, NO_TOOL};
 use super::conventions::{self, SpanView};
+use super::model_span;
 use super::results::ResultShapes;
 use super::retry_after;
 use super::toolcall::ToolRef;
@@ -328,7 +329,15 @@ fn push(
     b.tool_convention.push(tool.as_ref().map(|t| t.convention));
     b.session_id
         .push_opt(toolcall::session_id_cow(a, resource_attrs).as_deref());
-    b.is_agent.push(toolcall::is_agent(a));
+    let is_agent = toolcall::is_agent(a);
+    b.is_agent.push(is_agent);
+    let is_model = model_span::is_model(a, tool.is_some(), is_agent);
+    b.is_model.push(is_model);
+    let model = match is_model.then(|| model_span::model_name(a)).flatten() {
+        Some(m) => b.models.intern(m.as_ref()),
+        None => NO_MODEL,
+    };
+    b.model.push(model);
     b.agent_call_id
         .push_opt(attrs::string_cow(a, "gen_ai.agent.call.id").as_deref());
     b.http_status.push(verdict.http_status);

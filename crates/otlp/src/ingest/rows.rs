@@ -10,7 +10,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
 use super::conventions::{self, SpanView};
-use super::{attrs, classify, toolcall};
+use super::{attrs, classify, model_span, toolcall};
 use crate::model::{to_hex, SpanRow};
 
 /// The rows of a request's valid spans, built one `SpanRow` at a time.
@@ -121,6 +121,7 @@ fn row(
         end_ns,
     );
     let tool = found.map(toolcall::ToolCall::from);
+    let is_model = model_span::is_model(a, tool.is_some(), toolcall::is_agent(a));
     let status_code = match span.status.as_ref().map(|s| s.code) {
         Some(c) if c == StatusCode::Error as i32 => "error",
         Some(c) if c == StatusCode::Ok as i32 => "ok",
@@ -169,6 +170,10 @@ fn row(
         dependency: conventions::dependency(a, span.kind, tool.is_some(), resource_attrs)
             .map(Cow::into_owned),
         retry_after_ms,
+        is_model,
+        model_name: is_model
+            .then(|| model_span::model_name(a).map(Cow::into_owned))
+            .flatten(),
     }
 }
 
