@@ -448,8 +448,11 @@ SELECT date AS p,
        CASE WHEN tool_args_hash IS NOT NULL THEN hash(tool_args_hash) END AS args_h,
        CASE WHEN tool_result_hash IS NOT NULL THEN hash(tool_result_hash) END AS res_h,
        class_code(error_class) AS cls,
-       -- §4.9 the wait a failed span states (ms; ingest keeps only positive ones)
-       CASE WHEN retry_after_ms > 0 THEN retry_after_ms END AS wait_ms,
+       -- §4.9 the wait a failed span states (ms; ingest keeps only positive
+       -- ones), only on a failure waiting can fix (calls.rs waitable:
+       -- rate_limited, unavailable, timeout, network, server_error)
+       CASE WHEN retry_after_ms > 0 AND class_code(error_class) BETWEEN 1 AND 5
+            THEN retry_after_ms END AS wait_ms,
        -- the service, for the turns per service of §4.8 (dropped once they
        -- are counted; a hash costs less than an ENUM's cast, 8 bytes a span)
        hash(coalesce(service_name, '')) AS svc
@@ -585,6 +588,9 @@ DROP TABLE agent_links;
 CREATE OR REPLACE TEMP TABLE calls AS
 SELECT c.fd, c.seg, c.ro, c.th, c.sh, c.ph, c.tool_h, c.agent_h, c.args_h, c.res_h,
        c.start_ns, c.end_ns, c.cls, c.wait_ms,
+       -- §4.9 when the wait began: the end of the span that stated it (the
+       -- call's own here; a child's below)
+       CASE WHEN c.wait_ms IS NOT NULL THEN c.end_ns END AS wait_from,
        c.ph IS NOT NULL AND p.sh IS NULL AS orphan,
        CASE WHEN c.is_agent OR p.is_agent THEN c.th
             WHEN c.ph IS NULL THEN coalesce(c.agent_h, c.th) END AS t1,
@@ -671,13 +677,14 @@ DELETE FROM calls WHERE cls >= 12;
 -- §4.9 calls.rs stated_waits: a call's wait is its own span's, else the
 -- one of the latest-ending failed span below it (up through spans that are
 -- no call, at most 64 steps) that ran inside it (1 ms slack either side):
--- the HTTP client span of the tool's request.
+-- the HTTP client span of the tool's request. The wait begins at the end
+-- of the span that stated it.
 CREATE OR REPLACE TEMP TABLE child_waits AS
 WITH RECURSIVE up(fd, th, src_start, src_end, ms, cur, cur_parent, depth, at_call) AS (
     SELECT f.fd, f.th, f.start_ns, f.end_ns, f.wait_ms, f.sh, f.ph, 0, false
     FROM frame f
     ANTI JOIN calls c ON c.fd = f.fd AND c.th = f.th AND c.sh = f.sh
-    WHERE f.fd IS NOT NULL AND f.wait_ms IS NOT NULL AND f.cls BETWEEN 1 AND 11
+    WHERE f.fd IS NOT NULL AND f.wait_ms IS NOT NULL AND f.cls BETWEEN 1 AND 5
     UNION ALL
     SELECT u.fd, u.th, u.src_start, u.src_end, u.ms, p.sh, p.ph, u.depth + 1, c.sh IS NOT NULL
     FROM up u
@@ -685,7 +692,7 @@ WITH RECURSIVE up(fd, th, src_start, src_end, ms, cur, cur_parent, depth, at_cal
     LEFT JOIN calls c ON c.fd = u.fd AND c.th = u.th AND c.sh = p.sh
     WHERE NOT u.at_call AND u.depth < 64
 )
-SELECT u.fd, u.th, u.cur AS sh, arg_max(u.ms, u.src_end) AS ms
+SELECT u.fd, u.th, u.cur AS sh, arg_max(u.ms, u.src_end) AS ms, max(u.src_end) AS from_ns
 FROM up u
 JOIN calls c ON c.fd = u.fd AND c.th = u.th AND c.sh = u.cur
 WHERE u.at_call
@@ -693,7 +700,7 @@ WHERE u.at_call
   AND u.src_end <= c.end_ns + getvariable('overlap_slack_ns')
 GROUP BY u.fd, u.th, u.cur;
 
-UPDATE calls SET wait_ms = w.ms
+UPDATE calls SET wait_ms = w.ms, wait_from = w.from_ns
 FROM child_waits w
 WHERE calls.wait_ms IS NULL AND calls.fd = w.fd AND calls.th = w.th AND calls.sh = w.sh;
 DROP TABLE child_waits;
@@ -1038,8 +1045,9 @@ WHERE NOT (rhythm = 'exponential' AND recovered)
 -- ===========================================================================
 -- §4.9 Ignored Retry-After (detect/retry_after.rs ignored_retry_after), per
 -- (turn, tool): the chains as above; after a failed round whose failed
--- calls stated a wait (their longest), the next round is early when its gap
--- plus tolerance_ms is under the wait. A chain is a finding when at least
+-- calls stated a wait, the next round is early when it starts more than
+-- tolerance_ms before the round's deadline: the latest of its failed
+-- calls' (the end of the span that stated the wait, plus the wait). A chain is a finding when at least
 -- min_early retries were early and more than `share` of those with a wait.
 -- Only groups with min_early or more failed calls stating a wait can be one.
 -- ===========================================================================
@@ -1051,7 +1059,7 @@ WITH g AS (
     GROUP BY fd, t1, t2, tool_h
     HAVING count(*) >= getvariable('ra_min_early')
 ), c0 AS (
-    SELECT c.fd, c.t1, c.t2, c.tool_h, c.start_ns, c.end_ns, c.cls, c.wait_ms,
+    SELECT c.fd, c.t1, c.t2, c.tool_h, c.start_ns, c.end_ns, c.cls, c.wait_ms, c.wait_from,
            row_number() OVER (PARTITION BY c.fd, c.t1, c.t2, c.tool_h
                               ORDER BY c.start_ns, c.seg, c.ro) AS ord
     FROM calls c
@@ -1073,7 +1081,8 @@ WITH g AS (
            min(start_ns) AS r_start,
            max(end_ns) AS r_end,
            bool_or(cls <> 0) AS r_failed,
-           max(wait_ms) FILTER (WHERE cls <> 0) AS r_wait
+           max(wait_ms) FILTER (WHERE cls <> 0) AS r_wait,
+           max(wait_from + wait_ms * 1000000) FILTER (WHERE cls <> 0) AS r_deadline
     FROM c2
     GROUP BY fd, t1, t2, tool_h, round_no
 ), marked AS (
@@ -1087,15 +1096,15 @@ WITH g AS (
     FROM marked
 ), chains AS (
     SELECT fd, t1, t2, tool_h, chain_no,
-           list({'s': r_start, 'e': r_end, 'w': r_wait} ORDER BY round_no) AS rs
+           list({'s': r_start, 'e': r_end, 'w': r_wait, 'd': r_deadline} ORDER BY round_no) AS rs
     FROM numbered
     WHERE r_failed OR coalesce(prev_failed, false)
     GROUP BY fd, t1, t2, tool_h, chain_no
 ), waits AS (
     SELECT fd, t1, t2, tool_h, chain_no,
            list_transform(list_filter(range(2, len(rs) + 1), lambda j: rs[j - 1].w IS NOT NULL),
-                          lambda j: greatest(rs[j].s - rs[j - 1].e, 0) / 1e6 + getvariable('ra_tolerance_ms')
-                                    < rs[j - 1].w) AS early
+                          lambda j: rs[j].s + getvariable('ra_tolerance_ms') * 1e6
+                                    < rs[j - 1].d) AS early
     FROM chains
 )
 SELECT fd, t1, t2, tool_h, chain_no,

@@ -556,7 +556,7 @@ def turn_id(anchor, df):
 # ---------------------------------------------------------------------------
 class Call:
     __slots__ = ("turn", "trace_id", "span_id", "parent_span_id", "tool", "service", "start_ns",
-                 "end_ns", "cls", "args", "result", "seq", "wait")
+                 "end_ns", "cls", "args", "result", "seq", "wait", "wait_from")
 
     def failed(self):
         return is_error(self.cls)
@@ -672,7 +672,7 @@ def collect(df):
         c.cls = parse_class(class_of[i])
         c.args, c.result = df.c["tool_args_hash"][i], results[i]
         c.seq = seq_of.get(i, 0)
-        c.wait = waits.get(i)
+        c.wait, c.wait_from = waits.get(i, (None, None))
         calls.append(c)
     calls.sort(key=lambda c: (c.turn, c.tool, c.start_ns))
     # detect/models.rs of_turns: the model spans of the kept turns, by start
@@ -696,9 +696,11 @@ INSIDE_SLACK_NS = 1_000_000
 
 
 def stated_waits(df, is_call, start, end):
-    """calls.rs stated_waits: per call row, its own span's wait, else the one
-    of the latest-ending failed span below it (up through spans that are no
-    call, at most 64 steps) that ran inside it."""
+    """calls.rs stated_waits: per call row, (ms, from ns): its own span's
+    wait, else the one of the latest-ending failed span below it (up through
+    spans that are no call, at most 64 steps) that ran inside it; `from` the
+    end of the span that stated it. Only a span of a class waiting can fix
+    (RETRYABLE) states one."""
     trace, span, parent = df.c["trace_id"], df.c["span_id"], df.c["parent_span_id"]
     waits = df.c["retry_after_ms"]
     classes = df.c["error_class"]
@@ -712,10 +714,10 @@ def stated_waits(df, is_call, start, end):
         ms = waits[i]
         if ms is None or ms <= 0:
             continue
-        if is_call[i]:
-            own[i] = ms
+        if parse_class(classes[i]) not in RETRYABLE:
             continue
-        if not is_error(parse_class(classes[i])):
+        if is_call[i]:
+            own[i] = (ms, end[i])
             continue
         r = i
         for _ in range(64):
@@ -730,7 +732,7 @@ def stated_waits(df, is_call, start, end):
                         best[p] = (end[i], ms)
                 break
             r = p
-    out = {p: ms for p, (_, ms) in best.items()}
+    out = {p: (ms, e) for p, (e, ms) in best.items()}
     out.update(own)
     return out
 
@@ -905,16 +907,23 @@ class RetryAfterParams:
 
 def chain_waits(group, rs, lo, hi, tolerance_ms):
     """retry_after.rs waits: (stated ms, gap ms, early) of every round after
-    a failed round whose failed calls stated a wait (the longest)."""
+    a failed round whose failed calls stated a wait: the one over last (its
+    deadline: the end of the span that stated it plus the wait); early when
+    the next round starts more than tolerance_ms before that deadline, the
+    gap measured from that span's end."""
     out = []
     for r in range(lo + 1, hi):
         prev = rs[r - 1]
-        stated = [c.wait for c in group[prev.lo:prev.hi] if c.failed() and c.wait is not None]
+        stated = []
+        for c in group[prev.lo:prev.hi]:
+            if c.failed() and c.wait is not None:
+                frm = c.wait_from if c.wait_from is not None else c.end_ns
+                stated.append((frm + c.wait * 1_000_000, c.wait, frm))
         if not prev.failed() or not stated:
             continue
-        w = max(stated)
-        gap = max(rs[r].start_ns - prev.end_ns, 0) / 1e6
-        out.append((w, gap, gap + tolerance_ms < w))
+        deadline, w, frm = max(stated)
+        gap = max(rs[r].start_ns - frm, 0) / 1e6
+        out.append((w, gap, rs[r].start_ns + tolerance_ms * 1e6 < deadline))
     return out
 
 

@@ -28,7 +28,13 @@ One agent turn per case, on 2026-11-02, one tool each:
 - sync_inventory: four 429s saying 30 s on a child that ends after its
   tool span: not the call's wait: nothing;
 - quote_mcp: three results `{"isError": true, ...}` whose text says
-  "HTTP 429 ..., retry_after: 15", 100 ms apart: a finding.
+  "HTTP 429 ..., retry_after: 15", 100 ms apart: a finding;
+- nap_search: four calls of 5 s, each with an HTTP child that ends 100 ms
+  in saying 429 Retry-After 3 s (the tool sleeps the wait out inside
+  itself, then fails otherwise), 200 ms apart: the wait counts from the
+  child's end, over long before the retry: nothing;
+- bad_request: four 400s whose tool span carries retry-after 30 (echoed
+  in a 400's body), 200 ms apart: no wait fixes a 400: nothing.
 
 Import it with `stormwatch import`; sweep with `--now NOW --since
 SINCE_DAYS`. Standard library only; deterministic.
@@ -66,14 +72,16 @@ class Calls:
         self.doc = doc
 
     def call(self, tool, start, status=429, own=None, child=None, child_late=False,
-             exception=None, result=None):
-        """One call of 100 ms: `own` a retry-after header on the tool span,
-        `child` one on an HTTP client span inside it (a callable of the
-        child's end for a date), `exception` its message, `result` the
-        recorded result (then the span ends OK)."""
+             exception=None, result=None, duration_ms=100, child_end_ms=None,
+             child_status=None):
+        """One call of `duration_ms` (100): `own` a retry-after header on the
+        tool span, `child` one on an HTTP client span inside it (a callable
+        of the child's end for a date; ending `child_end_ms` after the
+        call's start, else 10 ms before its end), `exception` its message,
+        `result` the recorded result (then the span ends OK)."""
         t = self.t
         sid = t._id()
-        end = start + 100 * MS
+        end = start + duration_ms * MS
         attrs = [attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", tool),
                  attr("gen_ai.tool.call.arguments", json.dumps({"case": t.case}))]
         error = result is None and status != 200
@@ -99,13 +107,15 @@ class Calls:
         if child is not None:
             cid = t._id()
             c_end = end + 50 * MS if child_late else end - 10 * MS
+            if child_end_ms is not None:
+                c_end = start + child_end_ms * MS
             value = child(c_end) if callable(child) else child
             self.doc.by_service["retry-agent"].append({
                 "traceId": t.trace, "spanId": cid, "parentSpanId": sid, "name": "GET", "kind": 3,
                 "startTimeUnixNano": str(start + 10 * MS), "endTimeUnixNano": str(c_end),
                 "attributes": [attr("http.request.method", "GET"),
                                attr("url.full", "http://api.example/v1"),
-                               attr("http.response.status_code", status),
+                               attr("http.response.status_code", child_status or status),
                                header("http.response.header.retry_after", value)],
                 "status": {"code": 2},
             })
@@ -151,6 +161,9 @@ def build():
         ("quote_mcp", dict(gaps_ms=[100] * 2, result={
             "isError": True,
             "content": [{"type": "text", "text": "HTTP 429 Too Many Requests, retry_after: 15"}]})),
+        ("nap_search", dict(gaps_ms=[200] * 3, child="3", duration_ms=5000, child_end_ms=100,
+                            status=504, child_status=429)),
+        ("bad_request", dict(gaps_ms=[200] * 3, own="30", status=400)),
     ]
     for k, (tool, kw) in enumerate(cases):
         c = Calls(doc, f"retry-after-{tool}", at(1 + k))

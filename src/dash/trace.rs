@@ -176,7 +176,8 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
                 result: results[i],
                 start_ns: spans[i].start_ns,
                 end_ns: spans[i].end_ns,
-                retry_after_ms: waits.get(&(i as u32)).map(|w| w.1),
+                retry_after_ms: waits.get(&(i as u32)).map(|w| w.ms),
+                wait_from_ns: waits.get(&(i as u32)).map(|w| w.from_ns),
             })
             .collect();
         let verdicts = judge(&attempts, params.exponential_ratio);

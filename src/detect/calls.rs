@@ -46,6 +46,9 @@ pub struct Call {
     /// inside it — the HTTP client span of the tool's request
     /// (docs/detection.md §4.9).
     pub retry_after_ms: Option<i64>,
+    /// When that wait began: the end of the span that stated it (ns); the
+    /// wait is over at this plus `retry_after_ms`.
+    pub wait_from_ns: Option<i64>,
 }
 
 impl Call {
@@ -62,6 +65,7 @@ impl Call {
             start_ns: self.start_ns,
             end_ns: self.end_ns,
             retry_after_ms: self.retry_after_ms,
+            wait_from_ns: self.wait_from_ns,
         }
     }
 }
@@ -456,7 +460,8 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
             session_id: session(own_session),
             cost_usd: t.cost_of(i),
             seq: seq_of[i],
-            retry_after_ms: waits.get(&(i as u32)).map(|w| w.1),
+            retry_after_ms: waits.get(&(i as u32)).map(|w| w.ms),
+            wait_from_ns: waits.get(&(i as u32)).map(|w| w.from_ns),
         });
     }
     out.models = super::models::of_turns(t, &turn_of, &ids);
@@ -523,23 +528,58 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
 /// inside it (clocks of two processes, whole-millisecond starts).
 const INSIDE_SLACK_NS: i64 = 1_000_000;
 
+/// A wait a call was told: how long (ms) and from when — the end of the
+/// span that stated it (the call's own, or the HTTP child's, which may end
+/// long before the call when the tool slept out the wait inside itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatedWait {
+    /// The end of the span that stated it (ns).
+    pub from_ns: i64,
+    pub ms: i64,
+    /// Stated by the call's own span (ranks before any child's).
+    pub own: bool,
+}
+
+impl StatedWait {
+    /// When the wait is over (ns): the stating span's end plus the wait.
+    pub fn deadline_ns(&self) -> i64 {
+        self.from_ns
+            .saturating_add(self.ms.saturating_mul(1_000_000))
+    }
+}
+
+/// Whether a failure of this class is one waiting can fix (rate limited,
+/// unavailable, timeout, network, server error: the retryable, transient
+/// classes); a wait stated on any other (a `retry_after` echoed in a 400's
+/// body) is no wait (docs/detection.md §4.9).
+pub fn waitable(c: ErrorClass) -> bool {
+    c.retryable() == Some(true)
+}
+
 /// Per call row, the wait it was told (docs/detection.md §4.9): its own
 /// span's, else the one of the latest-ending failed span below it (up
-/// through spans that are no call) that ran inside it, as (that span's
-/// end, ms); own waits rank first.
+/// through spans that are no call) that ran inside it; own waits rank
+/// first. Only spans of a class waiting can fix ([`waitable`]) state one.
 pub fn stated_waits(
     t: &SpanTable,
     index: &SpanIndex<'_>,
     is_call: impl Fn(usize) -> bool,
-) -> HashMap<u32, (i64, i64), Fast> {
-    let mut out: HashMap<u32, (i64, i64), Fast> = HashMap::default();
+) -> HashMap<u32, StatedWait, Fast> {
+    let mut out: HashMap<u32, StatedWait, Fast> = HashMap::default();
     for i in (0..t.len()).filter(|&i| t.retry_after[i] > 0) {
         let ms = t.retry_after[i];
-        if is_call(i) {
-            out.insert(i as u32, (i64::MAX, ms));
+        if !t.class[i].failed() || !waitable(t.class[i].class()) {
             continue;
         }
-        if !t.class[i].failed() {
+        if is_call(i) {
+            out.insert(
+                i as u32,
+                StatedWait {
+                    from_ns: t.end[i],
+                    ms,
+                    own: true,
+                },
+            );
             continue;
         }
         // Up through spans that are no call (a client span's parents, an
@@ -553,9 +593,17 @@ pub fn stated_waits(
                 let inside = t.start[i] + INSIDE_SLACK_NS >= t.start[p]
                     && t.end[i] <= t.end[p] + INSIDE_SLACK_NS;
                 if inside {
-                    let w = out.entry(p as u32).or_insert((i64::MIN, 0));
-                    if t.end[i] > w.0 {
-                        *w = (t.end[i], ms);
+                    let w = out.entry(p as u32).or_insert(StatedWait {
+                        from_ns: i64::MIN,
+                        ms: 0,
+                        own: false,
+                    });
+                    if !w.own && t.end[i] > w.from_ns {
+                        *w = StatedWait {
+                            from_ns: t.end[i],
+                            ms,
+                            own: false,
+                        };
                     }
                 }
                 break;

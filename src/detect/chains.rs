@@ -29,6 +29,9 @@ pub struct Attempt<'a> {
     pub end_ns: i64,
     /// How long a failed call was told to wait (ms), when it was.
     pub retry_after_ms: Option<i64>,
+    /// When that wait began (ns): the end of the span that stated it; none
+    /// means the call's own end.
+    pub wait_from_ns: Option<i64>,
 }
 
 impl Attempt<'_> {

@@ -2,8 +2,9 @@
 //! long to wait (its `retry_after_ms`, read at ingest: its own span's or
 //! the HTTP client span's under it), and a retry that came sooner. In a
 //! retry chain ([`super::chains`]), after a failed round that stated a
-//! wait, the next round is early when it starts before the failed round's
-//! end plus the wait, less `tolerance_ms`. A chain is
+//! wait, the next round is early when it starts more than `tolerance_ms`
+//! before the round's deadline: the latest of its failed calls' deadlines,
+//! each the end of the span that stated the wait plus the wait. A chain is
 //! `ignored_retry_after` when at least `min_early` retries came early and
 //! they are more than `share` of the retries that had a stated wait — the
 //! client that "continued to hit at the same rate after a 429".
@@ -83,23 +84,36 @@ pub struct RetryWait {
     pub retry: usize,
     /// The wait the failed round before it stated (ms).
     pub stated_ms: i64,
-    /// The gap it took after that round's end (ms, never negative).
+    /// The gap it took after the end of the span that stated the wait
+    /// (the failed call's, or its HTTP child's; ms, never negative).
     pub gap_ms: f64,
-    /// It started before the stated wait was over (less the tolerance).
+    /// It started before the stated wait was over (less the tolerance):
+    /// before the failed round's deadline, the latest of its failed calls'
+    /// (each the end of the span that stated its wait, plus the wait).
     pub early: bool,
 }
 
-/// The wait a round states: the longest of its failed calls'.
-pub fn round_wait(attempts: &[Attempt<'_>], round: &Round) -> Option<i64> {
+/// The wait a round states: of its failed calls that were told one, the
+/// one that is over last — (its wait in ms, the end of the span that
+/// stated it, its deadline), in ns. A call's wait counts from the end of
+/// the span that stated it: its own, or its HTTP child's, which may end
+/// long before the call (a tool that slept the wait out inside itself).
+pub fn round_wait(attempts: &[Attempt<'_>], round: &Round) -> Option<(i64, i64, i64)> {
     attempts[round.calls.clone()]
         .iter()
         .filter(|a| a.failed())
-        .filter_map(|a| a.retry_after_ms)
-        .max()
+        .filter_map(|a| {
+            let ms = a.retry_after_ms?;
+            let from = a.wait_from_ns.unwrap_or(a.end_ns);
+            Some((ms, from, from.saturating_add(ms.saturating_mul(1_000_000))))
+        })
+        .max_by_key(|&(ms, from, deadline)| (deadline, ms, from))
 }
 
 /// The waits of a chain's retries (`chain`: indices into `rs`): one per
-/// round after a failed round that stated a wait.
+/// round after a failed round that stated a wait. A retry is early when it
+/// starts more than `tolerance_ms` before the round's deadline; its gap is
+/// measured from the end of the span that stated that deadline's wait.
 pub fn waits(
     attempts: &[Attempt<'_>],
     rs: &[Round],
@@ -109,18 +123,28 @@ pub fn waits(
     let mut out = Vec::new();
     for r in chain.start + 1..chain.end {
         let prev = &rs[r - 1];
-        let Some(stated) = round_wait(attempts, prev).filter(|_| prev.failed()) else {
+        let Some((stated, from, deadline)) = round_wait(attempts, prev).filter(|_| prev.failed())
+        else {
             continue;
         };
-        let gap_ms = (rs[r].start_ns - prev.end_ns).max(0) as f64 / 1e6;
+        let gap_ms = (rs[r].start_ns - from).max(0) as f64 / 1e6;
         out.push(RetryWait {
             retry: r - chain.start,
             stated_ms: stated,
             gap_ms,
-            early: gap_ms + tolerance_ms < stated as f64,
+            early: (rs[r].start_ns as f64) + tolerance_ms * 1e6 < deadline as f64,
         });
     }
     out
+}
+
+/// The one wait a chain's evidence names (titles and remedies alike): the
+/// lower median of its stated waits — always a wait that was stated (an
+/// even count takes the lower of the middle two, never their mean).
+pub fn stated_wait(waits: &[RetryWait]) -> Option<i64> {
+    let mut ms: Vec<i64> = waits.iter().map(|w| w.stated_ms).collect();
+    ms.sort_unstable();
+    ms.get(ms.len().checked_sub(1)? / 2).copied()
 }
 
 /// A chain whose retries mostly came before the wait they were told.
@@ -138,7 +162,7 @@ pub struct IgnoredRetryAfter {
     /// The most common class of the failures that stated a wait.
     pub class: ErrorClass,
     pub waits: Vec<RetryWait>,
-    /// The median stated wait (ms).
+    /// The wait its evidence names ([`stated_wait`], ms).
     pub stated_ms: i64,
     pub recovered: bool,
     pub first_start_ns: i64,
@@ -189,8 +213,6 @@ pub fn ignored_retry_after(
             {
                 *classes.entry(c.class).or_insert(0) += 1;
             }
-            let mut stated: Vec<f64> = ws.iter().map(|w| w.stated_ms as f64).collect();
-            stated.sort_by(f64::total_cmp);
             let h = tc.healthy.get(tool).copied().unwrap_or_default();
             out.push(IgnoredRetryAfter {
                 tool: tool.to_string(),
@@ -205,7 +227,7 @@ pub fn ignored_retry_after(
                 rounds: crs.len(),
                 failures: members.iter().filter(|c| c.failed()).count(),
                 class: super::dominant_class(classes),
-                stated_ms: super::median(stated).unwrap_or(0.0).round() as i64,
+                stated_ms: stated_wait(&ws).unwrap_or(0),
                 waits: ws,
                 recovered: chain.recovered,
                 first_start_ns: crs[0].start_ns,
@@ -226,7 +248,8 @@ pub fn ignored_retry_after(
     out
 }
 
-/// A wait in words: `250 ms`, `1.5 s`, `30 s`, `2 min`, `1.5 h`.
+/// A wait in words: `250 ms`, `1.5 s`, `30 s`, `2 min`, `90 min`, `2.5 h`
+/// (seconds below 2 min, minutes below 2 h).
 pub fn words(ms: i64) -> String {
     let trim = |v: f64| {
         let s = format!("{v:.1}");

@@ -150,8 +150,8 @@ pub fn retry_storms(tc: &TurnCalls, now_ns: i64, p: &StormParams) -> Vec<Storm> 
     retry_storms_with(tc, now_ns, p, tolerance, &CostParams::default())
 }
 
-/// [`retry_storms`], a retry counted early when it came `tolerance_ms`
-/// or more before its stated wait was over (`[detect.retry_after]`), model
+/// [`retry_storms`], a retry counted early when it came more than
+/// `tolerance_ms` before its stated wait was over (`[detect.retry_after]`), model
 /// calls priced with `cost` where their spans record none (`[cost]`).
 pub fn retry_storms_with(
     tc: &TurnCalls,

@@ -749,6 +749,7 @@ fn each_retry_is_judged_by_what_it_achieved() {
                 start_ns: i as i64 * 1_000_000_000,
                 end_ns: i as i64 * 1_000_000_000 + 100_000_000,
                 retry_after_ms: None,
+                wait_from_ns: None,
             })
             .collect();
         judge(&attempts, 1.5)

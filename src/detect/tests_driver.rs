@@ -27,6 +27,7 @@ fn attempts(starts: &[i64]) -> Vec<Attempt<'static>> {
             start_ns: s * MS,
             end_ns: (s + 100) * MS,
             retry_after_ms: None,
+            wait_from_ns: None,
         })
         .collect()
 }

@@ -7,7 +7,9 @@ use polars::prelude::*;
 
 use super::calls;
 use super::chains::{rounds, Attempt};
-use super::retry_after::{ignored_retry_after, waits, words, RetryAfterParams, RetryWait};
+use super::retry_after::{
+    ignored_retry_after, stated_wait, waits, words, RetryAfterParams, RetryWait,
+};
 use super::storm::{retry_storms_with, StormParams};
 use super::tests::{synthetic, Syn, FAR_FUTURE};
 use crate::model::ErrorClass as C;
@@ -25,6 +27,7 @@ fn attempts(classes: &[C], gaps: &[i64], wait: Option<i64>) -> Vec<Attempt<'stat
             start_ns: at * 1_000_000,
             end_ns: (at + 100) * 1_000_000,
             retry_after_ms: wait.filter(|_| class.is_failure()),
+            wait_from_ns: None,
         });
         at += 100 + gaps.get(i).or(gaps.last()).copied().unwrap_or(0);
     }
@@ -110,10 +113,89 @@ fn min_early_and_share() {
 fn no_stated_wait_no_waits_and_a_success_states_none() {
     let a = attempts(&[C::RateLimited; 5], &[200], None);
     assert!(waits_of(&a, 1000.0).is_empty());
-    // A round that succeeded states no wait even with the column set.
-    let mut a = attempts(&[C::RateLimited, C::Ok], &[200], Some(30_000));
+    // A parallel round: a failed call that states nothing beside a call
+    // that succeeded with a wait set; the round failed, but only failed
+    // calls state a wait: none.
+    let mut a = attempts(&[C::RateLimited, C::Ok, C::RateLimited], &[200], None);
+    a[1].start_ns = a[0].start_ns;
+    a[1].end_ns = a[0].end_ns;
     a[1].retry_after_ms = Some(30_000);
-    assert_eq!(waits_of(&a, 1000.0).len(), 1);
+    let rs = rounds(&a);
+    assert_eq!(rs.len(), 2, "{rs:?}");
+    assert!(rs[0].failed());
+    assert!(waits_of(&a, 1000.0).is_empty());
+}
+
+/// B1: the wait counts from the end of the span that stated it. Calls of
+/// 5 s whose HTTP child said 3 s in their first 100 ms: the wait was over
+/// (at 3.1 s) long before the call ended, so a retry 200 ms after the call
+/// honours it — and the gap is from the child's end.
+#[test]
+fn a_wait_counts_from_the_end_of_the_span_that_stated_it() {
+    let mut a = attempts(&[C::Timeout; 4], &[200], Some(3_000));
+    for x in a.iter_mut() {
+        x.end_ns = x.start_ns + 5_000_000_000;
+        x.wait_from_ns = Some(x.start_ns + 100_000_000);
+    }
+    // Re-space: each retry 200 ms after the previous call's end.
+    for k in 1..a.len() {
+        let s = a[k - 1].end_ns + 200_000_000;
+        a[k].start_ns = s;
+        a[k].end_ns = s + 5_000_000_000;
+        a[k].wait_from_ns = Some(s + 100_000_000);
+    }
+    let w = waits_of(&a, 1000.0);
+    assert_eq!(w.len(), 3);
+    assert!(w.iter().all(|w| !w.early && w.gap_ms == 5_100.0), "{w:?}");
+    // The call's own wait (no stating child) counts from its own end.
+    for x in a.iter_mut() {
+        x.wait_from_ns = None;
+    }
+    let w = waits_of(&a, 1000.0);
+    assert!(w.iter().all(|w| w.early && w.gap_ms == 200.0), "{w:?}");
+}
+
+/// B1: a round's deadline is the latest of its failed calls'.
+#[test]
+fn a_rounds_deadline_is_its_latest() {
+    let mut a = attempts(
+        &[C::RateLimited, C::RateLimited, C::RateLimited],
+        &[2_000],
+        None,
+    );
+    // Round 0: two parallel calls; one said 10 s from its end (0.1 s), the
+    // other 1 s from a child that ended at 0.05 s.
+    a[1].start_ns = a[0].start_ns;
+    a[1].end_ns = a[0].end_ns;
+    a[0].retry_after_ms = Some(10_000);
+    a[1].retry_after_ms = Some(1_000);
+    a[1].wait_from_ns = Some(50_000_000);
+    a[2].start_ns = 3_000_000_000;
+    a[2].end_ns = 3_100_000_000;
+    let w = waits_of(&a, 1000.0);
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        (w[0].stated_ms, w[0].gap_ms, w[0].early),
+        (10_000, 2_900.0, true)
+    );
+}
+
+#[test]
+fn the_stated_wait_is_one_that_was_stated() {
+    let w = |ms: &[i64]| -> Vec<RetryWait> {
+        ms.iter()
+            .enumerate()
+            .map(|(i, &m)| RetryWait {
+                retry: i + 1,
+                stated_ms: m,
+                gap_ms: 0.0,
+                early: true,
+            })
+            .collect()
+    };
+    assert_eq!(stated_wait(&w(&[60_000, 30_000])), Some(30_000));
+    assert_eq!(stated_wait(&w(&[30_000, 60_000, 60_000])), Some(60_000));
+    assert_eq!(stated_wait(&[]), None);
 }
 
 #[test]
@@ -161,6 +243,7 @@ fn waits_in_words() {
     assert_eq!(words(120_000), "2 min");
     assert_eq!(words(5_400_000), "90 min");
     assert_eq!(words(86_400_000), "24 h");
+    assert_eq!(words(9_000_000), "2.5 h");
 }
 
 /// A frame of `spans` with a `retry_after_ms` per span.
@@ -248,4 +331,44 @@ fn an_unsettled_turn_is_not_judged() {
         .len(),
         1
     );
+}
+
+/// B1: a tool that sleeps the 3 s Retry-After of its HTTP child out
+/// inside itself, then fails otherwise (a timeout after 5 s): a retry
+/// 200 ms after it is not early — the wait was over at 3.1 s.
+#[test]
+fn a_tool_that_slept_out_the_wait_inside_itself_is_not_early() {
+    let mut spans: Vec<Syn> = vec![(1, 1, 0, true, "", 0, 3_600_000, "ok")];
+    let mut waits = vec![None];
+    let mut at = 0;
+    for i in 0..5u8 {
+        let id = 10 + 2 * i;
+        spans.push((1, id, 1, false, "fare_search", at, at + 5_000, "timeout"));
+        waits.push(None);
+        spans.push((1, id + 1, id, false, "", at + 10, at + 100, "rate_limited"));
+        waits.push(Some(3_000));
+        at += 5_000 + 200;
+    }
+    let tc = calls::collect(&frame(&spans, &waits)).unwrap();
+    assert!(tc.calls.iter().all(|c| c.retry_after_ms == Some(3_000)));
+    assert!(tc
+        .calls
+        .iter()
+        .all(|c| c.wait_from_ns == Some(c.start_ns + 100_000_000)));
+    assert!(ignored_retry_after(&tc, FAR_FUTURE, 90, &RetryAfterParams::default()).is_empty());
+}
+
+/// B3: a wait stated on a failure no wait fixes (a `retry_after` echoed in
+/// a 400's body, a 401) is no wait, on the call's own span or its child.
+#[test]
+fn a_wait_on_a_failure_waiting_cannot_fix_is_none() {
+    let (mut spans, mut w) = fare_turn(3, 400);
+    spans[2].7 = "invalid_request";
+    spans[3].7 = "auth";
+    w[3] = Some(30_000);
+    spans[4].7 = "client_error";
+    spans[5].7 = "server_error";
+    let tc = calls::collect(&frame(&spans, &w)).unwrap();
+    let got: Vec<Option<i64>> = tc.calls.iter().map(|c| c.retry_after_ms).collect();
+    assert_eq!(got, vec![None, None, Some(30_000)]);
 }

@@ -500,20 +500,27 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
                 .iter()
                 .max_by_key(|f| f.calls)
                 .expect("a group has findings");
-            let rhythm = worst
+            let raw = worst
                 .evidence
                 .as_ref()
                 .and_then(|e| e.rhythm.clone())
-                .unwrap_or_default()
-                .replace('_', " ");
+                .unwrap_or_default();
+            let rhythm = raw.replace('_', " ");
             let turns = if group.len() == 1 {
                 String::new()
             } else {
                 format!(", {} turns", group.len())
             };
-            // Retries of a rate limit whose gaps do not grow: the client
-            // keeps its pace against the limit.
-            let unpaced = if class == ErrorClass::RateLimited && rhythm != "exponential" {
+            // Retries of a rate limit at a pace that does not change (no
+            // backoff, a fixed gap) that did not honour the waits stated:
+            // the client keeps its pace against the limit. A storm whose
+            // stated waits were all honoured is paced, whatever its rhythm.
+            let waits = worst.evidence.as_ref().map_or(&[][..], |e| &e.waits[..]);
+            let honoured = !waits.is_empty() && waits.iter().all(|w| !w.early);
+            let unpaced = if class == ErrorClass::RateLimited
+                && matches!(raw.as_str(), "no_backoff" | "fixed")
+                && !honoured
+            {
                 "unpaced, "
             } else {
                 ""
@@ -581,13 +588,17 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
         }
         Kind::ToolSilent | Kind::NoSuccess => super::silent::title(kind, tool, class, group),
         Kind::IgnoredRetryAfter => {
-            let worst = group
-                .iter()
-                .max_by(|a, b| a.calls.cmp(&b.calls).then(a.rate.total_cmp(&b.rate)))
-                .expect("a group has findings");
-            let (early, stated) = worst.evidence.as_ref().map_or((0, 0), |e| {
-                (e.waits.iter().filter(|w| w.early).count(), e.waits.len())
-            });
+            let evidence: Vec<&Evidence> =
+                group.iter().filter_map(|f| f.evidence.as_ref()).collect();
+            let (calls, early, stated, wait) =
+                ignored_worst(evidence.iter().copied()).map_or((0, 0, 0, 0), |e| {
+                    (
+                        e.calls,
+                        e.waits.iter().filter(|w| w.early).count(),
+                        e.waits.len(),
+                        crate::detect::retry_after::stated_wait(&e.waits).unwrap_or(0),
+                    )
+                });
             let turns = if group.len() == 1 {
                 String::new()
             } else {
@@ -595,8 +606,8 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
             };
             format!(
                 "Ignored Retry-After: {tool} retried {}× ignoring Retry-After: {} ({early} of {stated} retries early, {class_words}{turns})",
-                worst.calls.saturating_sub(1),
-                crate::detect::retry_after::words(worst.baseline.round() as i64),
+                calls.saturating_sub(1),
+                crate::detect::retry_after::words(wait),
             )
         }
         Kind::RetryAfterSuccess => {
@@ -610,8 +621,22 @@ fn title(kind: Kind, tool: &str, class: ErrorClass, group: &[&Finding]) -> Strin
     }
 }
 
+/// The worst evidence turn of an ignored Retry-After signal, the one its
+/// title and its remedy name: most rounds, then most early retries, then
+/// the first trace id — the first of the kept evidence, which [`group`]
+/// sorts so.
+pub fn ignored_worst<'a>(evidence: impl Iterator<Item = &'a Evidence>) -> Option<&'a Evidence> {
+    let early = |e: &Evidence| e.waits.iter().filter(|w| w.early).count();
+    evidence.min_by(|a, b| {
+        b.calls
+            .cmp(&a.calls)
+            .then_with(|| early(b).cmp(&early(a)))
+            .then_with(|| a.trace_id.cmp(&b.trace_id))
+    })
+}
+
 /// Group findings by key; evidence worst first (most calls, then most
-/// wasted seconds), at most `evidence_limit` kept.
+/// wasted seconds, then most early retries), at most `evidence_limit` kept.
 pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
     let mut by_key: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
     for f in findings {
@@ -627,10 +652,12 @@ pub fn group(findings: &[Finding], evidence_limit: usize) -> Vec<SignalDraft> {
             let mut evidence: Vec<Evidence> =
                 group.iter().filter_map(|f| f.evidence.clone()).collect();
             let wasted_seconds = evidence.iter().map(|e| e.wasted_seconds).sum();
+            let early = |e: &Evidence| e.waits.iter().filter(|w| w.early).count();
             evidence.sort_by(|a, b| {
                 b.calls
                     .cmp(&a.calls)
                     .then_with(|| b.wasted_seconds.total_cmp(&a.wasted_seconds))
+                    .then_with(|| early(b).cmp(&early(a)))
                     .then_with(|| a.trace_id.cmp(&b.trace_id))
             });
             // A silent tool's evidence: its last success once, with the

@@ -231,11 +231,12 @@ fn by_rule(d: &SignalDraft, raw_names: &[String]) -> Remedy {
             summary: "Circuit-break it; fix what changed since its last success.".to_string(),
         },
         (Kind::IgnoredRetryAfter, _) => {
+            // The same turn and wait the title names.
+            let e = super::group::ignored_worst(d.evidence.iter());
             let (early, stated, wait) = e.map_or((0, 0, 0), |e| {
                 let early = e.waits.iter().filter(|w| w.early).count();
-                let mut ms: Vec<i64> = e.waits.iter().map(|w| w.stated_ms).collect();
-                ms.sort_unstable();
-                (early, e.waits.len(), ms.get(ms.len() / 2).copied().unwrap_or(0))
+                let wait = crate::detect::retry_after::stated_wait(&e.waits).unwrap_or(0);
+                (early, e.waits.len(), wait)
             });
             let wait = crate::detect::retry_after::words(wait);
             Remedy {

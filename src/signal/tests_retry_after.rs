@@ -1,6 +1,6 @@
 //! The Retry-After kinds' words: `ignored_retry_after`'s title, severity
 //! and remedy, and the storm of a rate limit whose gaps do not grow
-//! ("unpaced").
+//! ("unpaced"; not when it honoured every stated wait).
 
 use super::group::{group, Evidence, Finding, Kind, Severity};
 use crate::detect::RetryWait;
@@ -104,4 +104,98 @@ fn a_rate_limited_storm_whose_gaps_do_not_grow_is_unpaced() {
         storm(ErrorClass::Unavailable, "no_backoff"),
         "Retry storm: fare_search ×17 in one turn (unavailable, no backoff)"
     );
+}
+
+/// B4: "unpaced" only for a rhythm that does not change (no backoff,
+/// fixed) whose stated waits were not all honoured: six 429s honoured at
+/// 31 s are paced; an irregular rhythm is not "unpaced".
+#[test]
+fn a_storm_that_honoured_every_stated_wait_is_not_unpaced() {
+    let honoured: Vec<RetryWait> = (1..=5)
+        .map(|retry| RetryWait {
+            retry,
+            stated_ms: 30_000,
+            gap_ms: 31_000.0,
+            early: false,
+        })
+        .collect();
+    let storm = |rhythm: &str, waits: Vec<RetryWait>| {
+        let f = finding(
+            Kind::RetryStorm,
+            ErrorClass::RateLimited,
+            6,
+            evidence(6, rhythm, waits),
+            0.0,
+        );
+        group(&[f], 10)[0].title.clone()
+    };
+    assert_eq!(
+        storm("fixed", honoured.clone()),
+        "Retry storm: fare_search ×6 in one turn (rate limited, fixed)"
+    );
+    assert_eq!(
+        storm("no_backoff", honoured),
+        "Retry storm: fare_search ×6 in one turn (rate limited, no backoff)"
+    );
+    assert_eq!(
+        storm("irregular", vec![]),
+        "Retry storm: fare_search ×6 in one turn (rate limited, irregular)"
+    );
+    // One early retry among them: unpaced.
+    assert_eq!(
+        storm("fixed", early_waits(5)),
+        "Retry storm: fare_search ×6 in one turn (rate limited, unpaced, fixed)"
+    );
+}
+
+/// B5: the title and the remedy name the same wait, one that was stated
+/// (30 s and 60 s: 30 s, never "45 s"), from the same evidence turn.
+#[test]
+fn the_title_and_the_remedy_name_the_same_stated_wait() {
+    let waits = |ms: [i64; 4]| -> Vec<RetryWait> {
+        ms.iter()
+            .enumerate()
+            .map(|(i, &stated_ms)| RetryWait {
+                retry: i + 1,
+                stated_ms,
+                gap_ms: 200.0,
+                early: true,
+            })
+            .collect()
+    };
+    // Two turns of 5 rounds; the second has a different wait and fewer
+    // early retries: the first is the worst.
+    let a = finding(
+        Kind::IgnoredRetryAfter,
+        ErrorClass::RateLimited,
+        5,
+        evidence(
+            5,
+            "4 of 4 retries early",
+            waits([30_000, 60_000, 30_000, 60_000]),
+        ),
+        45_000.0,
+    );
+    let mut eb = evidence(5, "3 of 4 retries early", waits([120_000; 4]));
+    eb.trace_id = "00".into();
+    eb.waits[0].early = false;
+    let b = finding(
+        Kind::IgnoredRetryAfter,
+        ErrorClass::RateLimited,
+        5,
+        eb,
+        120_000.0,
+    );
+    for fs in [vec![a.clone(), b.clone()], vec![b, a]] {
+        let d = &group(&fs, 1)[0];
+        assert!(
+            d.title
+                .contains("ignoring Retry-After: 30 s (4 of 4 retries early"),
+            "{}",
+            d.title
+        );
+        let r = d.remedy.as_ref().unwrap();
+        assert!(r.waiting_fixes.contains("Retry-After 30 s"), "{r:?}");
+        assert!(r.waiting_fixes.contains("4 of 4 retries"), "{r:?}");
+    }
 }

@@ -41,6 +41,10 @@ pub(super) fn calls_frame(calls: &[Call]) -> PolarsResult<DataFrame> {
             "retry_after_ms".into(),
             calls.iter().map(|c| c.retry_after_ms).collect::<Vec<_>>(),
         ),
+        Column::new(
+            "wait_from_ns".into(),
+            calls.iter().map(|c| c.wait_from_ns).collect::<Vec<_>>(),
+        ),
     ])
 }
 
@@ -89,6 +93,10 @@ pub(super) fn calls_from(df: &DataFrame) -> PolarsResult<Vec<Call>> {
         Ok(c) => c.cast(&DataType::Int64)?.i64()?.iter().collect(),
         Err(_) => vec![None; df.height()],
     };
+    let from: Vec<Option<i64>> = match df.column("wait_from_ns") {
+        Ok(c) => c.cast(&DataType::Int64)?.i64()?.iter().collect(),
+        Err(_) => vec![None; df.height()],
+    };
     Ok((0..df.height())
         .map(|i| Call {
             turn: owned(turn[i]),
@@ -108,6 +116,7 @@ pub(super) fn calls_from(df: &DataFrame) -> PolarsResult<Vec<Call>> {
             cost_usd: cost[i],
             seq: seq[i] as u32,
             retry_after_ms: waits[i],
+            wait_from_ns: from[i],
         })
         .collect())
 }

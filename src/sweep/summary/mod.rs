@@ -42,8 +42,9 @@ use frames::*;
 
 /// Bumped when the files' meaning changes; older summaries are rebuilt
 /// (3: the turns per service; 4: each call's stated wait, retry_after_ms,
-/// and the kept turns' model calls).
-pub const VERSION: u32 = 4;
+/// and the kept turns' model calls; 5: when each call's wait began,
+/// wait_from_ns, and only waits of failures waiting can fix).
+pub const VERSION: u32 = 5;
 
 /// What a sealed day holds.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,16 +15,21 @@
 //! 2. words in the failure's texts — the exception message, the status
 //!    message, then the tool's recorded result (a JSON error body, a text):
 //!    a cue (`retry-after`, `retry_after`, `retryAfter`, `retry after`,
-//!    `retry in`, `try again in`, `try again after`; `…_ms` cues are
-//!    milliseconds) followed, past quotes, `:` and `=`, by a duration
-//!    (`30`, `30s`, `1.5 s`, `250ms`, `2 minutes`, `7m12s`; a bare number
-//!    is seconds) or an HTTP-date. A number followed by a word that is no
-//!    unit (`retry in 3 attempts`) is no wait.
+//!    `retry in`, `retry again in`, `retrying in`, `try again in`, `try
+//!    again after`; `…-ms`/`…_ms`/`…Ms` cues are milliseconds; any case)
+//!    followed, past quotes, `:` and `=`, by a duration (`30`, `30s`, `1.5
+//!    s`, `250ms`, `2 minutes`, `7m12s`; a bare number is seconds) or an
+//!    HTTP-date. A number followed by a word that is no unit (`retry in 3
+//!    attempts`) is no wait; a bare number only when what follows it is
+//!    white space, the end, or one of `. , ; } " ' )` — not `:`, `-`, `/`,
+//!    `T` or a digit, nor a `,` or `.` before a digit (`10:30 UTC`,
+//!    `2026-08-02T15:00:00Z`, `1,500 ms` are no wait). `wait for` is no cue
+//!    (`wait for 30 seconds exceeded` is a timeout's words, not a wait).
 //!
-//! Bounds: nothing that is not a positive, finite wait (zero, negative, a
-//! date already past, more than 12 digits, garbage) gives none; a wait over
-//! a day is kept as a day ([`MAX_MS`]). Only the first [`SCAN_BYTES`] of a
-//! text are looked at.
+//! Bounds: nothing that is not a positive, finite wait of at most a day
+//! ([`MAX_MS`]) gives one: zero, negative, a date already past, more than 12
+//! digits, more than a day (an epoch timestamp, garbage) give none. Only the
+//! first [`SCAN_BYTES`] of a text are looked at.
 
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{span::Event, Span};
@@ -32,7 +37,7 @@ use opentelemetry_proto::tonic::trace::v1::{span::Event, Span};
 use super::attrs;
 use crate::model::ErrorClass;
 
-/// The longest wait kept: one day.
+/// The longest wait kept: one day; a longer one is garbage, no wait.
 pub const MAX_MS: i64 = 86_400_000;
 
 /// How much of one text is scanned for a wait.
@@ -102,15 +107,20 @@ fn key_unit(key: &str) -> Option<Unit> {
     if last.len() > 16 {
         return None;
     }
-    let norm: String = last
-        .chars()
-        .filter(|c| *c != '-' && *c != '_')
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    match norm.as_str() {
-        "retryafter" => Some(Unit::Seconds),
-        "retryafterms" => Some(Unit::Millis),
-        _ => None,
+    // Compared byte by byte, `-` and `_` left out, any case: no allocation
+    // per attribute.
+    let is = |want: &[u8]| {
+        last.bytes()
+            .filter(|b| *b != b'-' && *b != b'_')
+            .map(|b| b.to_ascii_lowercase())
+            .eq(want.iter().copied())
+    };
+    if is(b"retryafter") {
+        Some(Unit::Seconds)
+    } else if is(b"retryafterms") {
+        Some(Unit::Millis)
+    } else {
+        None
     }
 }
 
@@ -145,9 +155,10 @@ fn scale(unit: Unit) -> f64 {
     }
 }
 
-/// A wait in ms kept within bounds: positive and finite, at most a day.
+/// A wait in ms within bounds: positive and finite, at most a day; a
+/// longer one (an epoch timestamp read as seconds, garbage) is none.
 fn bound(ms: f64) -> Option<i64> {
-    (ms.is_finite() && ms >= 0.5).then(|| ms.min(MAX_MS as f64).round() as i64)
+    (ms.is_finite() && ms >= 0.5 && ms <= MAX_MS as f64).then(|| ms.round() as i64)
 }
 
 /// A header value: delta-seconds (a decimal accepted), else an HTTP-date.
@@ -170,7 +181,7 @@ pub fn from_text(text: &str, end_ns: i64) -> Option<i64> {
     }
     let text = &text[..cut];
     let lower = text.to_ascii_lowercase();
-    const CUES: [(&str, Unit); 13] = [
+    const CUES: [(&str, Unit); 12] = [
         ("retry-after-ms", Unit::Millis),
         ("retry_after_ms", Unit::Millis),
         ("retryafterms", Unit::Millis),
@@ -182,14 +193,13 @@ pub fn from_text(text: &str, end_ns: i64) -> Option<i64> {
         ("try again in", Unit::Seconds),
         ("try again after", Unit::Seconds),
         ("retry again in", Unit::Seconds),
-        ("wait for", Unit::Seconds),
         ("retrying in", Unit::Seconds),
     ];
     let bytes = lower.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        // Every cue starts with `r`, `t` or `w`.
-        if !matches!(bytes[i], b'r' | b't' | b'w') {
+        // Every cue starts with `r` or `t`.
+        if !matches!(bytes[i], b'r' | b't') {
             i += 1;
             continue;
         }
@@ -287,8 +297,12 @@ fn duration(s: &str, unit: Unit) -> Option<i64> {
         let word = spaced[..word_len].to_ascii_lowercase();
         if word.is_empty() {
             // A bare number ends the duration (in its default unit only
-            // when it is the first part).
+            // when it is the first part, and only when it stands alone: a
+            // clock time, a date, `1,500` are no wait).
             if parts == 0 {
+                if !stands_alone(after) {
+                    return None;
+                }
                 total += n * scale(unit);
                 parts += 1;
             }
@@ -311,6 +325,19 @@ fn duration(s: &str, unit: Unit) -> Option<i64> {
         return None;
     }
     bound(total)
+}
+
+/// Whether what follows a bare number ends it: white space, the end, or
+/// one of `. , ; } " ' )` — a `,` or `.` not before a digit.
+fn stands_alone(after: &str) -> bool {
+    let b = after.as_bytes();
+    match b.first() {
+        None => true,
+        Some(c) if c.is_ascii_whitespace() => true,
+        Some(b'.' | b',') => !b.get(1).is_some_and(u8::is_ascii_digit),
+        Some(b';' | b'}' | b'"' | b'\'' | b')') => true,
+        Some(_) => false,
+    }
 }
 
 /// The wait until an HTTP-date, from the span's end; none when the date is

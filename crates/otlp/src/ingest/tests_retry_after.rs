@@ -114,12 +114,23 @@ fn an_http_date_is_read_from_the_span_end() {
         "Sun, 02 Aug 2026 14:01:00 GMT",
     );
     assert_eq!(attrs_wait(&[h]), None);
-    // Far ahead: a day.
+    // Far ahead, more than a day: garbage, no wait.
     let h = s(
         "http.response.header.retry-after",
         "Fri, 01 Jan 2100 00:00:00 GMT",
     );
-    assert_eq!(attrs_wait(&[h]), Some(MAX_MS));
+    assert_eq!(attrs_wait(&[h]), None);
+    // Over a day as seconds or a number (an epoch timestamp): none; a day
+    // itself is kept.
+    assert_eq!(attrs_wait(&[s("retry-after", "1785679380")]), None);
+    assert_eq!(
+        attrs_wait(&[kv("retry_after", Value::IntValue(1_785_679_380))]),
+        None
+    );
+    assert_eq!(
+        attrs_wait(&[kv("retry_after", Value::IntValue(86_400))]),
+        Some(MAX_MS)
+    );
     // Not a date.
     for bad in [
         "Sun, 32 Aug 2026 14:02:30 GMT",
@@ -184,9 +195,62 @@ fn the_words_of_a_message() {
     }
     // A first cue without a number, then one with.
     assert_eq!(text("retry later; Retry-After: 5"), Some(5_000));
-    // Over a day: a day.
+    // Over a day: no wait.
     assert_eq!(text("retry after 3 days"), None);
-    assert_eq!(text("retry after 100000 seconds"), Some(MAX_MS));
+    assert_eq!(text("retry after 100000 seconds"), None);
+    assert_eq!(text("retry after 86400 seconds"), Some(MAX_MS));
+}
+
+/// B2: clock times, dates, timestamps and thousands separators are no
+/// wait; a bare number stands alone or before `. , ; } " ' )`.
+#[test]
+fn clock_times_dates_and_timestamps_are_no_wait() {
+    for t in [
+        "Please retry after 10:30 UTC",
+        "{\"retry_after\": \"2026-08-02T15:00:00Z\"}",
+        "retry_after=1785679380",
+        "retry after 1,500 ms",
+        "retry after 2026/08/02",
+        "retry in 10-15 seconds",
+        "retry after 5T",
+    ] {
+        assert_eq!(text(t), None, "{t:?}");
+    }
+    for (t, ms) in [
+        ("retry after 30.", 30_000),
+        ("retry after 30, please", 30_000),
+        ("{\"retry_after\": 30}", 30_000),
+        ("(retry after 30)", 30_000),
+        ("retry_after='7'", 7_000),
+        ("retry after 30; later", 30_000),
+        ("retry after 30\n", 30_000),
+    ] {
+        assert_eq!(text(t), Some(ms), "{t:?}");
+    }
+}
+
+/// B3: `wait for` is no cue: a timeout's words state no wait.
+#[test]
+fn wait_for_is_no_cue() {
+    assert_eq!(text("TimeoutError: wait for 30 seconds exceeded"), None);
+    assert_eq!(text("wait for 5s"), None);
+}
+
+/// Hostile texts: cue spam, a very long fraction, a multibyte character at
+/// the scan's cut — each read in bounded time, without a panic.
+#[test]
+fn hostile_texts() {
+    let spam = "retry in ".repeat(SCAN_BYTES / 9 + 10);
+    assert_eq!(text(&spam), None);
+    let long = format!("retry after 1.{}", "5".repeat(100_000));
+    assert_eq!(text(&long), Some(1_556));
+    let mut cut = "x".repeat(SCAN_BYTES - 1);
+    cut.push('é');
+    cut.push_str(" retry after 5");
+    assert_eq!(text(&cut), None);
+    let mut ok = "x".repeat(SCAN_BYTES - 20);
+    ok.push_str("retry after 5 é");
+    assert_eq!(text(&ok), Some(5_000));
 }
 
 #[test]
