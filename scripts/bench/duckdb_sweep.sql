@@ -9,7 +9,9 @@
 --   now_ns      BIGINT   the sweep's "now" (ns since the epoch)
 --   since_days  INTEGER  findings are kept for UTC days in [today - since_days, today]
 -- Output: the last statement returns one row, the number of findings of
--- each kind and, per kind, the sorted tools that had one.
+-- each kind and, per kind, the sorted tools that had one, and `drivers`:
+-- per (kind, driver) of the storms and wasted retries, their number, their
+-- model calls and those calls' input and output tokens.
 --
 -- Known departures from the Rust rules are marked "DIFF:" below. One is
 -- about what is read (the daily rollup is recomputed from the span parts,
@@ -25,10 +27,22 @@
 -- after success only with nothing state-changing in between and not for a
 -- loop's steps, plain loops without results back to back, cycles over
 -- distinct (tool, arguments), nested spans 1:1 only; and the silent-tool
--- rules of issue 28 (§4.8), and ignored Retry-After (§4.9). scripts/bench/check_sql.py
+-- rules of issue 28 (§4.8), and ignored Retry-After (§4.9); and the driver
+-- of every storm and wasted retry (§1 "Model spans", §4.2 "Driver":
+-- driver.rs, models.rs), with two refinements made here ahead of the Rust
+-- (stormwatch at f0d0c84 differs where they apply): a model call lies in a
+-- gap between two attempts when its START lies in [end of the earlier
+-- - 1 ms, start of the later + 1 ms] (its end may be later: streaming), and
+-- a model span with a model span anywhere up its parent chain is no call
+-- of its own (the outermost is, its tokens its own when recorded, else the
+-- largest recorded below it, input and output each). Model spans are read
+-- apart from the frame and walked only in the traces of finding turns that
+-- hold one: with none (the benchmark's data) the driver costs a scan of the
+-- is_model column and a few empty tables. scripts/bench/check_sql.py
 -- runs this script, `stormwatch sweep` and scripts/bench/reference_sweep.py
 -- (a line-by-line Python port of the Rust rules) on small stores and fails
--- unless all three count the same findings of every kind, for the same tools.
+-- unless all three count the same findings of every kind, for the same
+-- tools, and the same drivers, model calls and tokens.
 --
 -- What the script takes from ingest as given: `error_class` is the final
 -- class of every span (classification happens at ingest; it is never
@@ -458,7 +472,7 @@ FROM spans()
 WHERE date BETWEEN getvariable('since_day') - 1 AND getvariable('today');
 
 -- §1 model spans (driver.rs, §4.2 "Driver"): the few spans that are one
--- round trip to a model, with their tokens, keyed by their place (p, ro);
+-- round trip to a model, with their tokens, keyed by their place (p, ro),
 -- read apart from the frame, so that the frame carries no column for them
 -- (the benchmark's data has none).
 CREATE OR REPLACE TEMP TABLE model_rows AS
