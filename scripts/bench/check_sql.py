@@ -14,10 +14,8 @@ built first, under --work (default: a temporary directory, removed after):
 - each file of fixtures/ imported alone (`stormwatch import`), and all of
   them together, swept at the `--now` their tests use;
 - every captured framework run (fixtures/frameworks/), imported together,
-  swept an hour after its last span; the drivers of storms and wasted
-  retries (`code`, `model`, `mixed`) are compared too, stormwatch's (from
-  the sweep's evidence, every finding's kept) against reference_sweep.py's
-  (duckdb_sweep.sql does not port the driver);
+  swept an hour after its last span (model spans between the attempts, or
+  a retry decorator's attempts back to back);
 - edge_cases.py's traces (the per-turn rules' edge cases), imported;
 - silent_cases.py's fourteen days of traffic (the silent-tool rules'
   edge cases: a tool that stops while its agent's turns go on, tools with
@@ -29,6 +27,12 @@ built first, under --work (default: a temporary directory, removed after):
 - the sweep benchmark's generator (benches/sweep_data.rs; built with
   `cargo bench --bench sweep_data --no-run` unless --generator names it):
   3 days x 20 000 tool spans, and 26 days x 2 000 (its outage and slow days).
+
+On every store the drivers of storms and wasted retries (`code`, `model`,
+`mixed`; docs/detection.md §4.2 "Driver") are compared too: their count per
+kind and driver, and per kind the model calls between the attempts and
+those calls' input and output tokens (stormwatch's from the sweep's
+evidence, every finding's kept).
 
 Each sweep starts from a fresh state (`--rescan`, no state.sqlite). Prints a
 table per store (kind: stormwatch / duckdb / reference) and exits 1, with
@@ -162,6 +166,7 @@ def stormwatch_counts(stormwatch, data, now, since):
     counts = {k: 0 for k in KINDS}
     tools = {k: set() for k in KINDS}
     drivers = {}
+    totals = {}
     for s in report["signals"]:
         counts[s["kind"]] = counts.get(s["kind"], 0) + s["findings"]
         tools.setdefault(s["kind"], set()).add(s["tool"])
@@ -169,14 +174,18 @@ def stormwatch_counts(stormwatch, data, now, since):
             if e.get("driver"):
                 key = f"{s['kind']}/{e['driver']['driver']}"
                 drivers[key] = drivers.get(key, 0) + 1
-    return counts, {k: sorted(v) for k, v in tools.items()}, dict(sorted(drivers.items()))
+                t = totals.setdefault(s["kind"], {"model_calls": 0, "input_tokens": 0, "output_tokens": 0})
+                for k in t:
+                    t[k] += int(e["driver"].get(k) or 0)
+    return (counts, {k: sorted(v) for k, v in tools.items()}, dict(sorted(drivers.items())),
+            dict(sorted(totals.items())))
 
 
 def script_counts(script, data, now, since):
     out = run([sys.executable, os.path.join(HERE, script), "--data-dir", data, "--now", now,
                "--since-days", str(since)])
     r = json.loads(out)
-    return r["findings"], r["tools"], r.get("drivers")
+    return r["findings"], r["tools"], r.get("drivers"), r.get("model_totals")
 
 
 def main():
@@ -225,14 +234,16 @@ def main():
                 print(f"  {kind}: tools per engine")
                 for e in engines:
                     print(f"    {e:11} {engines[e][0].get(kind, 0):>4}  {', '.join(engines[e][1].get(kind, [])) or '-'}")
-            # The drivers of storms and wasted retries (detect/driver.rs): the
-            # Python port against stormwatch (duckdb_sweep.sql does not port
-            # the driver: it counts findings only).
-            d_sw, d_ref = engines["stormwatch"][2], engines["reference"][2]
-            print(f"  drivers: stormwatch {d_sw}, reference {d_ref}"
-                  f"{'' if d_sw == d_ref else '   <- differs'}")
-            if d_sw != d_ref:
-                bad.append("drivers")
+            # The drivers of storms and wasted retries (detect/driver.rs), and
+            # per kind their model calls and tokens.
+            for what, col in (("drivers", 2), ("model calls", 3)):
+                v = {e: engines[e][col] for e in engines}
+                same = v["stormwatch"] == v["duckdb"] == v["reference"]
+                print(f"  {what}:{'' if same else '   <- differs'}")
+                for e in engines:
+                    print(f"    {e:11} {json.dumps(v[e], sort_keys=True)}")
+                if not same:
+                    bad.append(what)
             if bad:
                 failed.append((name, bad))
     finally:
@@ -246,7 +257,7 @@ def main():
               "; ".join(f"{n}: {', '.join(k)}" for n, k in failed), file=sys.stderr)
         sys.exit(1)
     print("check_sql: stormwatch, duckdb_sweep.sql and reference_sweep.py agree on every store"
-          " (and stormwatch and reference_sweep.py on every driver)")
+          " (findings, tools, drivers, model calls and tokens)")
 
 
 if __name__ == "__main__":

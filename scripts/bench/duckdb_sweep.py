@@ -10,10 +10,17 @@ duckdb_sweep.sql (next to this file) and prints ONE JSON line on stdout:
 
     {"engine": "duckdb", "findings": {"error_rate_spike": N, ...},
      "tools": {"error_rate_spike": [...], ...}, "storm_tools": [...],
+     "drivers": {"retry_storm/model": N, ...},
+     "model_totals": {"retry_storm": {"model_calls": N, "input_tokens": N,
+                                      "output_tokens": N}, ...},
      "seconds": wall}
 
 `tools` lists, per kind, the sorted tools that had a finding of it
 (`storm_tools` is `tools["retry_storm"]`, kept for older readers).
+`drivers` counts the retry storms and wasted retries by driver (`code`,
+`model`, `mixed`; docs/detection.md §4.2 "Driver"), and `model_totals`
+sums, per kind, their model calls and those calls' tokens (the shape
+reference_sweep.py prints).
 
 `seconds` is the wall time from opening the (in-memory) database to having
 the result: the whole detection, Parquet reading included; not Python's
@@ -181,6 +188,13 @@ def main():
                 print("   " + " | ".join(str(v) for v in r), file=sys.stderr)
     con.close()
 
+    drivers, model_totals = {}, {}
+    for d in values["drivers"] or []:
+        drivers[f"{d['kind']}/{d['driver']}"] = int(d["findings"])
+        t = model_totals.setdefault(d["kind"], {"model_calls": 0, "input_tokens": 0, "output_tokens": 0})
+        for k in t:
+            t[k] += int(d[k])
+
     print(
         json.dumps(
             {
@@ -188,6 +202,8 @@ def main():
                 "findings": {k: int(values[k]) for k in KINDS},
                 "tools": {k: sorted(values[k + "_tools"] or []) for k in KINDS},
                 "storm_tools": sorted(values["retry_storm_tools"] or []),
+                "drivers": dict(sorted(drivers.items())),
+                "model_totals": dict(sorted(model_totals.items())),
                 "seconds": round(seconds, 3),
             }
         )

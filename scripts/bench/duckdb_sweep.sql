@@ -9,7 +9,9 @@
 --   now_ns      BIGINT   the sweep's "now" (ns since the epoch)
 --   since_days  INTEGER  findings are kept for UTC days in [today - since_days, today]
 -- Output: the last statement returns one row, the number of findings of
--- each kind and, per kind, the sorted tools that had one.
+-- each kind and, per kind, the sorted tools that had one, and `drivers`:
+-- per (kind, driver) of the storms and wasted retries, their number, their
+-- model calls and those calls' input and output tokens.
 --
 -- Known departures from the Rust rules are marked "DIFF:" below. One is
 -- about what is read (the daily rollup is recomputed from the span parts,
@@ -25,10 +27,22 @@
 -- after success only with nothing state-changing in between and not for a
 -- loop's steps, plain loops without results back to back, cycles over
 -- distinct (tool, arguments), nested spans 1:1 only; and the silent-tool
--- rules of issue 28 (§4.8), and ignored Retry-After (§4.9). scripts/bench/check_sql.py
+-- rules of issue 28 (§4.8), and ignored Retry-After (§4.9); and the driver
+-- of every storm and wasted retry (§1 "Model spans", §4.2 "Driver":
+-- driver.rs, models.rs), with two refinements made here ahead of the Rust
+-- (stormwatch at f0d0c84 differs where they apply): a model call lies in a
+-- gap between two attempts when its START lies in [end of the earlier
+-- - 1 ms, start of the later + 1 ms] (its end may be later: streaming), and
+-- a model span with a model span anywhere up its parent chain is no call
+-- of its own (the outermost is, its tokens its own when recorded, else the
+-- largest recorded below it, input and output each). Model spans are read
+-- apart from the frame and walked only in the traces of finding turns that
+-- hold one: with none (the benchmark's data) the driver costs a scan of the
+-- is_model column and a few empty tables. scripts/bench/check_sql.py
 -- runs this script, `stormwatch sweep` and scripts/bench/reference_sweep.py
 -- (a line-by-line Python port of the Rust rules) on small stores and fails
--- unless all three count the same findings of every kind, for the same tools.
+-- unless all three count the same findings of every kind, for the same
+-- tools, and the same drivers, model calls and tokens.
 --
 -- What the script takes from ingest as given: `error_class` is the final
 -- class of every span (classification happens at ingest; it is never
@@ -93,7 +107,7 @@ SET VARIABLE follow_days = 2;
 -- The first nanosecond of a UTC day.
 CREATE OR REPLACE TEMP MACRO day_ns(d) AS (d - DATE '1970-01-01')::BIGINT * getvariable('ns_day');
 
--- Every span part. `tool_result_hash` and `retry_after_ms` are newer columns: parts written
+-- Every span part. `tool_result_hash`, `retry_after_ms` and `is_model` are newer columns: parts written
 -- before it read it as null (union_by_name), and so does a store none of
 -- whose parts has it (the empty branch of the union supplies the column).
 -- `ro` is a span's place in the order the Rust reads it (the parts of a day
@@ -103,7 +117,8 @@ CREATE OR REPLACE TEMP MACRO spans() AS TABLE
     SELECT *, (file_index::BIGINT << 32) + file_row_number AS ro
     FROM read_parquet(getvariable('spans_glob'), hive_partitioning = true, union_by_name = true)
     UNION ALL BY NAME
-    SELECT NULL::VARCHAR AS tool_result_hash, NULL::BIGINT AS retry_after_ms WHERE false;
+    SELECT NULL::VARCHAR AS tool_result_hash, NULL::BIGINT AS retry_after_ms, NULL::BOOLEAN AS is_model,
+           NULL::BIGINT AS input_tokens, NULL::BIGINT AS output_tokens WHERE false;
 
 -- wilson.rs: the z of a one-sided interval (Acklam's inverse normal CDF, as
 -- the Rust computes it) and the lower bound of the Wilson score interval.
@@ -459,6 +474,15 @@ SELECT date AS p,
 FROM spans()
 WHERE date BETWEEN getvariable('since_day') - 1 AND getvariable('today');
 
+-- §1 model spans (driver.rs, §4.2 "Driver"): the few spans that are one
+-- round trip to a model, with their tokens, keyed by their place (p, ro),
+-- read apart from the frame, so that the frame carries no column for them
+-- (the benchmark's data has none).
+CREATE OR REPLACE TEMP TABLE model_rows AS
+SELECT date AS p, ro, input_tokens AS tin, output_tokens AS tout
+FROM spans()
+WHERE is_model AND date BETWEEN getvariable('since_day') - 1 AND getvariable('today');
+
 -- Traces with spans in more than one partition: the only ones a frame can
 -- read beyond its own day (most traces lie within one day).
 CREATE OR REPLACE TEMP TABLE multi_traces AS
@@ -536,6 +560,12 @@ WHERE b.start_ns < getvariable('now_ns');
 
 DELETE FROM frame WHERE fd IS NULL;
 DROP TABLE multi_traces;
+
+-- The model spans of each frame (a span read by several frames is in each).
+CREATE OR REPLACE TEMP TABLE frame_models AS
+SELECT f.fd, f.th, f.sh, f.start_ns, m.tin, m.tout
+FROM frame f JOIN model_rows m ON m.p = f.p AND m.ro = f.ro;
+DROP TABLE model_rows;
 DROP TABLE trace_days;
 DROP TABLE trace_reads;
 DROP TABLE frame_days;
@@ -1029,7 +1059,9 @@ SELECT fd, t1, t2, tool_h, chain_no, n_calls AS calls, n_rounds AS rounds, failu
                      OR (deterministic_code(rs[j - 1].c) AND j < n_rounds
                          AND coalesce(rs[j].a = rs[j - 1].a, true))
                 THEN greatest(rs[j].s - rs[j - 1].e, 0) + (rs[j].e - rs[j].s) ELSE 0 END)) / 1e9
-           AS wasted_seconds
+           AS wasted_seconds,
+       -- the gaps between its rounds (end of one, start of the next), for its driver
+       list_transform(range(2, n_rounds + 1), lambda j: {'a': rs[j - 1].e, 'b': rs[j].s}) AS gaps
 FROM rhythm
 -- growing backoff that ends ok is a healthy retry policy
 WHERE NOT (rhythm = 'exponential' AND recovered)
@@ -1474,6 +1506,140 @@ FROM began t JOIN trace_end e ON e.fd = t.fd AND e.th = t.anchor_th;
 CREATE OR REPLACE TEMP TABLE judged_turns AS
 SELECT fd, t1, t2 FROM turn_info WHERE judged;
 
+-- ===========================================================================
+-- §4.2 "Driver" (detect/driver.rs, models.rs): who made the retries of each
+-- storm and wasted retry. A model call lies in a gap between two attempts
+-- (end of the earlier, start of the later) when it STARTS within it, with
+-- the 1 ms slack either side (its end may be later: a streamed answer),
+-- the driver is `model` when every gap holds one, `code` when none does
+-- (or there is no gap), else `mixed`; the model calls in any gap count
+-- once, with their input and output tokens (a token count not recorded
+-- counts none). A model span with a model span anywhere up its parent
+-- chain (within the trace and frame) is no call of its own: the outermost
+-- is the call, in its own turn (turns.rs anchors), its tokens its own when
+-- recorded, else the largest recorded among the model spans below it
+-- (input and output each). Only the traces of finding turns that hold a
+-- model span are walked: nothing is, when no part has one.
+-- DIFF: the walk up stops after 64 steps (and on a parent cycle, as the
+-- walks above); the Rust walks the whole chain.
+-- ===========================================================================
+CREATE OR REPLACE TEMP TABLE model_links AS
+SELECT r.fd, r.th, r.sh, r.ph, r.is_agent, r.agent_h, m.sh IS NOT NULL AS is_m, m.start_ns, m.tin, m.tout
+FROM turn_rows r
+SEMI JOIN (SELECT DISTINCT fd, th FROM frame_models) t ON t.fd = r.fd AND t.th = r.th
+LEFT JOIN frame_models m ON m.fd = r.fd AND m.th = r.th AND m.sh = r.sh;
+DROP TABLE frame_models;
+
+-- Up from every model span to the top: the nearest agent above it (its
+-- turn, as turn_info anchors) and the outermost model span above it.
+CREATE OR REPLACE TEMP TABLE model_spans AS
+WITH RECURSIVE walk(fd, th, sh, cur, cur_parent, agent, outer_m, depth, done) AS (
+    SELECT fd, th, sh, sh, ph, NULL::UBIGINT, NULL::UBIGINT, 0, ph IS NULL
+    FROM model_links WHERE is_m
+    UNION ALL
+    SELECT w.fd, w.th, w.sh,
+           coalesce(l.sh, w.cur), l.ph,
+           CASE WHEN w.agent IS NULL AND coalesce(l.is_agent, false) THEN l.sh ELSE w.agent END,
+           CASE WHEN coalesce(l.is_m, false) THEN l.sh ELSE w.outer_m END,
+           w.depth + 1,
+           l.sh IS NULL OR l.ph IS NULL OR w.depth + 1 >= 64
+    FROM walk w
+    LEFT JOIN model_links l ON l.fd = w.fd AND l.th = w.th AND l.sh = w.cur_parent
+    WHERE NOT w.done
+)
+SELECT w.fd, w.th, w.sh, w.outer_m, m.start_ns, m.tin, m.tout,
+       CASE WHEN w.agent IS NOT NULL OR m.agent_h IS NULL THEN w.th ELSE m.agent_h END AS t1,
+       CASE WHEN w.agent IS NOT NULL THEN coalesce(a.outer_sh, w.agent)
+            WHEN m.agent_h IS NULL THEN w.cur ELSE 0 END AS t2
+FROM walk w
+JOIN model_links m ON m.fd = w.fd AND m.th = w.th AND m.sh = w.sh
+LEFT JOIN agent_top a ON w.agent IS NOT NULL AND a.fd = w.fd AND a.th = w.th AND a.sh = w.agent
+WHERE w.done;
+DROP TABLE model_links;
+
+-- The model calls: the outermost model spans, in their turns.
+CREATE OR REPLACE TEMP TABLE model_calls AS
+WITH below AS (
+    SELECT fd, th, outer_m AS sh, max(tin) AS tin, max(tout) AS tout
+    FROM model_spans WHERE outer_m IS NOT NULL
+    GROUP BY fd, th, outer_m
+)
+SELECT c.fd, c.t1, c.t2, hash(c.th, c.sh) AS mid, c.start_ns AS s,
+       coalesce(c.tin, b.tin) AS tin, coalesce(c.tout, b.tout) AS tout
+FROM model_spans c
+LEFT JOIN below b ON b.fd = c.fd AND b.th = c.th AND b.sh = c.sh
+WHERE c.outer_m IS NULL;
+DROP TABLE model_spans;
+
+-- The gaps of the storms and wasted retries of turns with a model call
+-- (`k`: a storm's chain, a wasted retry's arguments).
+CREATE OR REPLACE TEMP TABLE finding_gaps AS
+WITH turns AS (
+    SELECT DISTINCT fd, t1, t2 FROM model_calls
+), storm_gaps AS (
+    SELECT fd, t1, t2, tool_h, chain_no::UBIGINT AS k, unnest(gaps) AS g
+    FROM storms SEMI JOIN turns USING (fd, t1, t2)
+), wasted_calls AS (
+    SELECT c.fd, c.t1, c.t2, c.tool_h, c.args_h, c.start_ns,
+           lag(c.end_ns) OVER (PARTITION BY c.fd, c.t1, c.t2, c.tool_h, c.args_h
+                               ORDER BY c.start_ns, c.seg, c.ro) AS prev_end
+    FROM calls c
+    SEMI JOIN (SELECT * FROM wasted_retries SEMI JOIN turns USING (fd, t1, t2)) w
+          ON w.fd = c.fd AND w.t1 = c.t1 AND w.t2 = c.t2 AND w.tool_h = c.tool_h AND w.args_h = c.args_h
+)
+SELECT 'retry_storm' AS kind, fd, t1, t2, tool_h, k, g.a, g.b FROM storm_gaps
+UNION ALL
+SELECT 'wasted_retries', fd, t1, t2, tool_h, args_h, prev_end, start_ns FROM wasted_calls WHERE prev_end IS NOT NULL;
+
+CREATE OR REPLACE TEMP TABLE drives AS
+WITH gaps AS (
+    SELECT *, row_number() OVER () AS gi FROM finding_gaps
+), hits AS (
+    SELECT g.kind, g.fd, g.t1, g.t2, g.tool_h, g.k, g.gi, m.mid, m.tin, m.tout
+    FROM gaps g
+    JOIN model_calls m ON m.fd = g.fd AND m.t1 = g.t1 AND m.t2 = g.t2
+     AND m.s >= g.a - getvariable('overlap_slack_ns') AND m.s <= g.b + getvariable('overlap_slack_ns')
+), n AS (
+    SELECT kind, fd, t1, t2, tool_h, k, count(*) AS n_gaps FROM gaps GROUP BY ALL
+), w AS (
+    SELECT kind, fd, t1, t2, tool_h, k, count(DISTINCT gi) AS with_model FROM hits GROUP BY ALL
+), t AS (
+    SELECT kind, fd, t1, t2, tool_h, k, count(*) AS model_calls,
+           sum(greatest(coalesce(tin, 0), 0)) AS input_tokens, sum(greatest(coalesce(tout, 0), 0)) AS output_tokens
+    FROM (SELECT DISTINCT kind, fd, t1, t2, tool_h, k, mid, tin, tout FROM hits)
+    GROUP BY ALL
+)
+SELECT n.kind, n.fd, n.t1, n.t2, n.tool_h, n.k,
+       CASE WHEN coalesce(w.with_model, 0) = 0 THEN 'code'
+            WHEN w.with_model = n.n_gaps THEN 'model' ELSE 'mixed' END AS driver,
+       coalesce(t.model_calls, 0) AS model_calls,
+       coalesce(t.input_tokens, 0) AS input_tokens,
+       coalesce(t.output_tokens, 0) AS output_tokens
+FROM n
+LEFT JOIN w USING (kind, fd, t1, t2, tool_h, k)
+LEFT JOIN t USING (kind, fd, t1, t2, tool_h, k);
+DROP TABLE finding_gaps;
+DROP TABLE model_calls;
+
+-- Every judged storm and wasted retry with its driver (`code`, no model
+-- call, when its turn has none).
+CREATE OR REPLACE TEMP TABLE finding_drivers AS
+SELECT 'retry_storm' AS kind, coalesce(d.driver, 'code') AS driver,
+       coalesce(d.model_calls, 0) AS model_calls, coalesce(d.input_tokens, 0) AS input_tokens,
+       coalesce(d.output_tokens, 0) AS output_tokens
+FROM storms x
+SEMI JOIN judged_turns j ON j.fd = x.fd AND j.t1 = x.t1 AND j.t2 = x.t2
+LEFT JOIN drives d ON d.kind = 'retry_storm' AND d.fd = x.fd AND d.t1 = x.t1 AND d.t2 = x.t2
+                  AND d.tool_h = x.tool_h AND d.k = x.chain_no::UBIGINT
+UNION ALL
+SELECT 'wasted_retries', coalesce(d.driver, 'code'), coalesce(d.model_calls, 0),
+       coalesce(d.input_tokens, 0), coalesce(d.output_tokens, 0)
+FROM wasted_retries x
+SEMI JOIN judged_turns j ON j.fd = x.fd AND j.t1 = x.t1 AND j.t2 = x.t2
+LEFT JOIN drives d ON d.kind = 'wasted_retries' AND d.fd = x.fd AND d.t1 = x.t1 AND d.t2 = x.t2
+                  AND d.tool_h = x.tool_h AND d.k = x.args_h;
+DROP TABLE drives;
+
 -- Tool names back from their hashes, for the output.
 CREATE OR REPLACE TEMP TABLE tool_names AS
 SELECT DISTINCT coalesce(tool_name, '') AS tool_name, hash(tool_name) AS tool_h
@@ -1653,5 +1819,11 @@ SELECT
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'tool_loop'), []) AS tool_loop_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'tool_silent'), []) AS tool_silent_tools,
     coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'no_success'), []) AS no_success_tools,
-    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'ignored_retry_after'), []) AS ignored_retry_after_tools
+    coalesce(list(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE kind = 'ignored_retry_after'), []) AS ignored_retry_after_tools,
+    -- per (kind, driver): the findings, their model calls and those calls' tokens
+    (SELECT coalesce(list({'kind': kind, 'driver': driver, 'findings': n, 'model_calls': mc,
+                           'input_tokens': tin, 'output_tokens': tout} ORDER BY kind, driver), [])
+     FROM (SELECT kind, driver, count(*) AS n, sum(model_calls) AS mc, sum(input_tokens) AS tin,
+                  sum(output_tokens) AS tout
+           FROM finding_drivers GROUP BY kind, driver)) AS drivers
 FROM all_findings;

@@ -23,7 +23,11 @@ control flow, no failure: interrupts and cancellations between failures
 (no chain longer for them), a resume after each interrupt (no repeat after
 success); on 09-05 too, who made a storm's retries: a model call between
 every two attempts, between some, one overlapping an attempt, and a
-deterministic request resent by the model. Import it with
+deterministic request resent by the model; and the driver's refinements:
+a streamed model call that starts in a gap and ends after the next
+attempt started, nested model spans (the outermost is the call, its
+tokens its own else the largest below), an outer model span starting
+inside an attempt around an inner one in the gap. Import it with
 `stormwatch import`; sweep with `--now NOW --since SINCE_DAYS`.
 
 Standard library only; deterministic (ids are hashes of case names).
@@ -586,6 +590,52 @@ def build():
     knock("driver-mixed", h(4, 14, 5), "quote_b", 6, {0, 2})
     knock("driver-overlap", h(4, 14, 10), "quote_c", 6, range(5), overlap=True)
     knock("driver-wasted-model", h(4, 14, 15), "quote_d", 3, range(2), fail="400")
+
+    # The driver's two refinements. (a) A model call lies in a gap when its
+    # START does (within 1 ms either side): a streamed answer that starts in
+    # the gap and ends after the next attempt started counts (model), and so
+    # does one starting 1 ms before the earlier attempt ended. (b) A model
+    # span under a model span (anywhere up its parents) is no call of its
+    # own: the outermost is the call, its tokens its own when recorded, else
+    # the largest recorded below it (input and output each); an outer one
+    # that starts inside an attempt keeps its inner one from counting.
+    def chat(t, start, end, parent=None, tokens=None):
+        attrs = [("gen_ai.operation.name", "chat"), ("gen_ai.request.model", "m1")]
+        if tokens:
+            attrs += [("gen_ai.usage.input_tokens", tokens[0]), ("gen_ai.usage.output_tokens", tokens[1])]
+        return t.other("chat scripted", start, end, parent=parent, attrs=attrs)
+
+    def knock_with(case, start, tool, n, between):
+        t = Turn(doc, case, start)
+        at = t.start + 10 * MS
+        for i in range(n):
+            _, end = t.call(tool, at, 100, "503", {"q": case})
+            at = end + 300 * MS
+            if i + 1 < n:
+                between(t, i, end, at)
+        t.close()
+
+    def streamed(t, i, end, nxt):
+        # starts in the gap (or 1 ms before the attempt ended), ends 100 ms
+        # into the next attempt
+        chat(t, end - MS if i % 2 else end + 50 * MS, nxt + 100 * MS, tokens=(60, 9))
+
+    def nested(t, i, end, nxt):
+        # an outer chat (tokens of its own on odd gaps) around a step span
+        # around two inner chats
+        outer = chat(t, end + 20 * MS, end + 280 * MS, tokens=(100, 20) if i % 2 else None)
+        step = t.other("step", end + 30 * MS, end + 270 * MS, parent=outer)
+        chat(t, end + 40 * MS, end + 150 * MS, parent=step, tokens=(60, 9))
+        chat(t, end + 160 * MS, end + 260 * MS, parent=step, tokens=(80, 5))
+
+    def outer_early(t, i, end, nxt):
+        # the outer chat starts inside the attempt, its inner one in the gap
+        outer = chat(t, end - 50 * MS, end + 280 * MS)
+        chat(t, end + 40 * MS, end + 250 * MS, parent=outer, tokens=(60, 9))
+
+    knock_with("driver-streamed", h(4, 14, 20), "quote_e", 6, streamed)
+    knock_with("driver-nested", h(4, 14, 25), "quote_f", 6, nested)
+    knock_with("driver-nested-outer-early", h(4, 14, 30), "quote_g", 6, outer_early)
 
     # The check's "now" is 09-06 00:05: this turn ended 30 s before, not settled.
     t = Turn(doc, "not-settled", h(5, 0, 3, 40))

@@ -25,10 +25,22 @@ Prints ONE JSON line, the shape duckdb_sweep.py prints:
 
     {"engine": "reference", "findings": {"error_rate_spike": N, ...},
      "tools": {"retry_storm": [...], ...}, "storm_tools": [...],
-     "drivers": {"retry_storm/model": N, ...}, "seconds": wall}
+     "drivers": {"retry_storm/model": N, ...}, "model_totals": {...},
+     "seconds": wall}
 
 `drivers` counts the retry storms and wasted retries by driver
-(detect/driver.rs: `code`, `model`, `mixed`; docs/detection.md §4.2).
+(detect/driver.rs: `code`, `model`, `mixed`; docs/detection.md §4.2), and
+`model_totals` sums, per kind, their model calls and those calls' input
+and output tokens:
+
+    "model_totals": {"retry_storm": {"model_calls": N, "input_tokens": N,
+                                     "output_tokens": N}, ...}
+
+Two refinements of the driver rule are ported ahead of the Rust: a model
+call lies in a gap when its START does (within 1 ms either side; its end
+may be later), and a model span under another model span is no call of its
+own (the outermost is the call; its tokens its own, else the largest of
+those below it).
 
 `--details` prints the findings on stderr. Slow (pure Python): meant for
 stores of tens of thousands of spans, not the benchmark's.
@@ -143,7 +155,7 @@ def median(v):
 COLUMNS = ["trace_id", "span_id", "parent_span_id", "is_agent", "agent_call_id", "start_ns",
            "end_ns", "is_tool_call", "tool_name", "service_name", "error_class", "tool_args_hash",
            "tool_result_hash", "session_id", "tool_convention", "duration_ns", "retry_after_ms",
-           "is_model"]
+           "is_model", "input_tokens", "output_tokens"]
 
 
 class Rows:
@@ -675,11 +687,7 @@ def collect(df):
         c.wait, c.wait_from = waits.get(i, (None, None))
         calls.append(c)
     calls.sort(key=lambda c: (c.turn, c.tool, c.start_ns))
-    # detect/models.rs of_turns: the model spans of the kept turns, by start
-    models = defaultdict(list)
-    for i in sorted((i for i in range(n) if df.c["is_model"][i] is True and turn_of[i] in ids),
-                    key=lambda i: (start[i], end[i], i)):
-        models[ids[turn_of[i]]].append((start[i], end[i]))
+    models = model_calls(df, turn_of, ids, start, end)
     # turns_by_service: every turn, a tool called or not, under its anchor
     # row's service (an agent call id's: its first row's), on the day it began
     services = df.c["service_name"]
@@ -689,6 +697,53 @@ def collect(df):
         row = a[1] if a[0] == "row" else st[0]
         turns_by_service[(services[row] or "", day_of_ns(st[4]))] += 1
     return calls, turns, turns_by_service, models
+
+
+def model_calls(df, turn_of, ids, start, end):
+    """detect/models.rs of_turns: per kept turn id, its model calls
+    (start, end, input tokens, output tokens), by start. A model span with a
+    model span anywhere above it (up its parent chain within the trace) is
+    no call of its own: the outermost is the call, its tokens its own when
+    recorded, else the largest recorded among the model spans below it
+    (input and output each)."""
+    is_model = df.c["is_model"]
+    rows = [i for i in range(len(df)) if is_model[i] is True]
+    if not rows:
+        return defaultdict(list)
+    trace, span, parent = df.c["trace_id"], df.c["span_id"], df.c["parent_span_id"]
+    index = {}
+    for i in range(len(df)):
+        if trace[i] is not None and span[i] is not None:
+            index[(trace[i], span[i])] = i
+    outer = {}
+    for i in rows:
+        top, cur, seen = None, i, {i}
+        while parent[cur] is not None:
+            p = index.get((trace[cur] if trace[cur] is not None else "", parent[cur]))
+            if p is None or p in seen:
+                break
+            seen.add(p)
+            if is_model[p] is True:
+                top = p
+            cur = p
+        outer[i] = top
+    tokens_in, tokens_out = df.c["input_tokens"], df.c["output_tokens"]
+    below = defaultdict(list)
+    for i in rows:
+        if outer[i] is not None:
+            below[outer[i]].append(i)
+
+    def tokens(col, i):
+        if col[i] is not None:
+            return col[i]
+        recorded = [col[j] for j in below[i] if col[j] is not None]
+        return max(recorded) if recorded else None
+
+    models = defaultdict(list)
+    for i in sorted((i for i in rows if outer[i] is None and turn_of[i] in ids),
+                    key=lambda i: (start[i], end[i], i)):
+        models[ids[turn_of[i]]].append((start[i], end[i], tokens(tokens_in, i), tokens(tokens_out, i)))
+    return models
 
 
 # calls.rs INSIDE_SLACK_NS
@@ -823,13 +878,22 @@ def polling(calls, growth):
 def driver(gaps, models):
     """drive_gaps: `model` when a model call lies in every gap (end of one
     attempt, start of the next), `code` when in none (or no gap), else
-    `mixed`; a model call lies in a gap when it starts at or after its
-    start and ends at or before its end, with the 1 ms slack."""
-    with_model = sum(1 for (a, b) in gaps
-                     if any(s + OVERLAP_SLACK_NS >= a and e <= b + OVERLAP_SLACK_NS for (s, e) in models))
+    `mixed`; a model call lies in a gap when it STARTS within it, with the
+    1 ms slack either side (its end may be later: a streamed answer). With
+    the model calls counted (each once) and their tokens."""
+    counted = set()
+    with_model = 0
+    for (a, b) in gaps:
+        inside = [k for k, m in enumerate(models) if a - OVERLAP_SLACK_NS <= m[0] <= b + OVERLAP_SLACK_NS]
+        counted.update(inside)
+        with_model += bool(inside)
     if not gaps or with_model == 0:
-        return "code"
-    return "model" if with_model == len(gaps) else "mixed"
+        kind = "code"
+    else:
+        kind = "model" if with_model == len(gaps) else "mixed"
+    return {"driver": kind, "model_calls": len(counted),
+            "input_tokens": sum(max(models[k][2] or 0, 0) for k in counted),
+            "output_tokens": sum(max(models[k][3] or 0, 0) for k in counted)}
 
 
 # ---------------------------------------------------------------------------
@@ -1382,11 +1446,16 @@ def main():
     counts = {k: 0 for k in KINDS}
     tools = {k: set() for k in KINDS}
     drivers = defaultdict(int)
+    model_totals = {}
     for kind, f in findings:
         counts[kind] += 1
         tools[kind].add(f["tool"])
         if "driver" in f:
-            drivers[f"{kind}/{f['driver']}"] += 1
+            d = f["driver"]
+            drivers[f"{kind}/{d['driver']}"] += 1
+            t = model_totals.setdefault(kind, {"model_calls": 0, "input_tokens": 0, "output_tokens": 0})
+            for k in t:
+                t[k] += d[k]
     if args.details:
         for kind in KINDS:
             print(f"== {kind}: {counts[kind]}", file=sys.stderr)
@@ -1398,6 +1467,7 @@ def main():
         "tools": {k: sorted(v) for k, v in tools.items()},
         "storm_tools": sorted(tools["retry_storm"]),
         "drivers": dict(sorted(drivers.items())),
+        "model_totals": dict(sorted(model_totals.items())),
         "seconds": round(seconds, 3),
     }))
 
