@@ -964,6 +964,7 @@ HAVING count(*) >= 2;
 CREATE OR REPLACE TEMP TABLE storms AS
 WITH c0 AS (
     SELECT c.fd, c.t1, c.t2, c.tool_h, c.start_ns, c.end_ns, c.cls, c.args_h,
+           c.wait_ms, c.wait_from,
            row_number() OVER (PARTITION BY c.fd, c.t1, c.t2, c.tool_h
                               ORDER BY c.start_ns, c.seg, c.ro) AS ord
     FROM calls c
@@ -998,7 +999,9 @@ WITH c0 AS (
            -- the class that decided the round: its first failed call's
            arg_min(cls, ord) FILTER (WHERE cls <> 0) AS r_class,
            -- the arguments of its first call
-           arg_min_null(args_h, ord) AS r_args
+           arg_min_null(args_h, ord) AS r_args,
+           -- §4.9: the latest deadline its failed calls stated
+           max(wait_from + wait_ms * 1000000) FILTER (WHERE cls <> 0) AS r_deadline
     FROM c2
     GROUP BY fd, t1, t2, tool_h, round_no
 ), marked AS (
@@ -1025,7 +1028,8 @@ WITH c0 AS (
            sum(r_not_deterministic) AS not_deterministic,
            sum(r_retryable) AS n_retryable,
            arg_max(r_class IS NULL, round_no) AS recovered,
-           list({'s': r_start, 'e': r_end, 'c': r_class, 'a': r_args} ORDER BY round_no) AS rs
+           list({'s': r_start, 'e': r_end, 'c': r_class, 'a': r_args, 'd': r_deadline}
+                ORDER BY round_no) AS rs
     FROM chain_rounds
     GROUP BY fd, t1, t2, tool_h, chain_no
 ), judged AS (
@@ -1063,8 +1067,14 @@ SELECT fd, t1, t2, tool_h, chain_no, n_calls AS calls, n_rounds AS rounds, failu
        -- the gaps between its rounds (end of one, start of the next), for its driver
        list_transform(range(2, n_rounds + 1), lambda j: {'a': rs[j - 1].e, 'b': rs[j].s}) AS gaps
 FROM rhythm
--- growing backoff that ends ok is a healthy retry policy
-WHERE NOT (rhythm = 'exponential' AND recovered)
+-- growing backoff that ends ok is a healthy retry policy; so is waiting
+-- out every wait the failures stated (§4.9: each round after one stated,
+-- none early)
+WHERE NOT ((rhythm = 'exponential'
+            OR list_bool_and(list_transform(range(2, n_rounds + 1), lambda j:
+                   rs[j - 1].d IS NOT NULL
+                   AND NOT (rs[j].s + getvariable('ra_tolerance_ms') * 1e6 < rs[j - 1].d))))
+           AND recovered)
   -- storm.rs same_args: a chain whose rounds mostly vary their arguments
   -- (share of successive rounds' first calls with the same arguments < 0.5,
   -- every round's known) whose failures are mostly not retryable is an

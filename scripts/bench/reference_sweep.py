@@ -949,7 +949,11 @@ def retry_storms(calls, turns, now_ns, p, models=None):
             share = same_args_share(group, crs)
             n_retryable = sum(1 for c in members if retryable(c.cls) is True)
             varied = share is not None and share < 0.5
-            if (rh == "exponential" and recovered) or deterministic_only or \
+            # every retry waited out the wait its failure stated, and ok
+            # at the end: the server's pacing, healthy like growing backoff
+            ws = chain_waits(group, rs, lo, hi, RetryAfterParams.tolerance_ms)
+            honoured = len(ws) > 0 and len(ws) + 1 == len(crs) and not any(w[2] for w in ws)
+            if ((rh == "exponential" or honoured) and recovered) or deterministic_only or \
                     (varied and n_retryable * 2 < failures):
                 continue
             gaps = [(crs[k].end_ns, crs[k + 1].start_ns) for k in range(len(crs) - 1)]

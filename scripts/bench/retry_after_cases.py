@@ -34,7 +34,12 @@ One agent turn per case, on 2026-11-02, one tool each:
   itself, then fails otherwise), 200 ms apart: the wait counts from the
   child's end, over long before the retry: nothing;
 - bad_request: four 400s whose tool span carries retry-after 30 (echoed
-  in a 400's body), 200 ms apart: no wait fixes a 400: nothing.
+  in a 400's body), 200 ms apart: no wait fixes a 400: nothing;
+- pace_search: six 429s saying 30 s on the HTTP child, each retried 31 s
+  later, then a success: every wait honoured and ok at the end, the
+  server's own pacing: no storm, no finding;
+- wait_out_search: six 429s saying 30 s, each retried 31 s later, never a
+  success: a storm (gave up), no ignored_retry_after.
 
 Import it with `stormwatch import`; sweep with `--now NOW --since
 SINCE_DAYS`. Standard library only; deterministic.
@@ -164,6 +169,8 @@ def build():
         ("nap_search", dict(gaps_ms=[200] * 3, child="3", duration_ms=5000, child_end_ms=100,
                             status=504, child_status=429)),
         ("bad_request", dict(gaps_ms=[200] * 3, own="30", status=400)),
+        ("pace_search", dict(gaps_ms=[31000] * 6, child="30", statuses=[429] * 6 + [200])),
+        ("wait_out_search", dict(gaps_ms=[31000] * 5, child="30")),
     ]
     for k, (tool, kw) in enumerate(cases):
         c = Calls(doc, f"retry-after-{tool}", at(1 + k))

@@ -208,7 +208,15 @@ pub fn retry_storms_with(
                 .filter(|c| c.class.retryable() == Some(true))
                 .count();
             let varied = same_share.is_some_and(|s| s < 0.5);
-            if (rhythm == Rhythm::Exponential && outcome == Outcome::Recovered)
+            // A retry that waited out every wait the failure before it
+            // stated (Retry-After, §4.9) and ended ok is the server's own
+            // pacing, as healthy as growing backoff.
+            let waits =
+                super::retry_after::waits(&attempts, &rs, chain.rounds.clone(), tolerance_ms);
+            let honoured = !waits.is_empty()
+                && waits.len() + 1 == crs.len()
+                && waits.iter().all(|w| !w.early);
+            if ((rhythm == Rhythm::Exponential || honoured) && outcome == Outcome::Recovered)
                 || deterministic_only
                 || (varied && retryable * 2 < failures)
             {
@@ -245,12 +253,7 @@ pub fn retry_storms_with(
                 turn_spans: turn.spans,
                 healthy_turn_duration_s: h.duration_s,
                 healthy_turn_spans: h.spans,
-                waits: super::retry_after::waits(
-                    &attempts,
-                    &rs,
-                    chain.rounds.clone(),
-                    tolerance_ms,
-                ),
+                waits,
                 drive: drive(crs, models_of(tc, turn_id), cost),
             });
         }

@@ -372,3 +372,44 @@ fn a_wait_on_a_failure_waiting_cannot_fix_is_none() {
     let got: Vec<Option<i64>> = tc.calls.iter().map(|c| c.retry_after_ms).collect();
     assert_eq!(got, vec![None, None, Some(30_000)]);
 }
+
+/// A client that waits out every stated wait is paced by the server: when
+/// it ends ok that is no storm (like growing backoff that recovers); when
+/// it never succeeds it still is one (it gave up), and not early anywhere.
+#[test]
+fn honouring_every_stated_wait_and_recovering_is_no_storm() {
+    let storms_of = |spans: &[Syn], w: &[Option<i64>]| {
+        let tc = calls::collect(&frame(spans, w)).unwrap();
+        retry_storms_with(
+            &tc,
+            FAR_FUTURE,
+            &StormParams::default(),
+            1000.0,
+            &Default::default(),
+        )
+    };
+    // Six 429s saying 30 s, each retried 31 s later, then a success.
+    let (mut spans, mut w) = fare_turn(6, 31_000);
+    let at = 6 * (100 + 31_000);
+    spans.push((1, 99, 1, false, "fare_search", at, at + 100, "ok"));
+    w.push(None);
+    assert!(storms_of(&spans, &w).is_empty());
+    // The same, never a success: a storm that gave up, every wait honoured.
+    let (spans, w) = fare_turn(6, 31_000);
+    let storms = storms_of(&spans, &w);
+    assert_eq!(storms.len(), 1, "{storms:?}");
+    assert_eq!(storms[0].outcome, super::storm::Outcome::GaveUp);
+    assert_eq!(storms[0].waits.len(), 5);
+    assert!(storms[0].waits.iter().all(|w| !w.early));
+    // One retry early (200 ms) among them, then a success: a storm.
+    let (mut spans, mut w) = fare_turn(6, 31_000);
+    let shift = 31_000 - 200;
+    for s in spans.iter_mut().filter(|s| s.5 >= 31_100) {
+        s.5 -= shift;
+        s.6 -= shift;
+    }
+    let at = 6 * (100 + 31_000) - shift;
+    spans.push((1, 99, 1, false, "fare_search", at, at + 100, "ok"));
+    w.push(None);
+    assert_eq!(storms_of(&spans, &w).len(), 1);
+}
