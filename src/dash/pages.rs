@@ -100,7 +100,7 @@ pub(crate) fn evidence_cells(e: &crate::signal::Evidence, link_attrs: &str) -> S
                 d.model_calls,
                 d.input_tokens,
                 d.output_tokens,
-                d.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+                crate::signal::driver::cost_words(d.cost_usd, d.unpriced_calls, d.model_calls)
             )
         } else {
             String::new()

@@ -607,3 +607,35 @@ fn a_signal_s_evidence_row_says_who_made_the_retries() {
         "{cells}"
     );
 }
+
+#[test]
+fn the_trace_view_labels_each_retry_by_its_round_as_the_driver_rule_does() {
+    use crate::detect::tests_models::{agent, failing_tool, s, span};
+    // A failure, a model call, then two overlapping attempts (one round):
+    // both retries were asked for by the model, the second too though the
+    // first of its round ended after it began.
+    let spans = vec![
+        agent(),
+        failing_tool(2, 0),
+        span(
+            9,
+            Some(1),
+            (300, 900),
+            vec![
+                s("gen_ai.operation.name", "chat"),
+                s("gen_ai.request.model", "gpt-4o"),
+            ],
+        ),
+        failing_tool(3, 1000),
+        failing_tool(4, 1050),
+    ];
+    let df = crate::detect::tests_models::frame(spans);
+    let v = crate::dash::trace::view(&"07".repeat(16), &df).unwrap();
+    let drivers: Vec<Option<&str>> = v
+        .spans
+        .iter()
+        .filter(|s| s.tool.is_some())
+        .map(|s| s.driver.as_deref())
+        .collect();
+    assert_eq!(drivers, [None, Some("model"), Some("model")], "{v:?}");
+}

@@ -156,7 +156,6 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
         .into_iter()
         .map(|(t, v)| (t.to_string(), v))
         .collect();
-    let slack = crate::detect::chains::OVERLAP_SLACK_NS;
     let mut wasted_ns = 0i64;
     let params = StormParams::default();
     // Each call's stated wait (its own span's, or its HTTP child's), as the
@@ -191,6 +190,20 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
                 }
             }
         }
+        // Each attempt's round, and whether a model call of the turn
+        // started in the gap before each round after the first.
+        let mut round_of = vec![0usize; idx.len()];
+        for (r, round) in rs.iter().enumerate() {
+            for k in round.calls.clone() {
+                round_of[k] = r;
+            }
+        }
+        let starts: Vec<i64> = spans
+            .get(idx[0])
+            .and_then(|s| models.get(&s.turn))
+            .map(|ms| ms.iter().map(|&(s, _)| s).collect())
+            .unwrap_or_default();
+        let asked = crate::detect::driver::rounds_asked(&rs, &starts);
         let gaps: Vec<f64> = idx
             .windows(2)
             .map(|w| (spans[w[1]].start_ns - spans[w[0]].end_ns).max(0) as f64 / 1e6)
@@ -221,11 +234,10 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
                 spans[i].attempt = Some(k + 1);
                 spans[i].gap_ms = Some(gaps[k - 1]);
                 spans[i].rhythm = loop_rhythm(loop_of[k]);
-                let (after, before) = (spans[idx[k - 1]].end_ns, spans[i].start_ns);
-                let asked = models.get(&spans[i].turn).is_some_and(|ms| {
-                    ms.iter()
-                        .any(|&(s, e)| s + slack >= after && e <= before + slack)
-                });
+                // Per round, as the driver rule counts it: a model call
+                // in the gap before this attempt's round.
+                let r = round_of[k];
+                let asked = r > 0 && asked[r - 1];
                 spans[i].driver = Some(if asked { "model" } else { "code" }.to_string());
                 if v == Verdict::Wasted {
                     // As the retry outcomes count it: the gap (never negative) and the attempt.

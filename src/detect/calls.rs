@@ -464,7 +464,7 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
             wait_from_ns: waits.get(&(i as u32)).map(|w| w.from_ns),
         });
     }
-    out.models = super::models::of_turns(t, &turn_of, &ids);
+    out.models = super::models::of_turns(t, &index, &turn_of, &ids);
     for ((tool, day), turns_) in worst {
         // Worst first; ties by turn id, so the order of rows in the parts
         // (a compaction re-sorts them) changes nothing.

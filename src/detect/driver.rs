@@ -53,7 +53,7 @@ impl CostParams {
         if let Some(c) = m.cost_usd {
             return Some(c);
         }
-        let price = self.models.get(m.model.as_deref()?)?;
+        let price = self.price_of(m.model.as_deref()?)?;
         if m.input_tokens.is_none() && m.output_tokens.is_none() {
             return None;
         }
@@ -62,6 +62,28 @@ impl CostParams {
             tokens(m.input_tokens) * price.input_per_mtok
                 + tokens(m.output_tokens) * price.output_per_mtok,
         )
+    }
+}
+
+impl CostParams {
+    /// The price of `model`: its own entry, else the longest configured
+    /// name that is a prefix of it followed by `-`, `@`, `:` or nothing — a
+    /// dated response model (`gpt-4o-2024-08-06`, `claude-3-5-sonnet@20240620`)
+    /// takes its family's price (`gpt-4o`), never a longer family's
+    /// (`gpt-4o-mini` is not priced as `gpt-4o` when both are configured).
+    pub fn price_of(&self, model: &str) -> Option<&ModelPrice> {
+        if let Some(p) = self.models.get(model) {
+            return Some(p);
+        }
+        self.models
+            .iter()
+            .filter(|(name, _)| {
+                model
+                    .strip_prefix(name.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '@', ':']))
+            })
+            .max_by_key(|(name, _)| name.len())
+            .map(|(_, p)| p)
     }
 }
 
@@ -107,33 +129,50 @@ pub struct Drive {
     pub scope: Option<String>,
 }
 
-/// Whether a model call lies in the gap from `after_ns` (the end of one
-/// round) to `before_ns` (the start of the next), allowing the 1 ms the JS
-/// SDK's whole-millisecond start times may be off: a model call that
-/// overlaps an attempt is not between two.
-fn between(m: &ModelCall, after_ns: i64, before_ns: i64) -> bool {
-    m.start_ns + OVERLAP_SLACK_NS >= after_ns && m.end_ns <= before_ns + OVERLAP_SLACK_NS
+/// Whether a model call that started at `start_ns` lies in the gap from
+/// `after_ns` (the end of one round) to `before_ns` (the start of the
+/// next): its start within the gap, allowing the 1 ms the JS SDK's
+/// whole-millisecond start times may be off on either side. Its end may
+/// come later: a streaming runner executes the tool the model asked for
+/// before the stream's span closes. A model call that started during an
+/// attempt is not between two.
+pub fn between(start_ns: i64, after_ns: i64, before_ns: i64) -> bool {
+    start_ns + OVERLAP_SLACK_NS >= after_ns && start_ns <= before_ns + OVERLAP_SLACK_NS
+}
+
+/// The gaps between successive rounds: (end of one, start of the next).
+pub fn gaps(rounds: &[Round]) -> Vec<(i64, i64)> {
+    rounds
+        .windows(2)
+        .map(|w| (w[0].end_ns, w[1].start_ns))
+        .collect()
+}
+
+/// Per gap between successive `rounds`, whether a model call (by its start,
+/// `model_starts`) lies in it: the per-retry driver the trace view and the
+/// MCP server show, `model` where true, else `code`.
+pub fn rounds_asked(rounds: &[Round], model_starts: &[i64]) -> Vec<bool> {
+    gaps(rounds)
+        .into_iter()
+        .map(|(after, before)| model_starts.iter().any(|&s| between(s, after, before)))
+        .collect()
 }
 
 /// The driver of a chain of `rounds` (in order, two or more for any retry)
 /// among its turn's `models` (any order). A chain of one round has no
 /// retry: `code`, with no model call.
 pub fn drive(rounds: &[Round], models: &[ModelCall], cost: &CostParams) -> Drive {
-    let gaps: Vec<(i64, i64)> = rounds
-        .windows(2)
-        .map(|w| (w[0].end_ns, w[1].start_ns))
-        .collect();
-    drive_gaps(&gaps, models, cost)
+    drive_gaps(&gaps(rounds), models, cost)
 }
 
-/// [`drive`] over the gaps between attempts: (end of one, start of the next).
+/// [`drive`] over the gaps between rounds: (end of one, start of the next).
 pub fn drive_gaps(gaps: &[(i64, i64)], models: &[ModelCall], cost: &CostParams) -> Drive {
     let mut counted = vec![false; models.len()];
     let mut with_model = 0;
     for &(after, before) in gaps {
         let mut any = false;
         for (k, m) in models.iter().enumerate() {
-            if between(m, after, before) {
+            if between(m.start_ns, after, before) {
                 any = true;
                 counted[k] = true;
             }

@@ -35,6 +35,8 @@ mod tests_driver;
 #[cfg(test)]
 mod tests_graph;
 #[cfg(test)]
+pub(crate) mod tests_models;
+#[cfg(test)]
 mod tests_retry_after;
 #[cfg(test)]
 mod tests_silent;

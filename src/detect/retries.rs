@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::calls::{by_turn_and_tool, Call};
-use super::driver::{drive_gaps, CostParams, Drive, ModelCall};
+use super::driver::{drive, CostParams, Drive, ModelCall};
 use crate::model::{day_of_ns, ErrorClass};
 
 /// Retries of a request that failed deterministically.
@@ -102,11 +102,22 @@ pub fn wasted_retries_driven(
             attempts: group.len(),
             wasted_seconds: wasted_ns as f64 / 1e9,
             span_ids: group.iter().map(|c| c.span_id.clone()).collect(),
-            drive: drive_gaps(
-                &group
-                    .windows(2)
-                    .map(|w| (w[0].end_ns, w[1].start_ns))
-                    .collect::<Vec<_>>(),
+            // Between rounds, as the storms' chains count it: calls that
+            // overlap are one attempt, with no gap between them.
+            drive: drive(
+                &super::chains::rounds(
+                    &group
+                        .iter()
+                        .map(|c| super::chains::Attempt {
+                            class: c.class,
+                            args: c.args_hash.as_deref(),
+                            result: c.result_hash.as_deref(),
+                            start_ns: c.start_ns,
+                            end_ns: c.end_ns,
+                            retry_after_ms: c.retry_after_ms,
+                        })
+                        .collect::<Vec<_>>(),
+                ),
                 models.get(turn).map_or(&[], Vec::as_slice),
                 cost,
             ),

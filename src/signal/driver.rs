@@ -76,8 +76,8 @@ pub const FRAMEWORKS: [(&str, Framework); 8] = [
     (
         "openinference.instrumentation.langchain",
         Framework {
-            name: "LangGraph",
-            setting: "the run's `recursion_limit` (`graph.invoke(…, {\"recursion_limit\": …})`)",
+            name: "LangGraph or LangChain",
+            setting: "LangGraph's `recursion_limit` (`graph.invoke(…, {\"recursion_limit\": …})`), or LangChain AgentExecutor's `max_iterations` (`AgentExecutor(…, max_iterations=…)`)",
         },
     ),
     (
@@ -119,7 +119,7 @@ pub const FRAMEWORKS: [(&str, Framework); 8] = [
         "gen_ai",
         Framework {
             name: "Vercel AI SDK",
-            setting: "`stopWhen: stepCountIs(…)` on `generateText` / `streamText`",
+            setting: "`stopWhen: stepCountIs(…)` on `generateText` / `streamText` (`maxSteps` before AI SDK 5)",
         },
     ),
 ];
@@ -138,9 +138,95 @@ fn framework_named(name: &str) -> Option<Framework> {
         .find_map(|(_, f)| (f.name == name).then_some(*f))
 }
 
+/// A cost in USD to three significant digits (at least cents):
+/// `$0.0223`, `$0.0000120`, `$12.50`.
+pub fn usd(c: f64) -> String {
+    if !(c.is_finite() && c > 0.0) {
+        return format!("${:.2}", c.max(0.0));
+    }
+    let decimals = (2 - c.log10().floor() as i64).max(2) as usize;
+    format!("${c:.decimals$}")
+}
+
+/// The cost of model calls in words, saying when only part of them were
+/// priced: `, $0.0223`, `, $0.0223 (2 of 14 calls unpriced)`; empty when
+/// none was.
+pub fn cost_words(cost_usd: Option<f64>, unpriced: usize, calls: usize) -> String {
+    match cost_usd {
+        Some(c) if unpriced > 0 => format!(", {} ({unpriced} of {calls} calls unpriced)", usd(c)),
+        Some(c) => format!(", {}", usd(c)),
+        None => String::new(),
+    }
+}
+
+/// A signal's driver over all its evidence chains: the one driver they
+/// all have, else `mixed`; the model round trips, tokens and cost summed;
+/// and, when the chains disagree, the split in words ("model in 9 of 10
+/// chains, code in 1"). `None` when no chain has a known driver.
+pub fn of_signal<'a>(
+    chains: impl IntoIterator<Item = &'a DriverEvidence>,
+) -> Option<(DriverEvidence, Option<String>)> {
+    let mut n = [0usize; 3];
+    let mut all: Option<DriverEvidence> = None;
+    for e in chains {
+        let k = match e.driver.as_str() {
+            "model" => 0,
+            "code" => 1,
+            "mixed" => 2,
+            _ => continue,
+        };
+        n[k] += 1;
+        let Some(a) = all.as_mut() else {
+            all = Some(e.clone());
+            continue;
+        };
+        a.model_calls += e.model_calls;
+        a.input_tokens += e.input_tokens;
+        a.output_tokens += e.output_tokens;
+        a.cost_usd = match (a.cost_usd, e.cost_usd) {
+            (Some(x), Some(y)) => Some(x + y),
+            (x, y) => x.or(y),
+        };
+        a.unpriced_calls += e.unpriced_calls;
+        for m in &e.models {
+            if !a.models.contains(m) {
+                a.models.push(m.clone());
+            }
+        }
+        if a.framework.is_none() {
+            a.framework = e.framework.clone();
+        }
+    }
+    let mut all = all?;
+    all.models.sort();
+    let total: usize = n.iter().sum();
+    let names = ["model", "code", "mixed"];
+    let agree = n.iter().position(|&c| c == total).map(|k| names[k]);
+    all.driver = agree.unwrap_or("mixed").to_string();
+    let split = agree.is_none().then(|| {
+        let mut parts: Vec<String> = Vec::new();
+        for k in 0..3 {
+            if n[k] > 0 {
+                parts.push(if parts.is_empty() {
+                    format!("{} in {} of {total} chains", names[k], n[k])
+                } else {
+                    format!("{} in {}", names[k], n[k])
+                });
+            }
+        }
+        parts.join(", ")
+    });
+    Some((all, split))
+}
+
 /// The remedy's words for who made the retries, or `None` for a chain of
 /// unknown driver: (what to change, a short clause for the summary).
-pub fn remedy_words(e: &DriverEvidence, tool: &str) -> Option<(String, String)> {
+/// `split` says how the signal's chains divide when they disagree.
+pub fn remedy_words(
+    e: &DriverEvidence,
+    tool: &str,
+    split: Option<&str>,
+) -> Option<(String, String)> {
     let driver = match e.driver.as_str() {
         "code" => Driver::Code,
         "model" => Driver::Model,
@@ -158,7 +244,7 @@ pub fn remedy_words(e: &DriverEvidence, tool: &str) -> Option<(String, String)> 
         }
     };
     let tokens = if e.model_calls > 0 {
-        let cost = e.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
+        let cost = cost_words(e.cost_usd, e.unpriced_calls, e.model_calls);
         format!(
             " ({} model round trips, {} input and {} output tokens{cost})",
             e.model_calls, e.input_tokens, e.output_tokens
@@ -176,7 +262,10 @@ pub fn remedy_words(e: &DriverEvidence, tool: &str) -> Option<(String, String)> 
             "the model retried: return an error that says not to repeat, and cap tool calls per turn".to_string(),
         ),
         Driver::Mixed => (
-            format!("Both code and the model retried {tool}{tokens}: fix the retry wrapper (cap its attempts, back off), return an error that tells the model not to repeat the call, and {cap}."),
+            format!(
+                "Both code and the model retried {tool}{}{tokens}: fix the retry wrapper (cap its attempts, back off), return an error that tells the model not to repeat the call, and {cap}.",
+                split.map(|s| format!(" ({s})")).unwrap_or_default()
+            ),
             "code and the model retried: fix the wrapper and cap tool calls per turn".to_string(),
         ),
     })

@@ -76,21 +76,36 @@ fn quoted(names: &[String]) -> String {
 
 /// The remedy of `d`; `raw_names` are the names its class was logged under
 /// for its tool (from the daily rollup), most frequent first. A retry
-/// chain's remedy follows its driver (the worst evidence turn's): the
-/// wrapper to fix when code retried, the error to return and the
-/// framework's cap when the model did (detection.md §4.2, "Driver").
+/// chain's remedy follows its driver, counted over all the signal's
+/// evidence chains (`model` or `code` when they all agree, else `mixed`):
+/// the wrapper to fix when code retried; only the error to return and the
+/// framework's cap when the model did (no backoff advice: the model cannot
+/// act on it); both when mixed (detection.md §4.2, "Driver").
 pub fn remedy(d: &SignalDraft, raw_names: &[String]) -> Remedy {
     let mut r = by_rule(d, raw_names);
     if matches!(d.kind, Kind::RetryStorm | Kind::WastedRetries) {
-        let words = worst(d)
-            .and_then(|e| e.driver.as_ref())
-            .and_then(|dr| super::driver::remedy_words(dr, &d.tool));
-        if let Some((change, clause)) = words {
-            r.change = format!("{change} {}", r.change);
-            r.summary = format!("{} Driver: {clause}.", r.summary);
+        let driven = super::driver::of_signal(d.evidence.iter().filter_map(|e| e.driver.as_ref()));
+        let words = driven.as_ref().and_then(|(dr, split)| {
+            super::driver::remedy_words(dr, &d.tool, split.as_deref()).map(|w| (dr, w))
+        });
+        if let Some((dr, (change, clause))) = words {
+            if dr.driver == "model" {
+                r.change = change;
+                r.summary = format!("{}.", upper_first(&clause));
+            } else {
+                r.change = format!("{change} {}", r.change);
+                r.summary = format!("{} Driver: {clause}.", r.summary);
+            }
         }
     }
     r
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 fn by_rule(d: &SignalDraft, raw_names: &[String]) -> Remedy {

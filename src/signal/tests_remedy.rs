@@ -200,7 +200,7 @@ fn a_retry_chain_s_remedy_follows_its_driver() {
     let d = draft(
         Kind::RetryStorm,
         ErrorClass::Unavailable,
-        driven("mixed", Some("LangGraph")),
+        driven("mixed", Some("LangGraph or LangChain")),
     );
     let r = remedy(&d, &[]);
     assert!(r.change.contains("fix the retry wrapper"), "{}", r.change);
@@ -220,8 +220,18 @@ fn frameworks_are_named_by_their_model_spans_scope() {
     );
     assert_eq!(
         framework("openinference.instrumentation.langchain").map(|f| f.name),
-        Some("LangGraph")
+        Some("LangGraph or LangChain")
     );
+    // One scope for both: the remedy names both caps.
+    let lc = framework("openinference.instrumentation.langchain").unwrap();
+    assert!(lc.setting.contains("recursion_limit") && lc.setting.contains("max_iterations"));
+    // The AI SDK's older cap, under either scope.
+    for scope in ["ai", "gen_ai"] {
+        assert!(
+            framework(scope).unwrap().setting.contains("maxSteps"),
+            "{scope}"
+        );
+    }
     assert_eq!(
         framework("strands.telemetry.tracer").map(|f| f.name),
         Some("Strands Agents")
@@ -233,4 +243,128 @@ fn frameworks_are_named_by_their_model_spans_scope() {
     // A dotted name below a scope, never a prefix of another word.
     assert_eq!(framework("aiohttp"), None);
     assert_eq!(framework("strandsx"), None);
+}
+
+/// A draft of `kind` over evidence chains with these drivers.
+fn draft_of(kind: Kind, class: ErrorClass, drivers: &[&str]) -> SignalDraft {
+    let mut d = draft(kind, class, driven(drivers[0], Some("pydantic-ai")));
+    d.evidence = drivers
+        .iter()
+        .enumerate()
+        .map(|(i, dr)| Evidence {
+            calls: 15 - i,
+            ..driven(dr, Some("pydantic-ai"))
+        })
+        .collect();
+    d
+}
+
+#[test]
+fn a_signal_s_driver_counts_all_its_chains_and_says_the_split() {
+    // The worst chain is code, nine others the model: mixed, with the split.
+    let mut drivers = vec!["code"];
+    drivers.extend(["model"; 9]);
+    let d = draft_of(Kind::RetryStorm, ErrorClass::Unavailable, &drivers);
+    let r = remedy(&d, &[]);
+    assert!(
+        r.change.contains("Both code and the model retried"),
+        "{}",
+        r.change
+    );
+    assert!(
+        r.change.contains("(model in 9 of 10 chains, code in 1)"),
+        "{}",
+        r.change
+    );
+    // Model calls and tokens summed over the chains.
+    assert!(
+        r.change
+            .contains("126 model round trips, 75600 input and 1134 output tokens"),
+        "{}",
+        r.change
+    );
+    assert!(
+        r.summary.contains("Driver: code and the model retried"),
+        "{}",
+        r.summary
+    );
+    // All agreeing: that driver, no split.
+    let d = draft_of(Kind::RetryStorm, ErrorClass::Unavailable, &["model"; 3]);
+    let r = remedy(&d, &[]);
+    assert!(
+        r.change.starts_with("The model asked again"),
+        "{}",
+        r.change
+    );
+    assert!(!r.change.contains(" of 3 chains"), "{}", r.change);
+}
+
+#[test]
+fn a_model_driven_remedy_gives_no_backoff_advice() {
+    for (kind, class) in [
+        (Kind::RetryStorm, ErrorClass::Unavailable),
+        (Kind::RetryStorm, ErrorClass::Unknown),
+        (Kind::WastedRetries, ErrorClass::InvalidRequest),
+    ] {
+        let d = draft_of(kind, class, &["model", "model"]);
+        let r = remedy(&d, &[]);
+        for text in [&r.change, &r.summary] {
+            let lower = text.to_lowercase();
+            for w in ["backoff", "back off", "jitter", "retry-after"] {
+                assert!(!lower.contains(w), "{kind:?}: {w:?} in {text}");
+            }
+        }
+        assert!(
+            r.change
+                .contains("return an error that tells the model not to repeat the call"),
+            "{}",
+            r.change
+        );
+        assert!(
+            r.change.contains("UsageLimits(tool_calls_limit="),
+            "{}",
+            r.change
+        );
+        assert!(r.summary.starts_with("The model retried"), "{}", r.summary);
+    }
+    // Mixed: both the wrapper's backoff and the model's error.
+    let d = draft_of(
+        Kind::RetryStorm,
+        ErrorClass::Unavailable,
+        &["model", "code"],
+    );
+    let r = remedy(&d, &[]);
+    assert!(r.change.contains("backoff"), "{}", r.change);
+    assert!(
+        r.change.contains("tells the model not to repeat"),
+        "{}",
+        r.change
+    );
+}
+
+#[test]
+fn costs_show_three_significant_digits_and_say_when_partly_priced() {
+    use super::driver::{cost_words, usd};
+    assert_eq!(usd(0.0223), "$0.0223");
+    assert_eq!(usd(0.000_012_34), "$0.0000123");
+    assert_eq!(usd(12.5), "$12.50");
+    assert_eq!(usd(1234.0), "$1234.00");
+    assert_eq!(usd(0.0), "$0.00");
+    assert_eq!(cost_words(Some(0.0223), 0, 14), ", $0.0223");
+    assert_eq!(
+        cost_words(Some(0.0223), 2, 14),
+        ", $0.0223 (2 of 14 calls unpriced)"
+    );
+    assert_eq!(cost_words(None, 14, 14), "");
+    // In the remedy: a cost of a few millionths is not $0.0000.
+    let mut e = driven("model", None);
+    let dr = e.driver.as_mut().unwrap();
+    dr.cost_usd = Some(0.000_004_2);
+    dr.unpriced_calls = 3;
+    let r = remedy(&draft(Kind::RetryStorm, ErrorClass::Unavailable, e), &[]);
+    assert!(
+        r.change.contains("$0.00000420 (3 of 14 calls unpriced)"),
+        "{}",
+        r.change
+    );
 }

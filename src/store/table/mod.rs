@@ -18,10 +18,12 @@ use polars::prelude::*;
 
 mod columns;
 mod index;
+mod usage;
 
 use columns::{dict_column, hex_value, opt_strs, write_hex};
 pub use columns::{Class, Dict, Hex, HexCol};
 pub use index::SpanIndex;
+pub use usage::Usage;
 
 type Fast = foldhash::fast::RandomState;
 
@@ -51,16 +53,6 @@ pub const COLUMNS: [&str; 22] = [
     "output_tokens",
     "scope_name",
 ];
-/// A model span's model (a dictionary number, 0: none) and tokens.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Usage {
-    pub model: u32,
-    /// The instrumentation scope that made it (names the framework).
-    pub scope: u32,
-    pub input_tokens: Option<i64>,
-    pub output_tokens: Option<i64>,
-}
-
 /// Spans as integer columns, rows in the order they were appended.
 #[derive(Debug, Default, Clone)]
 pub struct SpanTable {
@@ -334,46 +326,7 @@ impl SpanTable {
             Err(_) => self.retry_after.extend(std::iter::repeat_n(0, n)),
         }
         // Model spans (parts written before the column have none).
-        let base = self.is_model.len();
-        let is_model = bools("is_model")?;
-        if is_model.contains(&true) {
-            let mut models = Vec::with_capacity(n);
-            dict_col(&mut self.dict, strs("model_name")?, &mut models);
-            let mut scopes = Vec::with_capacity(n);
-            dict_col(&mut self.dict, strs("scope_name")?, &mut scopes);
-            let tokens = |name: &str| -> PolarsResult<Vec<Option<i64>>> {
-                Ok(match df.column(name) {
-                    Ok(c) => c.cast(&DataType::Int64)?.i64()?.iter().collect(),
-                    Err(_) => vec![None; n],
-                })
-            };
-            let (input, output) = (tokens("input_tokens")?, tokens("output_tokens")?);
-            for (i, _) in is_model.iter().enumerate().filter(|(_, m)| **m) {
-                self.usage.insert(
-                    base + i,
-                    Usage {
-                        model: models[i],
-                        scope: scopes[i],
-                        input_tokens: input[i],
-                        output_tokens: output[i],
-                    },
-                );
-            }
-        }
-        self.is_model.extend(is_model);
-        Ok(())
-    }
-
-    /// A model span's instrumentation scope.
-    pub fn model_scope(&self, row: usize) -> Option<&str> {
-        let u = self.usage.get(&row)?;
-        self.dict.get(u.scope)
-    }
-
-    /// A model span's model name.
-    pub fn model_of(&self, row: usize) -> Option<&str> {
-        let u = self.usage.get(&row)?;
-        self.dict.get(u.model)
+        self.append_models(df)
     }
 
     /// Append the rows `rows` of `other` (a table with its own dictionary).

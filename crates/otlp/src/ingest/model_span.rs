@@ -50,10 +50,27 @@ pub fn is_model(a: &[KeyValue], is_tool: bool, is_agent: bool) -> bool {
     }
     let is =
         |key: &str, values: &[&str]| attrs::str_ref(a, key).is_some_and(|v| values.contains(&v));
+    let has = |key: &str| attrs::str_ref(a, key).is_some();
     is("gen_ai.operation.name", &GENAI_OPERATIONS)
         || is("openinference.span.kind", &["LLM"])
         || is("ai.operationId", &VERCEL_OPERATIONS)
         || is("llm.request.type", &OPENLLMETRY_TYPES)
+        || older_genai(&has)
+}
+
+/// GenAI spans from before `gen_ai.operation.name`: a provider
+/// (`gen_ai.system`, or `gen_ai.provider.name`) and a requested model
+/// (`gen_ai.request.model`) — unless another convention's kind says it is
+/// something else (an OpenInference `EMBEDDING`, OpenLLMetry's
+/// `embedding`, the AI SDK's `ai.embed.doEmbed`), or it has an operation
+/// name that is no inference call (`embeddings`).
+fn older_genai(has: &dyn Fn(&str) -> bool) -> bool {
+    (has("gen_ai.system") || has("gen_ai.provider.name"))
+        && has("gen_ai.request.model")
+        && !has("gen_ai.operation.name")
+        && !has("openinference.span.kind")
+        && !has("ai.operationId")
+        && !has("llm.request.type")
 }
 
 /// The model a model span names, if any.

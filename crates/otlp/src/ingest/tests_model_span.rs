@@ -92,3 +92,84 @@ fn one_model_span_per_model_call() {
         assert_eq!(count(name), n, "{name}");
     }
 }
+
+fn kv(pairs: &[(&str, &str)]) -> Vec<opentelemetry_proto::tonic::common::v1::KeyValue> {
+    use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
+    pairs
+        .iter()
+        .map(|(k, v)| KeyValue {
+            key: (*k).into(),
+            value: Some(AnyValue {
+                value: Some(Value::StringValue((*v).into())),
+            }),
+            ..Default::default()
+        })
+        .collect()
+}
+
+#[test]
+fn older_genai_spans_without_an_operation_name_are_model_spans() {
+    use super::model_span::is_model;
+    let older = |extra: &[(&str, &str)]| {
+        let mut a = vec![("gen_ai.request.model", "gpt-4o")];
+        a.extend_from_slice(extra);
+        kv(&a)
+    };
+    // A provider and a requested model: a model span.
+    assert!(is_model(
+        &older(&[("gen_ai.system", "openai")]),
+        false,
+        false
+    ));
+    assert!(is_model(
+        &older(&[("gen_ai.provider.name", "anthropic")]),
+        false,
+        false
+    ));
+    // Not without a provider, or without a requested model.
+    assert!(!is_model(&older(&[]), false, false));
+    assert!(!is_model(&kv(&[("gen_ai.system", "openai")]), false, false));
+    // Embeddings, by any convention's word for them.
+    for kind in [
+        ("gen_ai.operation.name", "embeddings"),
+        ("openinference.span.kind", "EMBEDDING"),
+        ("ai.operationId", "ai.embed.doEmbed"),
+        ("llm.request.type", "embedding"),
+    ] {
+        assert!(
+            !is_model(&older(&[("gen_ai.system", "openai"), kind]), false, false),
+            "{kind:?}"
+        );
+    }
+    // A tool or agent span carrying `chat`, or the older attributes.
+    let chat = kv(&[
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.system", "openai"),
+        ("gen_ai.request.model", "gpt-4o"),
+    ]);
+    assert!(!is_model(&chat, true, false));
+    assert!(!is_model(&chat, false, true));
+    assert!(!is_model(
+        &older(&[("gen_ai.system", "openai")]),
+        true,
+        false
+    ));
+    assert!(!is_model(
+        &older(&[("gen_ai.system", "openai")]),
+        false,
+        true
+    ));
+    // Token counts alone say nothing.
+    use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
+    let tokens: Vec<KeyValue> = ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"]
+        .iter()
+        .map(|k| KeyValue {
+            key: (*k).into(),
+            value: Some(AnyValue {
+                value: Some(Value::IntValue(10)),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    assert!(!is_model(&tokens, false, false));
+}
