@@ -105,19 +105,7 @@ pub fn wasted_retries_driven(
             // Between rounds, as the storms' chains count it: calls that
             // overlap are one attempt, with no gap between them.
             drive: drive(
-                &super::chains::rounds(
-                    &group
-                        .iter()
-                        .map(|c| super::chains::Attempt {
-                            class: c.class,
-                            args: c.args_hash.as_deref(),
-                            result: c.result_hash.as_deref(),
-                            start_ns: c.start_ns,
-                            end_ns: c.end_ns,
-                            retry_after_ms: c.retry_after_ms,
-                        })
-                        .collect::<Vec<_>>(),
-                ),
+                &super::chains::rounds(&group.iter().map(|c| c.attempt()).collect::<Vec<_>>()),
                 models.get(turn).map_or(&[], Vec::as_slice),
                 cost,
             ),

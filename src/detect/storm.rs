@@ -213,9 +213,8 @@ pub fn retry_storms_with(
             // pacing, as healthy as growing backoff.
             let waits =
                 super::retry_after::waits(&attempts, &rs, chain.rounds.clone(), tolerance_ms);
-            let honoured = !waits.is_empty()
-                && waits.len() + 1 == crs.len()
-                && waits.iter().all(|w| !w.early);
+            let honoured =
+                !waits.is_empty() && waits.len() + 1 == crs.len() && waits.iter().all(|w| !w.early);
             if ((rhythm == Rhythm::Exponential || honoured) && outcome == Outcome::Recovered)
                 || deterministic_only
                 || (varied && retryable * 2 < failures)

@@ -226,6 +226,7 @@ fn wasted_retries_are_driven_per_round_not_per_call() {
         cost_usd: None,
         seq: 0,
         retry_after_ms: None,
+        wait_from_ns: None,
     };
     let calls = [call(0, 100), call(1000, 1100), call(1050, 1150)];
     let models = BTreeMap::from([("t1".to_string(), vec![model(300, 900, 10, 1)])]);

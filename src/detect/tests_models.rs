@@ -138,6 +138,7 @@ fn attempts(starts: &[u64]) -> Vec<Attempt<'static>> {
             start_ns: (BASE_NS + s * 1_000_000) as i64,
             end_ns: (BASE_NS + (s + 100) * 1_000_000) as i64,
             retry_after_ms: None,
+            wait_from_ns: None,
         })
         .collect()
 }
