@@ -42,11 +42,11 @@ fn kv(k: &str, v: Value) -> KeyValue {
 }
 
 /// A realistic agent batch: tool spans with GenAI attributes, some failing.
-fn batch(id: u64) -> Bytes {
+fn batch(base_ns: u64, id: u64) -> Bytes {
     let mut trace = [0u8; 16];
     trace[..8].copy_from_slice(&id.to_be_bytes());
     trace[15] = 7;
-    let start = 1_785_354_394_000_000_000u64 + id * 10_000_000;
+    let start = base_ns + id * 10_000_000;
     let spans = (0..SPANS_PER_BATCH as u64)
         .map(|i| {
             let tool = TOOLS[(i as usize) % TOOLS.len()];
@@ -368,7 +368,15 @@ fn main() {
     let runs = arg("--runs", 5);
     let n = arg("--batches", 4000);
     let clients = arg("--clients", 4);
-    let batches: Vec<Bytes> = (0..n as u64).map(batch).collect();
+    // An hour before now: inside the receivers' window and the default
+    // retention, so every span is written (a fixed date falls out of both
+    // as time passes, and the receivers refuse its spans cheaply).
+    let base_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        - 3_600_000_000_000;
+    let batches: Vec<Bytes> = (0..n as u64).map(|id| batch(base_ns, id)).collect();
     // `--target HOST:PORT`: only drive an already running server (for profiling it).
     let args: Vec<String> = std::env::args().collect();
     if let Some(host) = args
