@@ -54,6 +54,7 @@ pub mod mcp;
 pub mod retry;
 pub mod serve;
 pub mod signal;
+pub mod spans;
 pub mod store;
 pub mod sweep;
 pub mod telemetry;

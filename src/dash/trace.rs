@@ -67,7 +67,7 @@ fn strs<'a>(df: &'a DataFrame, name: &str) -> PolarsResult<Vec<Option<&'a str>>>
 /// Build the view of a trace's spans (a frame with the span schema).
 pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     let turn_ids = turns::resolve(df)?;
-    let nested = crate::store::rollup::nested_duplicates(df)?;
+    let nested = crate::spans::nested_duplicates(df)?;
     let span = strs(df, "span_id")?;
     let parent = strs(df, "parent_span_id")?;
     let name = strs(df, "name")?;
@@ -160,8 +160,8 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
     let params = StormParams::default();
     // Each call's stated wait (its own span's, or its HTTP child's), as the
     // rules read it.
-    let table = crate::store::table::SpanTable::from_frame(df)?;
-    let index = crate::store::table::SpanIndex::new(&table);
+    let table = crate::spans::SpanTable::from_frame(df)?;
+    let index = crate::spans::SpanIndex::new(&table);
     let waits =
         crate::detect::calls::stated_waits(&table, &index, |i| is_tool[i] && nested[i].is_none());
     let tolerance = crate::detect::RetryAfterParams::default().tolerance_ms;

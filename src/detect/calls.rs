@@ -13,8 +13,8 @@ use polars::prelude::*;
 
 use super::turns::{self, Anchor};
 use crate::model::ErrorClass;
-use crate::store::rollup::{may_nest_in, nested_in, takes_inner_class};
-use crate::store::table::{SpanIndex, SpanTable};
+use crate::spans::{may_nest_in, nested_in, takes_inner_class};
+use crate::spans::{SpanIndex, SpanTable};
 
 type Fast = foldhash::fast::RandomState;
 
@@ -115,7 +115,7 @@ pub fn by_turn_and_tool(calls: &[Call]) -> Vec<((&str, &str), Vec<&Call>)> {
 
 /// The columns [`collect`] reads (all but the ids, times and `tool_name`
 /// may be missing).
-pub use crate::store::table::COLUMNS;
+pub use crate::spans::COLUMNS;
 
 /// A tool's median healthy turn: turns that called it and saw no failure of it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -185,7 +185,7 @@ pub struct FailingTurn {
 /// Whether two of `rows` are the same request (`chains::same_args`: equal
 /// arguments, or either's unknown).
 fn repeats_a_request(t: &SpanTable, rows: &[u32]) -> bool {
-    use crate::store::table::Hex;
+    use crate::spans::Hex;
     let mut args: Vec<Hex> = rows.iter().map(|&i| t.args.get(i as usize)).collect();
     if args.contains(&Hex::None) {
         return true;
@@ -353,7 +353,7 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
                 let failed = |i: &u32| {
                     !matches!(
                         class_of(*i as usize),
-                        crate::store::table::Class::Known(ErrorClass::Ok)
+                        crate::spans::Class::Known(ErrorClass::Ok)
                     )
                 };
                 findable |= g.iter().any(failed) || repeats_a_request(t, g);

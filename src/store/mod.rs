@@ -33,7 +33,6 @@ mod rowgroup;
 pub mod seal;
 mod sealer;
 mod stats;
-pub mod table;
 pub mod wal;
 mod writer;
 

@@ -13,7 +13,7 @@ use polars::prelude::*;
 
 use super::SweepError;
 use crate::model::{day_to_string, NANOS_PER_DAY};
-use crate::store::table::{SpanTable, COLUMNS};
+use crate::spans::{SpanTable, COLUMNS};
 use crate::store::Reader;
 
 type Fast = foldhash::fast::RandomState;
