@@ -30,7 +30,7 @@ pub enum Job {
     /// Write a table, and tell who waits for it.
     Flush {
         frozen: Arc<Frozen>,
-        waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+        waiters: Vec<super::FlushReply>,
     },
     /// Seal-compact a day now, and answer.
     Seal {
@@ -166,7 +166,7 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
                     reclaim(shared);
                 }
                 for w in done.waiters {
-                    let _ = w.send(done.result.clone());
+                    w.send(done.result.clone());
                 }
             }
             for job in later {
@@ -243,7 +243,7 @@ fn pull(
 /// A flushed table: its days, who waits and how it went.
 struct Flushed {
     days: Vec<i32>,
-    waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+    waiters: Vec<super::FlushReply>,
     result: Result<(), StoreError>,
 }
 
@@ -251,7 +251,7 @@ struct Flushed {
 fn flush_table(
     shared: &Shared,
     frozen: Arc<Frozen>,
-    mut waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+    mut waiters: Vec<super::FlushReply>,
 ) -> Flushed {
     let days = frozen.days();
     let result = flush_until_committed(shared, &frozen, &mut waiters);
@@ -316,7 +316,7 @@ fn refresh_rollups(shared: &Shared, dirty: &mut BTreeSet<i32>) {
 fn flush_until_committed(
     shared: &Shared,
     frozen: &Frozen,
-    waiters: &mut Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+    waiters: &mut Vec<super::FlushReply>,
 ) -> Result<(), StoreError> {
     let started = Instant::now();
     let mut attempt = 0u32;
@@ -356,7 +356,7 @@ fn flush_until_committed(
         if !waiters.is_empty() && waited >= WAITED_RETRY_BUDGET {
             tracing::error!(error = %e, attempts = attempt, waited_ms = waited.as_millis() as u64, "flush still failing; telling the callers, and retrying in the background");
             for w in waiters.drain(..) {
-                let _ = w.send(Err(e.clone()));
+                w.send(Err(e.clone()));
             }
         }
         let delay = crate::retry::full_jitter(RETRY_BASE, RETRY_CAP, attempt);

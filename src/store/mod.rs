@@ -204,8 +204,29 @@ impl Shared {
 
 enum Cmd {
     Submit(Submission),
-    Flush(tokio::sync::oneshot::Sender<Result<(), StoreError>>),
+    Flush(FlushReply),
     Shutdown,
+}
+
+/// Where a flush's result goes: an async caller's oneshot, or a blocking
+/// caller's channel (which it can wait on with a deadline).
+enum FlushReply {
+    Async(tokio::sync::oneshot::Sender<Result<(), StoreError>>),
+    Blocking(mpsc::SyncSender<Result<(), StoreError>>),
+}
+
+impl FlushReply {
+    /// Hand the caller its result (a caller that stopped waiting is fine).
+    fn send(self, result: Result<(), StoreError>) {
+        match self {
+            FlushReply::Async(tx) => {
+                let _ = tx.send(result);
+            }
+            FlushReply::Blocking(tx) => {
+                let _ = tx.try_send(result);
+            }
+        }
+    }
 }
 
 struct Submission {
@@ -416,24 +437,15 @@ impl Store {
         if self.shared.opts.mirror.is_some() && !self.shared.closing.load(Ordering::Acquire) {
             self.pull()?;
         }
-        let (tx, mut rx) = tokio::sync::oneshot::channel();
-        self.send(Cmd::Flush(tx))?;
-        let deadline = std::time::Instant::now() + limit;
-        loop {
-            match rx.try_recv() {
-                Ok(result) => return result,
-                Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
-                    return Err(StoreError::Closed)
-                }
-                Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {}
-            }
-            if std::time::Instant::now() >= deadline {
-                return Err(StoreError::io(
-                    "flushing",
-                    format!("not committed within {} s", limit.as_secs()),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.send(Cmd::Flush(FlushReply::Blocking(tx)))?;
+        match rx.recv_timeout(limit) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Closed),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(StoreError::io(
+                "flushing",
+                format!("not committed within {} s", limit.as_secs()),
+            )),
         }
     }
 
@@ -446,7 +458,7 @@ impl Store {
                 .map_err(|e| StoreError::io("pulling from the shared store", e))??;
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.send(Cmd::Flush(tx))?;
+        self.send(Cmd::Flush(FlushReply::Async(tx)))?;
         rx.await.unwrap_or(Err(StoreError::Closed))
     }
 

@@ -330,9 +330,8 @@ impl Reader {
 
 /// A read's polars error, with a hint when a file it listed was gone.
 pub fn read_error(context: &str, e: PolarsError, pin: &Pin) -> StoreError {
-    let text = e.to_string();
-    match retire::gone_hint(&text, Some(pin)) {
-        Some(hint) => StoreError::data(context.to_string(), format!("{text} ({hint})")),
+    match retire::gone_hint(&e, Some(pin)) {
+        Some(hint) => StoreError::data(context.to_string(), format!("{e} ({hint})")),
         None => StoreError::data(context.to_string(), e),
     }
 }

@@ -222,10 +222,22 @@ pub(super) fn reclaim(layout: &Layout, grace: Duration) -> Result<usize, StoreEr
     Ok(deleted)
 }
 
-/// The hint a read adds when a file it listed is gone: an error that says
-/// a file was not found (polars' and the store's alike).
-pub fn gone_hint(error: &str, pin: Option<&Pin>) -> Option<String> {
-    if !error.contains("No such file or directory") {
+/// The hint a read adds when a file it listed is gone: an error whose
+/// chain of sources holds an `std::io::Error` of kind `NotFound` (polars'
+/// and the store's alike).
+pub fn gone_hint(error: &(dyn std::error::Error + 'static), pin: Option<&Pin>) -> Option<String> {
+    let mut cause = Some(error);
+    let mut gone = false;
+    while let Some(e) = cause {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == ErrorKind::NotFound)
+        {
+            gone = true;
+            break;
+        }
+        cause = e.source();
+    }
+    if !gone {
         return None;
     }
     Some(format!(

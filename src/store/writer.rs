@@ -266,7 +266,7 @@ fn hand_off(
     shared: &Shared,
     state: &mut WriterState,
     jobs: &Sender<Job>,
-    waiters: Vec<tokio::sync::oneshot::Sender<Result<(), StoreError>>>,
+    waiters: Vec<super::FlushReply>,
     must: bool,
 ) -> bool {
     let busy = shared
@@ -284,13 +284,13 @@ fn hand_off(
     // no later commit may run: it would delete that table's WAL segments.
     if shared.poisoned.load(Ordering::Acquire) {
         for w in waiters {
-            let _ = w.send(Err(StoreError::Closed));
+            w.send(Err(StoreError::Closed));
         }
         return false;
     }
     if let Some(e) = shared.refusal() {
         for w in waiters {
-            let _ = w.send(Err(e.clone()));
+            w.send(Err(e.clone()));
         }
         return false;
     }
@@ -299,7 +299,7 @@ fn hand_off(
         Err(e) => {
             tracing::error!(error = %e, "could not start a new WAL segment; flush postponed");
             for w in waiters {
-                let _ = w.send(Err(e.clone()));
+                w.send(Err(e.clone()));
             }
             return false;
         }
@@ -312,7 +312,7 @@ fn hand_off(
         *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
         if let Job::Flush { waiters, .. } = err.0 {
             for w in waiters {
-                let _ = w.send(Err(StoreError::Closed));
+                w.send(Err(StoreError::Closed));
             }
         }
         return false;
