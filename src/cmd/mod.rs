@@ -68,7 +68,7 @@ impl From<cli::OutputFormat> for Format {
 /// A shared store (`--store s3://…`) and this node's id in it.
 #[derive(Debug, Clone)]
 pub struct Shared {
-    pub remote: crate::store::remote::Remote,
+    pub remote: crate::cluster::Remote,
     pub node_id: String,
 }
 
@@ -85,13 +85,13 @@ pub fn shared_store(
         return Ok((data_dir.to_path_buf(), None));
     };
     if store.starts_with("s3://") {
-        let remote = crate::store::remote::Remote::open(store)?;
-        crate::store::remote::Remote::block(remote.check())?;
+        let remote = crate::cluster::Remote::open(store)?;
+        crate::cluster::Remote::block(remote.check())?;
         let node_id = match node_id {
             Some(n) => n.to_string(),
             None => host_name().context("--node-id: no host name to default to; name this node")?,
         };
-        crate::store::remote::check_node_id(&node_id)
+        crate::cluster::check_node_id(&node_id)
             .map_err(anyhow::Error::msg)
             .context("--node-id (STORMWATCH_NODE_ID, default: the host name)")?;
         return Ok((data_dir.to_path_buf(), Some(Shared { remote, node_id })));

@@ -21,9 +21,8 @@ use std::collections::BTreeSet;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::{day_dir, Put, Remote, Version};
-use crate::store::layout::is_seal_output;
-use crate::store::manifest::is_part_name;
+use super::client::{day_dir, Put, Remote, Version};
+use crate::store::hooks::{is_part_name, is_seal_output};
 use crate::store::StoreError;
 
 pub const FILE: &str = "_sealed.json";

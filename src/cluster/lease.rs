@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::{Put, Remote, Version};
+use super::client::{Put, Remote, Version};
 use crate::store::StoreError;
 
 pub const FILE: &str = "lease.json";

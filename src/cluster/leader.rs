@@ -31,8 +31,8 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
-use crate::store::remote::lease::{Lease, Status};
-use crate::store::remote::{Put, Remote, Version};
+use super::client::{Put, Remote, Version};
+use super::lease::{Lease, Status};
 use crate::store::StoreError;
 
 /// Where the holder's state lives on the shared store.

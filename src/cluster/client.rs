@@ -1,21 +1,5 @@
-//! The shared store on object storage (`--store s3://bucket/prefix`): where
-//! ingest nodes ship the parts they flush, and where the detect role finds
-//! every node's parts, seals days, and keeps its lease and its state.
-//!
-//! Layout under the prefix (every name written once, except the three small
-//! documents written with a conditional put):
-//!
-//! ```text
-//! spans/date=YYYY-MM-DD/part-<node>-<ns>-<rand>.parquet   a node's flush, never overwritten
-//! spans/date=YYYY-MM-DD/part-<stamp>-<n>-s.parquet        a seal's output (the detect role)
-//! spans/date=YYYY-MM-DD/_sealed.json                      which parts a seal replaced (If-Match)
-//! lease.json                                              who detects, generation (If-None-Match / If-Match)
-//! state/state.sqlite                                      the detect role's state (If-Match)
-//! ```
-//!
-//! A day's live parts are its listing, less the parts its `_sealed.json`
-//! names as replaced ([`sealed`]). Nodes only add parts; only the lease
-//! holder replaces or deletes anything.
+//! The object store client of the shared store (`--store s3://bucket/prefix`):
+//! named objects under the prefix, conditional puts, uploads and downloads.
 //!
 //! The client is `object_store`'s S3 client, configured from the usual AWS
 //! variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
@@ -25,13 +9,6 @@
 //! callers retry whole operations with their own backoff above that. Its
 //! IO runs on one runtime of its own, so the store's threads call it
 //! blocking and async code awaits it without tying up a worker.
-
-pub mod lease;
-pub mod mirror;
-pub mod sealed;
-
-#[cfg(test)]
-mod tests;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -45,7 +22,7 @@ use object_store::{
     UpdateVersion,
 };
 
-use super::StoreError;
+use crate::store::StoreError;
 
 /// The runtime every object store request runs on.
 fn io_runtime() -> &'static tokio::runtime::Runtime {
@@ -432,7 +409,6 @@ impl Remote {
     }
 }
 
-/// Where a day's spans live on the shared store.
 /// An error as one log line: the S3 answers object_store quotes are XML
 /// over several lines.
 fn one_line(e: &dyn std::fmt::Display) -> String {
