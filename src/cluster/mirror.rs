@@ -14,13 +14,15 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::client::{day_dir, days, file_name, Remote};
+use super::client::Remote;
+use super::error::ClusterError;
+use super::keys::{day_dir, days, file_name};
 use super::sealed::{self, Day};
 use crate::store::hooks::{self, Pulled, Upstream};
 use crate::store::{Layout, SealOptions, SealReport, StoreError};
 
 /// The live part names of a day in the copy.
-fn local_live(layout: &Layout, day: i32) -> Result<BTreeSet<String>, StoreError> {
+fn local_live(layout: &Layout, day: i32) -> Result<BTreeSet<String>, ClusterError> {
     Ok(layout
         .parts(day)?
         .iter()
@@ -34,7 +36,7 @@ pub fn sync_day(
     layout: &Layout,
     day: i32,
     remote_day: &Day,
-) -> Result<(usize, u64, usize), StoreError> {
+) -> Result<(usize, u64, usize), ClusterError> {
     let have = local_live(layout, day)?;
     let want: BTreeSet<String> = remote_day.live.iter().cloned().collect();
     let fetch: Vec<&String> = want.difference(&have).collect();
@@ -44,7 +46,7 @@ pub fn sync_day(
     }
     let dir = layout.day_dir(day);
     std::fs::create_dir_all(&dir)
-        .map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
+        .map_err(|e| ClusterError::file(format!("creating {}", dir.display()), e))?;
     let mut bytes = 0;
     let mut written = Vec::new();
     let result = (|| {
@@ -59,7 +61,7 @@ pub fn sync_day(
             .zip(fetch.iter().map(|n| n.to_string()))
             .collect();
         let dropped: Vec<String> = drop.iter().map(|n| n.to_string()).collect();
-        hooks::adopt(layout, day, &fetched, &dropped)
+        Ok(hooks::adopt(layout, day, &fetched, &dropped)?)
     })();
     if let Err(e) = result {
         for p in &written {
@@ -72,7 +74,7 @@ pub fn sync_day(
 
 /// Bring the whole copy up to the shared store; what it did, and the days
 /// it changed.
-pub fn pull(remote: &Remote, layout: &Layout) -> Result<(Pulled, Vec<i32>), StoreError> {
+pub fn pull(remote: &Remote, layout: &Layout) -> Result<(Pulled, Vec<i32>), ClusterError> {
     let there = Remote::block(days(remote))?;
     let mut report = Pulled {
         days: there.len(),
@@ -142,7 +144,7 @@ pub fn seal(
     m: &Mirror,
     day: i32,
     opts: &SealOptions,
-) -> Result<Option<SealReport>, StoreError> {
+) -> Result<Option<SealReport>, ClusterError> {
     let Some(lease) = &m.lease else {
         return Ok(None);
     };
@@ -157,14 +159,12 @@ pub fn seal(
     }
     let dir = day_dir(day);
     hooks::seal_compact_publishing(layout, day, opts, &mut |outputs, sources| {
-        let lost = || {
-            StoreError::data(
-                format!("publishing the seal of {dir}"),
-                "this node no longer holds the detect lease; the seal is dropped",
-            )
+        let lost = || ClusterError::Dropped {
+            context: format!("publishing the seal of {dir}"),
+            reason: "this node no longer holds the detect lease; the seal is dropped",
         };
         if lease.held() != Some(generation) {
-            return Err(lost());
+            return Err(lost().into());
         }
         let mut published = Vec::new();
         for (tmp, fin) in outputs {
@@ -176,7 +176,7 @@ pub fn seal(
             published.push(name);
         }
         if lease.held() != Some(generation) {
-            return Err(lost());
+            return Err(lost().into());
         }
         let now_ms = hooks::now_ms().max(0) as u64;
         if !Remote::block(sealed::publish(
@@ -188,20 +188,22 @@ pub fn seal(
             generation,
             now_ms,
         ))? {
-            return Err(StoreError::data(
-                format!("publishing the seal of {dir}"),
-                "the day changed on the shared store while it was sealed; the seal is dropped \
-                 and the day sealed again from its new parts",
-            ));
+            return Err(ClusterError::Dropped {
+                context: format!("publishing the seal of {dir}"),
+                reason: "the day changed on the shared store while it was sealed; the seal is \
+                         dropped and the day sealed again from its new parts",
+            }
+            .into());
         }
         Ok(())
     })
+    .map_err(ClusterError::from)
 }
 
 /// The holder's upkeep of the shared store: what seals replaced deleted
 /// once `grace` passed (and what crashed seals left), and days past the
 /// retention removed. The number of objects deleted.
-pub fn upkeep(m: &Mirror, grace: Duration) -> Result<usize, StoreError> {
+pub fn upkeep(m: &Mirror, grace: Duration) -> Result<usize, ClusterError> {
     let Some(lease) = &m.lease else {
         return Ok(0);
     };
@@ -257,7 +259,7 @@ impl Upstream for Mirror {
     }
 
     fn pull(&self, layout: &Layout) -> Result<(Pulled, Vec<i32>), StoreError> {
-        pull(&self.remote, layout)
+        Ok(pull(&self.remote, layout)?)
     }
 
     fn may_seal(&self) -> bool {
@@ -270,10 +272,10 @@ impl Upstream for Mirror {
         day: i32,
         opts: &SealOptions,
     ) -> Result<Option<SealReport>, StoreError> {
-        seal(layout, self, day, opts)
+        Ok(seal(layout, self, day, opts)?)
     }
 
     fn upkeep(&self, grace: Duration) -> Result<usize, StoreError> {
-        upkeep(self, grace)
+        Ok(upkeep(self, grace)?)
     }
 }

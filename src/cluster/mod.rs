@@ -20,20 +20,29 @@
 //! One file per piece, each a role of a node or a document of the store:
 //!
 //! - [`client`]: the object store client (the prefix, conditional puts,
-//!   uploads, downloads, listings) and the shared store's key names.
+//!   uploads, downloads, listings).
+//! - [`keys`]: the names under the prefix (days, parts, node ids).
 //! - [`ship`]: an ingest node's flushes shipped (the store's
 //!   [`Shipper`](crate::store::hooks::Shipper)).
 //! - [`mirror`]: the detect role's copy pulled, sealed and trimmed (the
 //!   store's [`Upstream`](crate::store::hooks::Upstream)).
 //! - [`sealed`]: a day's `_sealed.json`, and the day's live parts.
 //! - [`lease`]: `lease.json`, who detects.
-//! - [`leader`]: the detect role's state shipped and read in, and the
-//!   fence its sweeps check (the store's [`Fence`](crate::store::hooks::Fence)).
+//! - [`leader`]: the detect role's state shipped and read in, and the gate
+//!   its alert sender asks.
+//! - [`fence`]: the check its sweeps make before they commit (the store's
+//!   [`Fence`](crate::store::hooks::Fence)).
+//!
+//! Errors are one [`ClusterError`], with its source; the store's hooks
+//! report it as a store error.
 //!
 //! The store knows none of this: it calls the hooks it defines
 //! ([`crate::store::hooks`]), and this module implements them.
 
 pub mod client;
+mod error;
+pub mod fence;
+pub mod keys;
 pub mod leader;
 pub mod lease;
 pub mod mirror;
@@ -43,4 +52,6 @@ pub mod ship;
 #[cfg(test)]
 mod tests;
 
-pub use client::{check_node_id, Remote};
+pub use client::Remote;
+pub use error::ClusterError;
+pub use keys::check_node_id;

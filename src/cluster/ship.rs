@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use super::client::{day_dir, Remote};
+use super::client::Remote;
+use super::keys::day_dir;
 use crate::store::hooks::Shipper;
 use crate::store::StoreError;
 

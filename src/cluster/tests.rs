@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::client::{day_dir, Put, Remote};
+use super::client::{Put, Remote};
+use super::keys::day_dir;
 use super::lease::{Lease, Status};
 use super::sealed::{self, read_day};
 use crate::store::Layout;

@@ -85,14 +85,17 @@ pub fn shared_store(
         return Ok((data_dir.to_path_buf(), None));
     };
     if store.starts_with("s3://") {
-        let remote = crate::cluster::Remote::open(store)?;
-        crate::cluster::Remote::block(remote.check())?;
+        // The CLI prints the error's text, as it always read (its sources
+        // are in it already).
+        let text = |e: crate::cluster::ClusterError| anyhow::Error::msg(e.to_string());
+        let remote = crate::cluster::Remote::open(store).map_err(text)?;
+        crate::cluster::Remote::block(remote.check()).map_err(text)?;
         let node_id = match node_id {
             Some(n) => n.to_string(),
             None => host_name().context("--node-id: no host name to default to; name this node")?,
         };
         crate::cluster::check_node_id(&node_id)
-            .map_err(anyhow::Error::msg)
+            .map_err(text)
             .context("--node-id (STORMWATCH_NODE_ID, default: the host name)")?;
         return Ok((data_dir.to_path_buf(), Some(Shared { remote, node_id })));
     }

@@ -296,7 +296,7 @@ impl Sweeper {
             self.alerting.clone(),
         );
         if let (Some(leader), Some(g)) = (&self.leader, generation) {
-            opts.fence = Some(crate::sweep::Fence(Arc::new(leader.fence(g))));
+            opts.fence = Some(Arc::new(leader.fence(g)));
         }
         let swept = if dry_run {
             crate::sweep::dry_run(&reader, &self.config.detect, &opts)

@@ -83,7 +83,7 @@ pub trait Upstream: std::fmt::Debug + Send + Sync {
 
 /// A check made before a sweep commits: may this process still write the
 /// detect role's state? The error says why not.
-pub trait Fence: Send + Sync {
+pub trait Fence: std::fmt::Debug + Send + Sync {
     fn check(&self) -> Result<(), FenceLost>;
 }
 
