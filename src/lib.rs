@@ -41,6 +41,7 @@ pub use stormwatch_otlp::{ingest, model};
 pub mod alert;
 pub mod alloc;
 pub mod cli;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod coverage;

@@ -68,7 +68,7 @@ impl From<cli::OutputFormat> for Format {
 /// A shared store (`--store s3://…`) and this node's id in it.
 #[derive(Debug, Clone)]
 pub struct Shared {
-    pub remote: crate::store::remote::Remote,
+    pub remote: crate::cluster::Remote,
     pub node_id: String,
 }
 
@@ -85,14 +85,17 @@ pub fn shared_store(
         return Ok((data_dir.to_path_buf(), None));
     };
     if store.starts_with("s3://") {
-        let remote = crate::store::remote::Remote::open(store)?;
-        crate::store::remote::Remote::block(remote.check())?;
+        // The CLI prints the error's text, as it always read (its sources
+        // are in it already).
+        let text = |e: crate::cluster::ClusterError| anyhow::Error::msg(e.to_string());
+        let remote = crate::cluster::Remote::open(store).map_err(text)?;
+        crate::cluster::Remote::block(remote.check()).map_err(text)?;
         let node_id = match node_id {
             Some(n) => n.to_string(),
             None => host_name().context("--node-id: no host name to default to; name this node")?,
         };
-        crate::store::remote::check_node_id(&node_id)
-            .map_err(anyhow::Error::msg)
+        crate::cluster::check_node_id(&node_id)
+            .map_err(text)
             .context("--node-id (STORMWATCH_NODE_ID, default: the host name)")?;
         return Ok((data_dir.to_path_buf(), Some(Shared { remote, node_id })));
     }

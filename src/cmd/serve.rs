@@ -60,7 +60,8 @@ pub fn open_ingest(
     opts.node_id = Some(shared.node_id.clone());
     opts.retention_days = Some(opts.dedup_days as u32 + 1);
     opts.seal_after = None;
-    let layout = crate::store::Layout::shipping(data_dir, shared.remote.clone());
+    let ship = crate::cluster::ship::Ship::new(shared.remote.clone());
+    let layout = crate::store::Layout::shipping(data_dir, Arc::new(ship));
     Store::open_layout(layout, opts).with_context(|| {
         format!(
             "opening {} as an ingest node of {}",
@@ -78,15 +79,15 @@ fn open_copy(
     data_dir: &Path,
     shared: &super::Shared,
     config: &Config,
-    lease: Option<Arc<crate::store::remote::lease::Lease>>,
+    lease: Option<Arc<crate::cluster::lease::Lease>>,
 ) -> anyhow::Result<Store> {
     let mut opts = config.store_options(None);
-    opts.mirror = Some(crate::store::remote::mirror::Mirror {
+    opts.mirror = Some(Arc::new(crate::cluster::mirror::Mirror {
         remote: shared.remote.clone(),
         lease,
         pull_every: Duration::from_secs(config.cluster.pull_interval_secs),
         retention_days: opts.retention_days,
-    });
+    }));
     opts.retention_days = None;
     opts.compact_parts = usize::MAX;
     Store::open(data_dir, opts).with_context(|| {
@@ -164,13 +165,13 @@ pub fn run(
             let (detect, leader) = if role == Role::Ingest {
                 (None, None)
             } else {
-                let lease = Arc::new(crate::store::remote::lease::Lease::new(
+                let lease = Arc::new(crate::cluster::lease::Lease::new(
                     shared.remote.clone(),
                     &shared.node_id,
                     Duration::from_secs(config.cluster.lease_secs),
                 ));
                 let copy = open_copy(data_dir, shared, config, Some(Arc::clone(&lease)))?;
-                let leader = crate::serve::leader::Leader::new(
+                let leader = crate::cluster::leader::Leader::new(
                     lease,
                     shared.remote.clone(),
                     copy.layout().state_db(),

@@ -16,7 +16,6 @@ pub mod decoders;
 pub mod grpc;
 pub mod grpc_message;
 pub mod health;
-pub mod leader;
 pub mod metrics;
 pub mod otlp;
 pub mod response;
@@ -437,7 +436,7 @@ async fn check_targets(
 pub struct Stores {
     pub ingest: Option<Arc<Store>>,
     pub detect: Option<Arc<Store>>,
-    pub leader: Option<Arc<leader::Leader>>,
+    pub leader: Option<Arc<crate::cluster::leader::Leader>>,
 }
 
 impl Stores {

@@ -104,12 +104,12 @@ pub enum Step {
     Done,
 }
 
-/// Upload the intent's parts to the shared store, each unless it is there
-/// already with its size (an apply repeated after a crash); names are the
-/// node's own and never reused, so what is there is this part.
+/// Ship the intent's parts to the shared store ([`super::hooks::Shipper`]),
+/// each unless it is there already with its size (an apply repeated after
+/// a crash).
 fn ship(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
     let to = intent.ship_to.as_deref().unwrap_or("?");
-    let Some(remote) = layout.ship().filter(|r| r.url() == to) else {
+    let Some(shipper) = layout.ship().filter(|r| r.url() == to) else {
         return Err(StoreError::data(
             format!("finishing the commit in {}", layout.intent().display()),
             format!(
@@ -127,10 +127,7 @@ fn ship(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
             .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?
             .len();
         crate::faults::check("ship").map_err(|e| StoreError::io(format!("shipping {name}"), e))?;
-        let there = super::remote::Remote::block(remote.size(name))?;
-        if there != Some(size) {
-            super::remote::Remote::block(remote.upload(name, &path))?;
-        }
+        shipper.ship(&path, name, size)?;
     }
     Ok(())
 }

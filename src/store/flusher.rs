@@ -8,7 +8,8 @@
 //! A failed flush keeps its WAL segments and is retried with backoff.
 //! On a copy of the shared store (the detect role) it also pulls the shared
 //! store's parts in, and, while this node holds the lease, publishes its
-//! seals there and keeps the shared store trimmed ([`remote::mirror`]).
+//! seals there and keeps the shared store trimmed (through its
+//! [`Upstream`](super::hooks::Upstream)).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fs;
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::commit::{self, Intent};
 use super::frozen::Frozen;
-use super::remote::{self, mirror::Pulled};
+use super::hooks::Pulled;
 use super::seal::SealReport;
 use super::sealer::{self, Sealer};
 use super::{compact, parquet, retire, rollup, Shared, StoreError};
@@ -180,17 +181,17 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
             last_rollup = Instant::now();
         }
         if let Some(m) = &shared.opts.mirror {
-            if last_pull.is_none_or(|t| t.elapsed() >= m.pull_every) {
+            if last_pull.is_none_or(|t| t.elapsed() >= m.pull_every()) {
                 last_pull = Some(Instant::now());
                 if let Err(e) = pull(shared, &mut dirty, &mut sealer) {
-                    tracing::warn!(error = %e, remote = %m.remote.url(), "could not pull from the shared store; trying again at the next pass");
+                    tracing::warn!(error = %e, remote = %m.url(), "could not pull from the shared store; trying again at the next pass");
                 }
             }
             let every = (shared.opts.retired_grace / 2)
                 .clamp(Duration::from_secs(1), Duration::from_secs(300));
             if last_upkeep.elapsed() >= every {
                 last_upkeep = Instant::now();
-                match remote::mirror::upkeep(m, shared.opts.retired_grace) {
+                match m.upkeep(shared.opts.retired_grace) {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(
                         objects = n,
@@ -225,7 +226,7 @@ fn pull(
     let Some(m) = &shared.opts.mirror else {
         return Ok(Pulled::default());
     };
-    let (report, changed) = remote::mirror::pull(&m.remote, &shared.layout)?;
+    let (report, changed) = m.pull(&shared.layout)?;
     dirty.extend(changed.iter().copied());
     sealer.wrote(&changed);
     if report.changed > 0 {
@@ -386,6 +387,7 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
     // before the WAL segments do.
     let node = layout.ship().and(shared.opts.node_id.as_deref());
     intent.ship_to = layout.ship().map(|r| r.url().to_string());
+    let shipper = layout.ship().filter(|_| node.is_some());
     let written = (|| {
         let mut frames = frozen
             .frames()
@@ -396,12 +398,13 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
                 None => parquet::new_part_tag(),
             };
             let (tmp, fin) = parquet::write_tmp_part(layout, day, &tag, df)?;
-            if node.is_some() {
+            if let Some(shipper) = shipper {
                 // Under the part's own name, in its day's directory there.
-                let name = remote::file_name(&fin).unwrap_or_default();
-                intent
-                    .uploads
-                    .push((fin.clone(), format!("{}/{name}", remote::day_dir(day))));
+                let name = std::path::Path::new(&fin)
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                intent.uploads.push((fin.clone(), shipper.name(day, name)));
             }
             intent.renames.push((tmp, fin));
         }

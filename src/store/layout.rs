@@ -2,7 +2,9 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::hooks::Shipper;
 use super::StoreError;
 use crate::model::{day_from_str, day_to_string};
 
@@ -21,7 +23,7 @@ pub fn is_seal_output(path: &Path) -> bool {
 #[derive(Debug, Clone)]
 pub struct Layout {
     root: PathBuf,
-    ship: Option<super::remote::Remote>,
+    ship: Option<Arc<dyn Shipper>>,
 }
 
 impl Layout {
@@ -32,17 +34,17 @@ impl Layout {
         }
     }
 
-    /// A data directory whose flushes are shipped to `remote`.
-    pub fn shipping(root: impl Into<PathBuf>, remote: super::remote::Remote) -> Layout {
+    /// A data directory whose flushes are shipped by `shipper`.
+    pub fn shipping(root: impl Into<PathBuf>, shipper: Arc<dyn Shipper>) -> Layout {
         Layout {
             root: root.into(),
-            ship: Some(remote),
+            ship: Some(shipper),
         }
     }
 
-    /// The shared store flushes ship to.
-    pub fn ship(&self) -> Option<&super::remote::Remote> {
-        self.ship.as_ref()
+    /// Where flushes ship to.
+    pub fn ship(&self) -> Option<&dyn Shipper> {
+        self.ship.as_deref()
     }
 
     pub fn root(&self) -> &Path {

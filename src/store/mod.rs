@@ -19,12 +19,12 @@ mod error;
 mod flusher;
 pub mod frame;
 mod frozen;
+pub mod hooks;
 pub mod layout;
 mod manifest;
 mod memtable;
 pub mod parquet;
 pub mod read;
-pub mod remote;
 mod replay;
 pub mod retire;
 pub mod rollup;
@@ -108,7 +108,7 @@ pub struct StoreOptions {
     pub node_id: Option<String>,
     /// The data directory is a copy of this shared store (the detect
     /// role): pulled, sealed and kept by the lease holder.
-    pub mirror: Option<remote::mirror::Mirror>,
+    pub mirror: Option<Arc<dyn hooks::Upstream>>,
     /// The span times the receivers and `import` accept, judged at receive
     /// time ([`Store::window_now`]): `ingest.max_future_secs` and the
     /// retention (over a shared store the cluster's, not an ingest node's
@@ -471,7 +471,7 @@ impl Store {
 
     /// Bring a copy of the shared store up to date now, on the flusher
     /// thread, and wait (nothing to do for a store that is no copy).
-    pub fn pull(&self) -> Result<remote::mirror::Pulled, StoreError> {
+    pub fn pull(&self) -> Result<hooks::Pulled, StoreError> {
         self.on_flusher(|reply| flusher::Job::Pull { reply })
     }
 
@@ -492,7 +492,7 @@ impl Store {
     }
 
     /// What this store is a copy of, if it is one (the detect role's).
-    pub fn mirror(&self) -> Option<&remote::mirror::Mirror> {
+    pub fn mirror(&self) -> Option<&Arc<dyn hooks::Upstream>> {
         self.shared.opts.mirror.as_ref()
     }
 

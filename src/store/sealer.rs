@@ -113,7 +113,7 @@ pub fn seal_guarded(
     let started = Instant::now();
     let result =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &shared.opts.mirror {
-            Some(m) => super::remote::mirror::seal(&shared.layout, m, day, &shared.opts.seal),
+            Some(m) => m.seal(&shared.layout, day, &shared.opts.seal),
             None => seal::seal_compact(&shared.layout, day, &shared.opts.seal),
         }))
         .unwrap_or_else(|_| {

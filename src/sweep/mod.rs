@@ -44,17 +44,7 @@ pub struct SweepOptions {
     pub alerting: Option<crate::alert::Alerting>,
     /// Checked inside the state transaction, before it commits: an error
     /// drops the sweep's changes (the detect role that lost its lease).
-    pub fence: Option<Fence>,
-}
-
-/// A check a sweep makes before it commits its state change.
-#[derive(Clone)]
-pub struct Fence(pub std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
-
-impl std::fmt::Debug for Fence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Fence")
-    }
+    pub fence: Option<std::sync::Arc<dyn crate::store::hooks::Fence>>,
 }
 
 impl SweepOptions {
@@ -342,8 +332,10 @@ pub fn run(
     let mut incident_changes = Vec::new();
     let outcome = state.apply_then(&drafts, now, &quiet, |c, out| {
         crate::faults::kill_point("sweep_before_commit");
-        if let Some(Fence(check)) = &opts.fence {
-            check().map_err(StateError::Fenced)?;
+        if let Some(fence) = &opts.fence {
+            fence
+                .check()
+                .map_err(|e| StateError::Fenced(e.to_string()))?;
         }
         let db = |source| StateError::Db {
             path: state_path.clone(),

@@ -11,28 +11,18 @@
 //! never compacts (its parts are the shared store's, name for name).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
 
+use super::client::Remote;
+use super::error::ClusterError;
+use super::keys::{day_dir, days, file_name};
 use super::sealed::{self, Day};
-use super::{days, file_name, Remote};
-use crate::store::commit::{self, Intent};
-use crate::store::layout::Layout;
-use crate::store::StoreError;
-
-/// What one pull did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Pulled {
-    /// Days the shared store holds.
-    pub days: usize,
-    /// Days whose part set changed here.
-    pub changed: usize,
-    pub fetched: usize,
-    pub bytes: u64,
-    /// Parts dropped here (no longer live there).
-    pub dropped: usize,
-}
+use crate::store::hooks::{self, Pulled, Upstream};
+use crate::store::{Layout, SealOptions, SealReport, StoreError};
 
 /// The live part names of a day in the copy.
-fn local_live(layout: &Layout, day: i32) -> Result<BTreeSet<String>, StoreError> {
+fn local_live(layout: &Layout, day: i32) -> Result<BTreeSet<String>, ClusterError> {
     Ok(layout
         .parts(day)?
         .iter()
@@ -46,7 +36,7 @@ pub fn sync_day(
     layout: &Layout,
     day: i32,
     remote_day: &Day,
-) -> Result<(usize, u64, usize), StoreError> {
+) -> Result<(usize, u64, usize), ClusterError> {
     let have = local_live(layout, day)?;
     let want: BTreeSet<String> = remote_day.live.iter().cloned().collect();
     let fetch: Vec<&String> = want.difference(&have).collect();
@@ -56,29 +46,22 @@ pub fn sync_day(
     }
     let dir = layout.day_dir(day);
     std::fs::create_dir_all(&dir)
-        .map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
-    let mut intent = Intent {
-        rollup_days: vec![day],
-        ..Intent::default()
-    };
+        .map_err(|e| ClusterError::file(format!("creating {}", dir.display()), e))?;
     let mut bytes = 0;
     let mut written = Vec::new();
     let result = (|| {
         for name in &fetch {
             let tmp = dir.join(format!(".{name}.tmp"));
             written.push(tmp.clone());
-            bytes +=
-                Remote::block(remote.download(&format!("{}/{name}", super::day_dir(day)), &tmp))?;
-            intent
-                .renames
-                .push((layout.relative(&tmp), layout.relative(&dir.join(name))));
+            bytes += Remote::block(remote.download(&format!("{}/{name}", day_dir(day)), &tmp))?;
         }
-        crate::store::wal::sync_dir(&dir)?;
-        intent.deletes = drop
+        let fetched: Vec<_> = written
             .iter()
-            .map(|n| layout.relative(&dir.join(n.as_str())))
+            .cloned()
+            .zip(fetch.iter().map(|n| n.to_string()))
             .collect();
-        commit::commit(layout, &intent)
+        let dropped: Vec<String> = drop.iter().map(|n| n.to_string()).collect();
+        Ok(hooks::adopt(layout, day, &fetched, &dropped)?)
     })();
     if let Err(e) = result {
         for p in &written {
@@ -91,7 +74,7 @@ pub fn sync_day(
 
 /// Bring the whole copy up to the shared store; what it did, and the days
 /// it changed.
-pub fn pull(remote: &Remote, layout: &Layout) -> Result<(Pulled, Vec<i32>), StoreError> {
+pub fn pull(remote: &Remote, layout: &Layout) -> Result<(Pulled, Vec<i32>), ClusterError> {
     let there = Remote::block(days(remote))?;
     let mut report = Pulled {
         days: there.len(),
@@ -130,9 +113,9 @@ pub struct Mirror {
     pub remote: Remote,
     /// The detect lease this node keeps (`None`: a one-shot read, such as
     /// `sweep --store s3://…`, which never seals or trims the shared store).
-    pub lease: Option<std::sync::Arc<super::lease::Lease>>,
+    pub lease: Option<Arc<super::lease::Lease>>,
     /// How often the flusher pulls (and a sweep pulls first anyway).
-    pub pull_every: std::time::Duration,
+    pub pull_every: Duration,
     /// Delete the shared store's days older than this (the holder does).
     pub retention_days: Option<u32>,
 }
@@ -160,8 +143,8 @@ pub fn seal(
     layout: &Layout,
     m: &Mirror,
     day: i32,
-    opts: &crate::store::SealOptions,
-) -> Result<Option<crate::store::SealReport>, StoreError> {
+    opts: &SealOptions,
+) -> Result<Option<SealReport>, ClusterError> {
     let Some(lease) = &m.lease else {
         return Ok(None);
     };
@@ -174,16 +157,14 @@ pub fn seal(
         sync_day(&m.remote, layout, day, &read)?;
         return Ok(None);
     }
-    let dir = super::day_dir(day);
-    crate::store::seal::seal_compact_publishing(layout, day, opts, &mut |outputs, sources| {
-        let lost = || {
-            StoreError::data(
-                format!("publishing the seal of {dir}"),
-                "this node no longer holds the detect lease; the seal is dropped",
-            )
+    let dir = day_dir(day);
+    hooks::seal_compact_publishing(layout, day, opts, &mut |outputs, sources| {
+        let lost = || ClusterError::Dropped {
+            context: format!("publishing the seal of {dir}"),
+            reason: "this node no longer holds the detect lease; the seal is dropped",
         };
         if lease.held() != Some(generation) {
-            return Err(lost());
+            return Err(lost().into());
         }
         let mut published = Vec::new();
         for (tmp, fin) in outputs {
@@ -195,9 +176,9 @@ pub fn seal(
             published.push(name);
         }
         if lease.held() != Some(generation) {
-            return Err(lost());
+            return Err(lost().into());
         }
-        let now_ms = crate::store::retire::now_ms().max(0) as u64;
+        let now_ms = hooks::now_ms().max(0) as u64;
         if !Remote::block(sealed::publish(
             &m.remote,
             day,
@@ -207,27 +188,29 @@ pub fn seal(
             generation,
             now_ms,
         ))? {
-            return Err(StoreError::data(
-                format!("publishing the seal of {dir}"),
-                "the day changed on the shared store while it was sealed; the seal is dropped \
-                 and the day sealed again from its new parts",
-            ));
+            return Err(ClusterError::Dropped {
+                context: format!("publishing the seal of {dir}"),
+                reason: "the day changed on the shared store while it was sealed; the seal is \
+                         dropped and the day sealed again from its new parts",
+            }
+            .into());
         }
         Ok(())
     })
+    .map_err(ClusterError::from)
 }
 
 /// The holder's upkeep of the shared store: what seals replaced deleted
 /// once `grace` passed (and what crashed seals left), and days past the
 /// retention removed. The number of objects deleted.
-pub fn upkeep(m: &Mirror, grace: std::time::Duration) -> Result<usize, StoreError> {
+pub fn upkeep(m: &Mirror, grace: Duration) -> Result<usize, ClusterError> {
     let Some(lease) = &m.lease else {
         return Ok(0);
     };
     if lease.held().is_none() {
         return Ok(0);
     }
-    let now_ms = crate::store::retire::now_ms().max(0) as u64;
+    let now_ms = hooks::now_ms().max(0) as u64;
     let mut deleted = 0;
     let today = (now_ms / 86_400_000) as i32;
     for day in Remote::block(days(&m.remote))? {
@@ -238,7 +221,7 @@ pub fn upkeep(m: &Mirror, grace: std::time::Duration) -> Result<usize, StoreErro
             .retention_days
             .is_some_and(|keep| keep > 0 && day < today - keep as i32);
         if expired {
-            let dir = super::day_dir(day);
+            let dir = day_dir(day);
             // Parts first, the document last: a reader between the two
             // sees fewer parts, never a replaced one come back.
             let mut objects = Remote::block(m.remote.list(&dir))?;
@@ -264,4 +247,35 @@ pub fn upkeep(m: &Mirror, grace: std::time::Duration) -> Result<usize, StoreErro
         ))?;
     }
     Ok(deleted)
+}
+
+impl Upstream for Mirror {
+    fn url(&self) -> &str {
+        self.remote.url()
+    }
+
+    fn pull_every(&self) -> Duration {
+        self.pull_every
+    }
+
+    fn pull(&self, layout: &Layout) -> Result<(Pulled, Vec<i32>), StoreError> {
+        Ok(pull(&self.remote, layout)?)
+    }
+
+    fn may_seal(&self) -> bool {
+        Mirror::may_seal(self)
+    }
+
+    fn seal(
+        &self,
+        layout: &Layout,
+        day: i32,
+        opts: &SealOptions,
+    ) -> Result<Option<SealReport>, StoreError> {
+        Ok(seal(layout, self, day, opts)?)
+    }
+
+    fn upkeep(&self, grace: Duration) -> Result<usize, StoreError> {
+        Ok(upkeep(self, grace)?)
+    }
 }

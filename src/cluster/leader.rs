@@ -5,7 +5,8 @@
 //!
 //! What the holder may do is fenced by its generation:
 //! - a sweep commits its state change (and the alerts it queues) only if
-//!   the generation it began under is still held ([`Leader::fence`]);
+//!   the generation it began under is still held ([`Leader::fence`],
+//!   [`super::fence`]);
 //! - a message goes out only if the lease is held and the message is in
 //!   the state last shipped ([`Leader::may_send`]): a holder that dies after
 //!   a sweep queued it but before shipping never sent it, so its successor,
@@ -31,9 +32,10 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
-use crate::store::remote::lease::{Lease, Status};
-use crate::store::remote::{Put, Remote, Version};
-use crate::store::StoreError;
+use super::client::{Put, Remote, Version};
+use super::error::ClusterError;
+use super::fence::LeaseFence;
+use super::lease::{Lease, Status};
 
 /// Where the holder's state lives on the shared store.
 pub const STATE: &str = "state/state.sqlite";
@@ -91,8 +93,8 @@ fn max_outbox_id(db: &Path) -> rusqlite::Result<i64> {
     c.query_row("SELECT coalesce(max(id), 0) FROM outbox", [], |r| r.get(0))
 }
 
-fn db_err(context: String) -> impl FnOnce(rusqlite::Error) -> StoreError {
-    move |e| StoreError::io(context, e)
+fn db_err(context: String) -> impl FnOnce(rusqlite::Error) -> ClusterError {
+    move |e| ClusterError::state(context, e)
 }
 
 impl Leader {
@@ -125,20 +127,10 @@ impl Leader {
         (self.ready.load(Ordering::Acquire) == g).then_some(g)
     }
 
-    /// A check a sweep makes before it commits: its generation still held.
-    pub fn fence(
-        self: &Arc<Self>,
-        generation: u64,
-    ) -> impl Fn() -> Result<(), String> + Send + Sync {
-        let me = Arc::clone(self);
-        move || {
-            match me.acting() {
-            Some(g) if g == generation => Ok(()),
-            _ => Err(format!(
-                "this node no longer holds the detect lease (generation {generation}); the sweep's changes are dropped, and the holder sweeps again"
-            )),
-        }
-        }
+    /// The check a sweep makes before it commits: its generation still
+    /// held ([`LeaseFence`]).
+    pub fn fence(self: &Arc<Self>, generation: u64) -> LeaseFence {
+        LeaseFence::new(Arc::clone(self), generation)
     }
 
     /// The highest outbox row that may be sent now; `None`: none may.
@@ -153,7 +145,7 @@ impl Leader {
 
     /// Read the shipped state into `state.sqlite` (blocking). `false`: there
     /// is none yet, and the local state stands (and is shipped next).
-    pub fn read_in(&self) -> Result<bool, StoreError> {
+    pub fn read_in(&self) -> Result<bool, ClusterError> {
         let got = Remote::block(self.remote.get(STATE))?;
         let Some((bytes, version)) = got else {
             let mut s = self.lock();
@@ -168,7 +160,7 @@ impl Leader {
         };
         let tmp = self.state_db.with_extension("sqlite.incoming");
         std::fs::write(&tmp, &bytes)
-            .map_err(|e| StoreError::io(format!("writing {}", tmp.display()), e))?;
+            .map_err(|e| ClusterError::file(format!("writing {}", tmp.display()), e))?;
         let restored = (|| {
             let watermark = max_outbox_id(&tmp)?;
             let mut c = rusqlite::Connection::open(&self.state_db)?;
@@ -195,7 +187,7 @@ impl Leader {
     /// Ship `state.sqlite` if it changed since it was last shipped or read
     /// (blocking). `Ok(false)`: someone else shipped since (this node has
     /// lost the lease, or is about to); nothing was written.
-    pub fn ship(&self) -> Result<bool, StoreError> {
+    pub fn ship(&self) -> Result<bool, ClusterError> {
         let now = files(&self.state_db);
         let over = {
             let s = self.lock();
@@ -219,7 +211,7 @@ impl Leader {
         .and_then(|watermark| {
             std::fs::read(&tmp)
                 .map(|bytes| (watermark, bytes))
-                .map_err(|e| StoreError::io(format!("reading {}", tmp.display()), e))
+                .map_err(|e| ClusterError::file(format!("reading {}", tmp.display()), e))
         });
         let _ = std::fs::remove_file(&tmp);
         let (watermark, bytes) = snapshot?;
@@ -284,7 +276,7 @@ impl Leader {
 
     /// One sync: the holder reads in on taking over, then ships changes; a
     /// standby reads in what the holder shipped.
-    fn sync_step(&self) -> Result<(), StoreError> {
+    fn sync_step(&self) -> Result<(), ClusterError> {
         match self.lease.held() {
             Some(g) if self.ready.load(Ordering::Acquire) != g => {
                 // The shipped state is read in unless it is this node's
@@ -333,7 +325,7 @@ impl Leader {
     }
 
     /// A standby's read: only when the shipped state's version moved.
-    fn read_in_if_new(&self) -> Result<(), StoreError> {
+    fn read_in_if_new(&self) -> Result<(), ClusterError> {
         let seen = self.lock().version.clone();
         let head = Remote::block(self.remote.version(STATE))?;
         if head.is_some() && head != seen {

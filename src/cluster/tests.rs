@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::client::{Put, Remote};
+use super::keys::day_dir;
 use super::lease::{Lease, Status};
 use super::sealed::{self, read_day};
-use super::{day_dir, Put, Remote};
 use crate::store::Layout;
 
 const TTL: Duration = Duration::from_millis(600);

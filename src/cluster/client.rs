@@ -1,21 +1,5 @@
-//! The shared store on object storage (`--store s3://bucket/prefix`): where
-//! ingest nodes ship the parts they flush, and where the detect role finds
-//! every node's parts, seals days, and keeps its lease and its state.
-//!
-//! Layout under the prefix (every name written once, except the three small
-//! documents written with a conditional put):
-//!
-//! ```text
-//! spans/date=YYYY-MM-DD/part-<node>-<ns>-<rand>.parquet   a node's flush, never overwritten
-//! spans/date=YYYY-MM-DD/part-<stamp>-<n>-s.parquet        a seal's output (the detect role)
-//! spans/date=YYYY-MM-DD/_sealed.json                      which parts a seal replaced (If-Match)
-//! lease.json                                              who detects, generation (If-None-Match / If-Match)
-//! state/state.sqlite                                      the detect role's state (If-Match)
-//! ```
-//!
-//! A day's live parts are its listing, less the parts its `_sealed.json`
-//! names as replaced ([`sealed`]). Nodes only add parts; only the lease
-//! holder replaces or deletes anything.
+//! The object store client of the shared store (`--store s3://bucket/prefix`):
+//! named objects under the prefix, conditional puts, uploads and downloads.
 //!
 //! The client is `object_store`'s S3 client, configured from the usual AWS
 //! variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
@@ -26,13 +10,6 @@
 //! IO runs on one runtime of its own, so the store's threads call it
 //! blocking and async code awaits it without tying up a worker.
 
-pub mod lease;
-pub mod mirror;
-pub mod sealed;
-
-#[cfg(test)]
-mod tests;
-
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -40,12 +17,13 @@ use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as Key;
+use object_store::prefix::PrefixStore;
 use object_store::{
     ClientConfigKey, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
     UpdateVersion,
 };
 
-use super::StoreError;
+use super::error::ClusterError;
 
 /// The runtime every object store request runs on.
 fn io_runtime() -> &'static tokio::runtime::Runtime {
@@ -102,12 +80,12 @@ pub struct Object {
     pub size: u64,
 }
 
-/// The shared store.
+/// The shared store: the bucket seen from under its prefix
+/// (`PrefixStore`), so every name here is relative to the prefix.
 #[derive(Clone)]
 pub struct Remote {
     url: String,
     store: Arc<dyn ObjectStore>,
-    prefix: String,
 }
 
 impl std::fmt::Debug for Remote {
@@ -119,12 +97,10 @@ impl std::fmt::Debug for Remote {
 impl Remote {
     /// `s3://bucket[/prefix]`, with credentials, region and endpoint from
     /// the environment.
-    pub fn open(url: &str) -> Result<Remote, StoreError> {
-        let bad = |why: &str| {
-            StoreError::data(
-                format!("--store {url}"),
-                format!("{why}; expected a local path or s3://bucket/prefix"),
-            )
+    pub fn open(url: &str) -> Result<Remote, ClusterError> {
+        let bad = |why: &str| ClusterError::Address {
+            context: format!("--store {url}"),
+            message: format!("{why}; expected a local path or s3://bucket/prefix"),
         };
         let rest = url
             .strip_prefix("s3://")
@@ -155,11 +131,13 @@ impl Remote {
                 "5 seconds",
             )
             .build()
-            .map_err(|e| StoreError::data(format!("--store {url}"), e))?;
+            .map_err(|source| ClusterError::Client {
+                context: format!("--store {url}"),
+                source,
+            })?;
         Ok(Remote {
             url: url.to_string(),
-            store: Arc::new(store),
-            prefix,
+            store: Arc::new(PrefixStore::new(store, prefix.as_str())),
         })
     }
 
@@ -169,7 +147,6 @@ impl Remote {
         Remote {
             url: format!("memory://{name}"),
             store: Arc::new(object_store::memory::InMemory::new()),
-            prefix: String::new(),
         }
     }
 
@@ -178,34 +155,21 @@ impl Remote {
         &self.url
     }
 
-    fn key(&self, name: &str) -> Key {
-        if self.prefix.is_empty() {
-            Key::from(name)
-        } else {
-            Key::from(format!("{}/{name}", self.prefix))
-        }
+    fn key(name: &str) -> Key {
+        Key::from(name)
     }
 
-    fn name_of(&self, key: &Key) -> String {
-        let k = key.as_ref();
-        match self.prefix.is_empty() {
-            true => k.to_string(),
-            false => k
-                .strip_prefix(&self.prefix)
-                .map(|r| r.trim_start_matches('/'))
-                .unwrap_or(k)
-                .to_string(),
+    fn err(&self, doing: String, source: object_store::Error) -> ClusterError {
+        ClusterError::Request {
+            context: format!("{doing} ({})", self.url),
+            source,
         }
-    }
-
-    fn err(&self, doing: String, e: object_store::Error) -> StoreError {
-        StoreError::io(format!("{doing} ({})", self.url), one_line(&e))
     }
 
     /// One request to the shared store, at start: a missing bucket, a
     /// wrong endpoint or missing credentials are refused here, with what to
     /// check, rather than at the first flush.
-    pub async fn check(&self) -> Result<(), StoreError> {
+    pub async fn check(&self) -> Result<(), ClusterError> {
         let Err(e) = self.list_dirs("").await else {
             return Ok(());
         };
@@ -234,10 +198,11 @@ impl Remote {
         } else {
             "check the bucket, the endpoint (AWS_ENDPOINT_URL) and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)".to_string()
         };
-        Err(StoreError::io(
-            format!("the shared store {} cannot be read", self.url),
-            format!("{hint} ({cause})"),
-        ))
+        Err(ClusterError::Unreachable {
+            context: format!("the shared store {} cannot be read", self.url),
+            hint,
+            source: Box::new(e),
+        })
     }
 
     /// Run an object store request from a thread that is not async.
@@ -256,8 +221,8 @@ impl Remote {
     }
 
     /// The object's bytes and version; `None` when there is none.
-    pub async fn get(&self, name: &str) -> Result<Option<(Bytes, Version)>, StoreError> {
-        match self.store.get(&self.key(name)).await {
+    pub async fn get(&self, name: &str) -> Result<Option<(Bytes, Version)>, ClusterError> {
+        match self.store.get(&Self::key(name)).await {
             Ok(r) => {
                 let version = Version::from(&r.meta);
                 let bytes = r
@@ -272,8 +237,8 @@ impl Remote {
     }
 
     /// The object's metadata (`HEAD`), `None` when there is none.
-    async fn head(&self, name: &str) -> Result<Option<object_store::ObjectMeta>, StoreError> {
-        match self.store.head(&self.key(name)).await {
+    async fn head(&self, name: &str) -> Result<Option<object_store::ObjectMeta>, ClusterError> {
+        match self.store.head(&Self::key(name)).await {
             Ok(m) => Ok(Some(m)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.err(format!("looking up {name}"), e)),
@@ -281,19 +246,19 @@ impl Remote {
     }
 
     /// The object's size, `None` when there is none.
-    pub async fn size(&self, name: &str) -> Result<Option<u64>, StoreError> {
+    pub async fn size(&self, name: &str) -> Result<Option<u64>, ClusterError> {
         Ok(self.head(name).await?.map(|m| m.size))
     }
 
     /// The object's version, `None` when there is none.
-    pub async fn version(&self, name: &str) -> Result<Option<Version>, StoreError> {
+    pub async fn version(&self, name: &str) -> Result<Option<Version>, ClusterError> {
         Ok(self.head(name).await?.as_ref().map(Version::from))
     }
 
     /// Write an object whatever is there (a name only this writer uses).
-    pub async fn put(&self, name: &str, bytes: Bytes) -> Result<(), StoreError> {
+    pub async fn put(&self, name: &str, bytes: Bytes) -> Result<(), ClusterError> {
         self.store
-            .put(&self.key(name), PutPayload::from(bytes))
+            .put(&Self::key(name), PutPayload::from(bytes))
             .await
             .map(|_| ())
             .map_err(|e| self.err(format!("writing {name}"), e))
@@ -306,7 +271,7 @@ impl Remote {
         name: &str,
         bytes: Bytes,
         over: Option<Version>,
-    ) -> Result<Put, StoreError> {
+    ) -> Result<Put, ClusterError> {
         let mode = match over {
             None => PutMode::Create,
             Some(v) => PutMode::Update(v.into()),
@@ -317,7 +282,7 @@ impl Remote {
         };
         match self
             .store
-            .put_opts(&self.key(name), PutPayload::from(bytes), opts)
+            .put_opts(&Self::key(name), PutPayload::from(bytes), opts)
             .await
         {
             Ok(r) => Ok(Put::Done(Version {
@@ -335,17 +300,17 @@ impl Remote {
     }
 
     /// Upload a local file to `name`, in parts when large.
-    pub async fn upload(&self, name: &str, path: &std::path::Path) -> Result<u64, StoreError> {
+    pub async fn upload(&self, name: &str, path: &std::path::Path) -> Result<u64, ClusterError> {
         let file = tokio::fs::File::open(path)
             .await
-            .map_err(|e| StoreError::io(format!("opening {}", path.display()), e))?;
+            .map_err(|e| ClusterError::file(format!("opening {}", path.display()), e))?;
         let len = file
             .metadata()
             .await
-            .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?
+            .map_err(|e| ClusterError::file(format!("reading {}", path.display()), e))?
             .len();
         let mut writer =
-            object_store::buffered::BufWriter::new(Arc::clone(&self.store), self.key(name));
+            object_store::buffered::BufWriter::new(Arc::clone(&self.store), Self::key(name));
         let mut reader = tokio::io::BufReader::with_capacity(1 << 20, file);
         let sent = match tokio::io::copy(&mut reader, &mut writer).await {
             Ok(_) => tokio::io::AsyncWriteExt::shutdown(&mut writer).await,
@@ -355,25 +320,25 @@ impl Remote {
             // A multipart upload left open would be kept (and billed) by
             // the store until a lifecycle rule removed it.
             let _ = writer.abort().await;
-            return Err(StoreError::io(
-                format!("uploading {} to {name}", path.display()),
-                one_line(&e),
-            ));
+            return Err(ClusterError::Upload {
+                context: format!("uploading {} to {name}", path.display()),
+                source: e,
+            });
         }
         Ok(len)
     }
 
     /// Download `name` to a local file (written, then fsynced).
-    pub async fn download(&self, name: &str, path: &std::path::Path) -> Result<u64, StoreError> {
+    pub async fn download(&self, name: &str, path: &std::path::Path) -> Result<u64, ClusterError> {
         let r = self
             .store
-            .get(&self.key(name))
+            .get(&Self::key(name))
             .await
             .map_err(|e| self.err(format!("downloading {name}"), e))?;
         let mut stream = r.into_stream();
         let mut file = tokio::fs::File::create(path)
             .await
-            .map_err(|e| StoreError::io(format!("creating {}", path.display()), e))?;
+            .map_err(|e| ClusterError::file(format!("creating {}", path.display()), e))?;
         let mut n = 0u64;
         while let Some(chunk) = stream
             .try_next()
@@ -383,25 +348,25 @@ impl Remote {
             n += chunk.len() as u64;
             tokio::io::AsyncWriteExt::write_all(&mut file, &chunk)
                 .await
-                .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
+                .map_err(|e| ClusterError::file(format!("writing {}", path.display()), e))?;
         }
         file.sync_all()
             .await
-            .map_err(|e| StoreError::io(format!("syncing {}", path.display()), e))?;
+            .map_err(|e| ClusterError::file(format!("syncing {}", path.display()), e))?;
         Ok(n)
     }
 
     /// Delete an object (none there is no error).
-    pub async fn delete(&self, name: &str) -> Result<(), StoreError> {
-        match self.store.delete(&self.key(name)).await {
+    pub async fn delete(&self, name: &str) -> Result<(), ClusterError> {
+        match self.store.delete(&Self::key(name)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.err(format!("deleting {name}"), e)),
         }
     }
 
     /// The objects whose names start with `dir/`, every level down.
-    pub async fn list(&self, dir: &str) -> Result<Vec<Object>, StoreError> {
-        let prefix = self.key(dir);
+    pub async fn list(&self, dir: &str) -> Result<Vec<Object>, ClusterError> {
+        let prefix = Self::key(dir);
         let metas: Vec<_> = self
             .store
             .list(Some(&prefix))
@@ -411,15 +376,15 @@ impl Remote {
         Ok(metas
             .into_iter()
             .map(|m| Object {
-                name: self.name_of(&m.location),
+                name: m.location.to_string(),
                 size: m.size,
             })
             .collect())
     }
 
     /// The "directories" right under `dir/`.
-    pub async fn list_dirs(&self, dir: &str) -> Result<Vec<String>, StoreError> {
-        let prefix = self.key(dir);
+    pub async fn list_dirs(&self, dir: &str) -> Result<Vec<String>, ClusterError> {
+        let prefix = Self::key(dir);
         let r = self
             .store
             .list_with_delimiter(Some(&prefix))
@@ -429,61 +394,5 @@ impl Remote {
             .iter()
             .filter_map(|p| p.filename().map(str::to_string))
             .collect())
-    }
-}
-
-/// Where a day's spans live on the shared store.
-/// An error as one log line: the S3 answers object_store quotes are XML
-/// over several lines.
-fn one_line(e: &dyn std::fmt::Display) -> String {
-    e.to_string()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The file name of a path relative to the data directory: a part's name
-/// on the shared store is its local one.
-pub fn file_name(path: &str) -> Option<String> {
-    std::path::Path::new(path)
-        .file_name()?
-        .to_str()
-        .map(str::to_string)
-}
-
-/// A day's directory under the prefix (as in the data directory).
-pub fn day_dir(day: i32) -> String {
-    format!("spans/date={}", crate::model::day_to_string(day))
-}
-
-/// The days the shared store holds spans for, in order.
-pub async fn days(remote: &Remote) -> Result<Vec<i32>, StoreError> {
-    let mut days: Vec<i32> = remote
-        .list_dirs("spans")
-        .await?
-        .iter()
-        .filter_map(|d| d.strip_prefix("date="))
-        .filter_map(crate::model::day_from_str)
-        .collect();
-    days.sort_unstable();
-    Ok(days)
-}
-
-/// A node id as it goes into part names: letters, digits, `-` and `_`.
-pub fn check_node_id(id: &str) -> Result<(), String> {
-    if id.is_empty() || id.len() > 63 {
-        return Err(format!(
-            "a node id is 1 to 63 characters; got {} ({id:?})",
-            id.len()
-        ));
-    }
-    match id
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
-    {
-        Some(c) => Err(format!(
-            "a node id holds letters, digits, - and _ only (it goes into part names); {id:?} has {c:?}"
-        )),
-        None => Ok(()),
     }
 }

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::{Put, Remote, Version};
-use crate::store::StoreError;
+use super::client::{Put, Remote, Version};
+use super::error::ClusterError;
 
 pub const FILE: &str = "lease.json";
 
@@ -143,7 +143,7 @@ impl Lease {
     }
 
     /// Renew the lease held, or try to take it; call every `ttl / 3`.
-    pub async fn tick(&self) -> Result<Status, StoreError> {
+    pub async fn tick(&self) -> Result<Status, ClusterError> {
         let held = self
             .lock()
             .held
@@ -155,7 +155,7 @@ impl Lease {
         self.try_take().await
     }
 
-    async fn renew(&self, generation: u64, version: Version) -> Result<Status, StoreError> {
+    async fn renew(&self, generation: u64, version: Version) -> Result<Status, ClusterError> {
         let sent = Instant::now();
         match self
             .remote
@@ -192,14 +192,14 @@ impl Lease {
         }
     }
 
-    async fn try_take(&self) -> Result<Status, StoreError> {
+    async fn try_take(&self) -> Result<Status, ClusterError> {
         let sent = Instant::now();
         let current = self.remote.get(FILE).await?;
         let (generation, over) = match current {
             None => (1, None),
             Some((bytes, version)) => {
                 let doc: Doc = serde_json::from_slice(&bytes).map_err(|e| {
-                    StoreError::data(format!("reading {FILE} ({})", self.remote.url()), e)
+                    ClusterError::document(format!("reading {FILE} ({})", self.remote.url()), e)
                 })?;
                 let lapsed = {
                     let mut s = self.lock();
@@ -247,7 +247,7 @@ impl Lease {
     }
 
     /// Give the lease up (a clean stop), so a standby takes it at once.
-    pub async fn release(&self) -> Result<(), StoreError> {
+    pub async fn release(&self) -> Result<(), ClusterError> {
         let held = self.lock().held.take();
         if let Some(h) = held {
             self.remote

@@ -21,10 +21,10 @@ use std::collections::BTreeSet;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::{day_dir, Put, Remote, Version};
-use crate::store::layout::is_seal_output;
-use crate::store::manifest::is_part_name;
-use crate::store::StoreError;
+use super::client::{Put, Remote, Version};
+use super::error::ClusterError;
+use super::keys::day_dir;
+use crate::store::hooks::{is_part_name, is_seal_output};
 
 pub const FILE: &str = "_sealed.json";
 
@@ -67,12 +67,12 @@ pub struct Day {
 /// first: a seal publishing meanwhile can only add outputs it names, which
 /// this listing then either shows (and the old document does not name:
 /// not live) or not.
-pub async fn read_day(remote: &Remote, day: i32) -> Result<Day, StoreError> {
+pub async fn read_day(remote: &Remote, day: i32) -> Result<Day, ClusterError> {
     let dir = day_dir(day);
     let (sealed, at) = match remote.get(&format!("{dir}/{FILE}")).await? {
         Some((bytes, v)) => {
             let s: Sealed = serde_json::from_slice(&bytes).map_err(|e| {
-                StoreError::data(format!("reading {dir}/{FILE} ({})", remote.url()), e)
+                ClusterError::document(format!("reading {dir}/{FILE} ({})", remote.url()), e)
             })?;
             (s, Some(v))
         }
@@ -121,7 +121,7 @@ pub async fn publish(
     outputs: &[String],
     generation: u64,
     now_ms: u64,
-) -> Result<bool, StoreError> {
+) -> Result<bool, ClusterError> {
     let mut next = read.sealed.clone();
     next.version = 1;
     next.generation = generation;
@@ -145,9 +145,9 @@ pub async fn write(
     day: i32,
     doc: &Sealed,
     at: Option<Version>,
-) -> Result<bool, StoreError> {
-    let body =
-        serde_json::to_vec_pretty(doc).map_err(|e| StoreError::data("encoding _sealed.json", e))?;
+) -> Result<bool, ClusterError> {
+    let body = serde_json::to_vec_pretty(doc)
+        .map_err(|e| ClusterError::document("encoding _sealed.json", e))?;
     let name = format!("{}/{FILE}", day_dir(day));
     Ok(matches!(
         remote.put_if(&name, Bytes::from(body), at).await?,
@@ -163,7 +163,7 @@ pub async fn reclaim(
     day: i32,
     grace_ms: u64,
     now_ms: u64,
-) -> Result<usize, StoreError> {
+) -> Result<usize, ClusterError> {
     let read = read_day(remote, day).await?;
     let dir = day_dir(day);
     let old = |at_ms: u64| now_ms.saturating_sub(at_ms) >= grace_ms;
