@@ -15,13 +15,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::commit::{self, Intent};
+use super::catalog::commit::{self, Intent};
 use super::{wal, Layout, SealOptions, SealReport, StoreError};
 
-pub use super::layout::is_seal_output;
-pub use super::manifest::is_part_name;
-pub use super::retire::now_ms;
-pub use super::seal::{seal_compact_publishing, Publish};
+pub use super::catalog::layout::is_seal_output;
+pub use super::catalog::manifest::is_part_name;
+pub use super::catalog::retire::now_ms;
+pub use super::maintain::seal::{seal_compact_publishing, Publish};
 
 /// Where a flush's parts go before the WAL segments they cover are deleted.
 pub trait Shipper: std::fmt::Debug + Send + Sync {

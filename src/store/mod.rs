@@ -13,28 +13,16 @@
 //! frozen memtables into Parquet and runs compaction, rollups and retention.
 //! Both are plain OS threads, so polars work never lands on async workers.
 
-mod commit;
-mod compact;
+mod catalog;
 mod error;
-mod flusher;
-pub mod frame;
-mod frozen;
+mod format;
+pub mod fsutil;
 pub mod hooks;
-pub mod layout;
-mod manifest;
-mod memtable;
-pub mod parquet;
+mod maintain;
+mod open;
 pub mod read;
-mod replay;
-pub mod retire;
-pub mod rollup;
-mod rollup_set;
-mod rowgroup;
-pub mod seal;
-mod sealer;
 mod stats;
-pub mod wal;
-mod writer;
+mod write;
 
 #[cfg(test)]
 pub(crate) mod seal_tests;
@@ -60,15 +48,30 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+pub use catalog::layout::{self, Layout};
+pub use catalog::retire::{self, Pin};
 pub use error::StoreError;
-pub use layout::Layout;
+pub use format::{frame, parquet};
+pub use maintain::rollup;
+pub use maintain::seal::{ManifestUpdate, SealOptions, SealReport};
 pub use read::{ReadStats, Reader, RollupStamp, Rollups, Scan};
-pub use retire::Pin;
-pub use seal::{ManifestUpdate, SealOptions, SealReport};
 pub use stats::{Failing, Stats, WritePath, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
+pub use write::wal;
 
 use crate::ingest::Prepared;
-use frozen::Frozen;
+use maintain::flusher;
+use open::replay;
+use write::frozen::Frozen;
+use write::writer;
+// The old flat names, for the tests beside this file.
+#[cfg(test)]
+use {
+    catalog::{commit, manifest, rollup_set},
+    format::rowgroup,
+    maintain::seal,
+    write::frozen,
+    write::memtable,
+};
 
 /// Tuning of the write path; the defaults suit one machine and a few
 /// hundred thousand spans a second.

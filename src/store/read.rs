@@ -13,9 +13,11 @@ use std::path::PathBuf;
 
 use polars::prelude::*;
 
-use super::layout::{is_seal_output, Layout};
-use super::retire::{self, Pin};
-use super::{frame, parquet, rollup_set, rowgroup, StoreError};
+use super::catalog::layout::{is_seal_output, Layout};
+use super::catalog::retire::{self, Pin};
+use super::catalog::rollup_set;
+use super::format::{frame, parquet, rowgroup};
+use super::StoreError;
 
 /// A lazy read and the pin that keeps the files it scans: polars opens them
 /// by path when the frame is collected, so the pin must live until then.

@@ -32,9 +32,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::layout::Layout;
-use super::manifest::Retired;
-use super::{commit, manifest, rollup_set, wal, StoreError};
+use crate::store::catalog::layout::Layout;
+use crate::store::catalog::manifest::Retired;
+use crate::store::{
+    catalog::commit, catalog::manifest, catalog::rollup_set, write::wal, StoreError,
+};
 
 struct State {
     /// Per data directory (canonical path): its retirements and live pins.
@@ -132,7 +134,7 @@ pub fn pin(layout: &Layout) -> Pin {
 /// Files of `layout` whose retirement was just made durable: a new
 /// generation. Call after the manifest is replaced (a pin taken before
 /// this holds them).
-pub(super) fn retired(layout: &Layout, files: impl IntoIterator<Item = (PathBuf, i64)>) {
+pub(in crate::store) fn retired(layout: &Layout, files: impl IntoIterator<Item = (PathBuf, i64)>) {
     let dir = key(layout);
     let mut guard = state();
     let s = &mut *guard;
@@ -146,7 +148,7 @@ pub(super) fn retired(layout: &Layout, files: impl IntoIterator<Item = (PathBuf,
 
 /// Retired files found in `dir`'s manifest on open (a crash, or a stop
 /// within the grace, left them): no pin of this process holds them.
-pub(super) fn found(dir: &Path, files: &[Retired]) {
+pub(in crate::store) fn found(dir: &Path, files: &[Retired]) {
     let mut s = state();
     for r in files {
         s.retired.entry(dir.join(&r.name)).or_insert((0, r.at_ms));
@@ -167,7 +169,7 @@ pub fn pending(layout: &Layout) -> usize {
 /// no live pin is older than their retirement, and `grace` has passed since
 /// it. Each file first, then its manifest without it; a day directory left
 /// with neither parts nor retired files goes. Returns the files deleted.
-pub(super) fn reclaim(layout: &Layout, grace: Duration) -> Result<usize, StoreError> {
+pub(in crate::store) fn reclaim(layout: &Layout, grace: Duration) -> Result<usize, StoreError> {
     // Manifests are read and replaced by commits too: one at a time.
     let _one = commit::exclusive();
     let root = layout.root();
@@ -252,7 +254,7 @@ pub fn gone_hint(error: &(dyn std::error::Error + 'static), pin: Option<&Pin>) -
 /// Forget what this process knows of `layout`'s pins and retirements, as a
 /// new process would (a test's crash).
 #[cfg(test)]
-pub(super) fn forget(layout: &Layout) {
+pub(in crate::store) fn forget(layout: &Layout) {
     let mut s = state();
     s.dirs.remove(&key(layout));
     let root = layout.root();

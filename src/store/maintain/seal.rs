@@ -23,11 +23,13 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use super::commit::{self, Intent};
-use super::layout::{is_seal_output, Layout};
-use super::parquet::{self, Batches};
-use super::{frame, memtable::KeySet, rowgroup, wal, StoreError};
 use crate::model::day_to_string;
+use crate::store::catalog::commit::{self, Intent};
+use crate::store::catalog::layout::{is_seal_output, Layout};
+use crate::store::format::parquet::{self, Batches};
+use crate::store::{
+    format::frame, format::rowgroup, write::memtable::KeySet, write::wal, StoreError,
+};
 
 /// A sealed day has at most this many parts.
 pub const MAX_OUTPUTS: usize = 4;

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use super::layout::Layout;
-use super::StoreError;
 use crate::model::SpanKey;
+use crate::store::catalog::layout::Layout;
+use crate::store::StoreError;
 
 /// A fresh name for a flush output (`part-{tag}.parquet`): the wall clock
 /// in nanoseconds, strictly increasing within the process, then 32 random
@@ -64,9 +64,9 @@ pub fn write_tmp_part_with(
     let tmp = dir.join(format!(".part-{tag}.parquet.tmp"));
     write(&tmp)?;
     // The intent that names this file must never outlive its directory entries.
-    super::wal::sync_dir(&dir)?;
+    crate::store::write::wal::sync_dir(&dir)?;
     if created {
-        super::wal::sync_dir(&layout.spans_dir())?;
+        crate::store::write::wal::sync_dir(&layout.spans_dir())?;
     }
     Ok((layout.relative(&tmp), layout.relative(&final_path)))
 }
@@ -124,7 +124,7 @@ pub fn write_batches(
         }
         None => {
             ParquetWriter::new(&file)
-                .finish(&mut super::frame::empty())
+                .finish(&mut crate::store::format::frame::empty())
                 .map_err(|e| StoreError::io(context(), e))?;
         }
     }
@@ -142,7 +142,7 @@ pub struct Batches {
 }
 
 impl Batches {
-    /// Create `path` for frames with [`frame::schema`](super::frame::schema).
+    /// Create `path` for frames with [`frame::schema`](crate::store::format::frame::schema).
     pub fn create(path: &Path, compression: ParquetCompression) -> Result<Batches, StoreError> {
         let context = || format!("writing {}", path.display());
         crate::faults::check("parquet_write").map_err(|e| StoreError::io(context(), e))?;
@@ -151,7 +151,7 @@ impl Batches {
         let writer = ParquetWriter::new(handle)
             .with_compression(compression)
             .with_statistics(StatisticsOptions::default())
-            .batched(&super::frame::schema())
+            .batched(&crate::store::format::frame::schema())
             .map_err(|e| StoreError::io(context(), e))?;
         Ok(Batches {
             path: path.to_path_buf(),
@@ -202,7 +202,7 @@ pub fn scan(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
 /// A lazy scan over span parts, with the span schema of this version:
 /// columns added since a part was written (`tool_result_hash`) read as null.
 pub fn scan_parts(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
-    scan_with(paths, Some(super::frame::schema()))
+    scan_with(paths, Some(crate::store::format::frame::schema()))
 }
 
 fn scan_with(paths: &[PathBuf], schema: Option<Schema>) -> PolarsResult<LazyFrame> {
@@ -228,5 +228,8 @@ pub fn read_keys(paths: &[PathBuf]) -> PolarsResult<Vec<SpanKey>> {
     let df = scan_parts(paths)?
         .select([col("trace_id"), col("span_id")])
         .collect()?;
-    Ok(super::frame::keys(&df)?.into_iter().flatten().collect())
+    Ok(crate::store::format::frame::keys(&df)?
+        .into_iter()
+        .flatten()
+        .collect())
 }

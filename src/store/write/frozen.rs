@@ -8,10 +8,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use polars::prelude::*;
 
-use super::frame;
-use super::memtable::Memtable;
 use crate::ingest::SpanBatch;
 use crate::model::SpanKey;
+use crate::store::format::frame;
+use crate::store::write::memtable::Memtable;
 
 /// A frozen memtable.
 pub struct Frozen {

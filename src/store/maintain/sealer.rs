@@ -9,9 +9,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::seal::{self, SealReport};
-use super::{Shared, StoreError, StoreOptions};
 use crate::model::{day_to_string, NANOS_PER_DAY};
+use crate::store::maintain::seal::{self, SealReport};
+use crate::store::{Shared, StoreError, StoreOptions};
 
 /// A day whose seal failed is tried again after this long.
 const RETRY_AFTER: Duration = Duration::from_secs(600);

@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use super::frozen::Frozen;
 use crate::ingest::SpanBatch;
 use crate::model::SpanKey;
+use crate::store::write::frozen::Frozen;
 
 /// Spans waiting for the next flush.
 #[derive(Default)]

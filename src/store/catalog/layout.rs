@@ -4,9 +4,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::hooks::Shipper;
-use super::StoreError;
 use crate::model::{day_from_str, day_to_string};
+use crate::store::hooks::Shipper;
+use crate::store::StoreError;
 
 /// How the name of a seal compaction's output ends (`part-…-s.parquet`).
 pub const SEAL_SUFFIX: &str = "-s.parquet";
@@ -73,9 +73,10 @@ impl Layout {
         self.root.join("rollups")
     }
     /// `rollups/current.json`: which generation of the rollup files is
-    /// current ([`super::rollup_set`]).
+    /// current ([`crate::store::catalog::rollup_set`]).
     pub fn rollup_manifest(&self) -> PathBuf {
-        self.rollups_dir().join(super::rollup_set::MANIFEST)
+        self.rollups_dir()
+            .join(crate::store::catalog::rollup_set::MANIFEST)
     }
     /// The daily rollup's plain name, which an earlier version read: a link
     /// to the current generation's file. This version reads the manifest.
@@ -126,7 +127,7 @@ impl Layout {
     /// files. Files the manifest does not name are invisible.
     pub fn parts(&self, day: i32) -> Result<Vec<PathBuf>, StoreError> {
         let dir = self.day_dir(day);
-        Ok(super::manifest::live(&dir)?
+        Ok(crate::store::catalog::manifest::live(&dir)?
             .into_iter()
             .map(|n| dir.join(n))
             .collect())
@@ -137,7 +138,7 @@ impl Layout {
     /// versions mean the same parts (names are never reused, parts never
     /// rewritten in place).
     pub fn day_version(&self, day: i32) -> Result<String, StoreError> {
-        super::manifest::version(&self.day_dir(day))
+        crate::store::catalog::manifest::version(&self.day_dir(day))
     }
 
     /// A path relative to the root, as intents record it.

@@ -3,7 +3,7 @@
 //! `rollups/tool_error_names-<gen>.parquet` (fsynced), then replaces the
 //! small manifest `rollups/current.json` (temporary file, fsync, rename),
 //! which names the current generation's files and retires the previous
-//! ones in the same rename; [`super::retire`] deletes those once no reader
+//! ones in the same rename; [`crate::store::catalog::retire`] deletes those once no reader
 //! can hold them. A reader reads the manifest once and scans the files it
 //! names: they never change.
 //!
@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
-use super::layout::Layout;
-use super::manifest::Retired;
-use super::{commit, parquet, retire, wal, StoreError};
+use crate::store::catalog::layout::Layout;
+use crate::store::catalog::manifest::Retired;
+use crate::store::{catalog::commit, catalog::retire, format::parquet, write::wal, StoreError};
 
 /// The manifest's file name in `rollups/`.
 pub const MANIFEST: &str = "current.json";
@@ -227,7 +227,7 @@ pub fn recover(layout: &Layout) -> Result<(), StoreError> {
         Err(e) => {
             // Nothing says which generation is current: every day is refreshed.
             tracing::warn!(error = %e, "the rollup manifest is unreadable; the rollup is rebuilt from the spans");
-            super::rollup::mark_dirty(layout, &layout.days()?)?;
+            crate::store::maintain::rollup::mark_dirty(layout, &layout.days()?)?;
             None
         }
     };

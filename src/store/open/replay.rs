@@ -15,11 +15,11 @@ use std::time::Duration;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
-use super::frozen::Frozen;
-use super::memtable::{Memtable, Seen};
-use super::wal::{self, Wal};
-use super::writer::{insert_batch, load_days, WriterState};
-use super::{compact, flusher, Recovery, Shared, StoreError};
+use crate::store::write::frozen::Frozen;
+use crate::store::write::memtable::{Memtable, Seen};
+use crate::store::write::wal::{self, Wal};
+use crate::store::write::writer::{insert_batch, load_days, WriterState};
+use crate::store::{maintain::compact, maintain::flusher, Recovery, Shared, StoreError};
 
 /// Attempts a chunk's flush gets before the open fails.
 const CHUNK_ATTEMPTS: u32 = 5;
@@ -28,7 +28,7 @@ const CHUNK_ATTEMPTS: u32 = 5;
 pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
     let layout = &shared.layout;
     let mut report = Recovery {
-        finished_commit: super::commit::recover(layout)?,
+        finished_commit: crate::store::catalog::commit::recover(layout)?,
         ..Recovery::default()
     };
     let mut mem = Memtable::default();

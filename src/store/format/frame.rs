@@ -4,11 +4,11 @@
 
 use polars::prelude::*;
 
-use super::memtable::KeySet;
 use crate::ingest::batch::{
     SpanBatch, StrColumn, KINDS, NO_DEPENDENCY, NO_MODEL, NO_TOOL, STATUSES,
 };
 use crate::model::{ErrorClass, SpanKey, SpanRow, ToolConvention};
+use crate::store::write::memtable::KeySet;
 
 /// Columns of a stored span part, in order, with their types.
 pub fn schema() -> Schema {

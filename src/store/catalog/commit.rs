@@ -3,7 +3,7 @@
 //! intent (renames, parts replaced, WAL segments covered, rollup days to
 //! redo), then applies it: the renames, then each day's manifest replaced
 //! by the new part set with the replaced parts retired in it (not deleted:
-//! [`super::retire`] deletes them once no reader can hold them). Recovery
+//! [`crate::store::catalog::retire`] deletes them once no reader can hold them). Recovery
 //! re-applies an intent found on disk; a change with no intent on disk never
 //! happened, and its temporary files are removed.
 
@@ -15,8 +15,11 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::layout::Layout;
-use super::{manifest, retire, rollup, rollup_set, wal, StoreError};
+use crate::store::catalog::layout::Layout;
+use crate::store::{
+    catalog::manifest, catalog::retire, catalog::rollup_set, maintain::rollup, write::wal,
+    StoreError,
+};
 
 /// One atomic change of the store's files.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -41,7 +44,7 @@ pub struct Intent {
 static COMMITS: Mutex<()> = Mutex::new(());
 
 /// Hold off commits (while retired files are reclaimed: both replace manifests).
-pub(super) fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+pub(in crate::store) fn exclusive() -> std::sync::MutexGuard<'static, ()> {
     COMMITS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -104,7 +107,7 @@ pub enum Step {
     Done,
 }
 
-/// Ship the intent's parts to the shared store ([`super::hooks::Shipper`]),
+/// Ship the intent's parts to the shared store ([`crate::store::hooks::Shipper`]),
 /// each unless it is there already with its size (an apply repeated after
 /// a crash).
 fn ship(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {

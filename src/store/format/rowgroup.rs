@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use polars::prelude::*;
 
-use super::{frame, StoreError};
+use crate::store::{format::frame, StoreError};
 
 /// The footer of a Parquet file.
 pub fn footer(path: &Path) -> Result<FileMetadataRef, StoreError> {

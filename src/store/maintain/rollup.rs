@@ -2,7 +2,7 @@
 //! parts with `queries/tool_daily.sql` and `queries/tool_error_names.sql`,
 //! refreshed for the days a commit touched, so later reads never rescan raw
 //! spans for daily numbers. Each refresh writes a new generation of both
-//! files ([`super::rollup_set`]). Each call is counted once, with the
+//! files ([`crate::store::catalog::rollup_set`]). Each call is counted once, with the
 //! server it depends on ([`calls_with_dependencies`](crate::spans::calls_with_dependencies)); the sweep reads that
 //! per tool and day with [`tool_dependencies`].
 
@@ -13,14 +13,14 @@ use std::path::PathBuf;
 use polars::prelude::*;
 use polars::sql::SQLContext;
 
-use super::layout::Layout;
-use super::{parquet, rollup_set, wal, StoreError};
 use crate::model::day_to_string;
 use crate::spans::{calls_with_dependencies, may_nest};
+use crate::store::catalog::layout::Layout;
+use crate::store::{catalog::rollup_set, format::parquet, write::wal, StoreError};
 
 /// The queries, as shipped in `queries/`.
-pub const TOOL_DAILY_SQL: &str = include_str!("../../queries/tool_daily.sql");
-pub const TOOL_ERROR_NAMES_SQL: &str = include_str!("../../queries/tool_error_names.sql");
+pub const TOOL_DAILY_SQL: &str = include_str!("../../../queries/tool_daily.sql");
+pub const TOOL_ERROR_NAMES_SQL: &str = include_str!("../../../queries/tool_error_names.sql");
 
 /// Tool-call rows of one day, with MCP duplicates removed and a `day` column;
 /// each call with its dependency ([`calls_with_dependencies`](crate::spans::calls_with_dependencies)).
@@ -88,7 +88,7 @@ pub fn tool_rows(layout: &Layout, day: i32) -> Result<Option<LazyFrame>, StoreEr
 }
 
 /// The dependency of each tool's calls per day, from a `tool_daily` rollup
-/// frame (as [`Reader::tool_daily`](super::Reader::tool_daily) gives it):
+/// frame (as [`Reader::tool_daily`](crate::store::Reader::tool_daily) gives it):
 /// (tool, day as days since the epoch) → the dependency with the most
 /// failed calls that day, over the tool's services (ties: the most calls,
 /// then the first name in byte order). Rows without a dependency are

@@ -1,7 +1,7 @@
 //! The per-day manifest of live parts, `spans/date=YYYY-MM-DD/_parts.json`:
 //! which `part-*.parquet` files of the day a reader sees, and which files
 //! the day's commits retired (replaced, still on disk until no reader can
-//! hold them: [`super::retire`]). A commit (`commit::apply`) replaces it
+//! hold them: [`crate::store::catalog::retire`]). A commit (`commit::apply`) replaces it
 //! atomically (temporary file, fsync, rename) after renaming new parts in:
 //! one rename publishes the new set and retires the replaced parts, so a
 //! reader lists either the old set or the new one, never both. A day written
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{wal, StoreError};
+use crate::store::{write::wal, StoreError};
 
 /// The manifest's file name inside a day directory.
 pub const FILE: &str = "_parts.json";

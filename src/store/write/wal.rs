@@ -76,7 +76,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::StoreError;
+pub use crate::store::fsutil::{replace_file, sync_dir};
+use crate::store::StoreError;
 
 mod recover;
 
@@ -334,27 +335,4 @@ pub fn delete_upto(dir: &Path, upto: u64) -> Result<(), StoreError> {
         }
     }
     sync_dir(dir)
-}
-
-/// Replace `path` with `body` durably: written to `tmp` and fsynced, renamed
-/// over `path`, the directory fsynced. A crash leaves the old file or the new.
-pub fn replace_file(path: &Path, tmp: &Path, body: &[u8]) -> Result<(), StoreError> {
-    File::create(tmp)
-        .and_then(|mut f| {
-            f.write_all(body)?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(tmp, path))
-        .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
-    match path.parent() {
-        Some(dir) => sync_dir(dir),
-        None => Ok(()),
-    }
-}
-
-/// Make a directory's entries (new, renamed or removed files) durable.
-pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StoreError::io(format!("syncing directory {}", dir.display()), e))
 }

@@ -9,7 +9,7 @@
 //! On a copy of the shared store (the detect role) it also pulls the shared
 //! store's parts in, and, while this node holds the lease, publishes its
 //! seals there and keeps the shared store trimmed (through its
-//! [`Upstream`](super::hooks::Upstream)).
+//! [`Upstream`](crate::store::hooks::Upstream)).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fs;
@@ -18,20 +18,22 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::commit::{self, Intent};
-use super::frozen::Frozen;
-use super::hooks::Pulled;
-use super::seal::SealReport;
-use super::sealer::{self, Sealer};
-use super::{compact, parquet, retire, rollup, Shared, StoreError};
 use crate::model::{day_to_string, NANOS_PER_DAY};
+use crate::store::catalog::commit::{self, Intent};
+use crate::store::hooks::Pulled;
+use crate::store::maintain::seal::SealReport;
+use crate::store::maintain::sealer::{self, Sealer};
+use crate::store::write::frozen::Frozen;
+use crate::store::{
+    catalog::retire, format::parquet, maintain::compact, maintain::rollup, Shared, StoreError,
+};
 
 /// What the flusher is asked to do.
 pub enum Job {
     /// Write a table, and tell who waits for it.
     Flush {
         frozen: Arc<Frozen>,
-        waiters: Vec<super::FlushReply>,
+        waiters: Vec<crate::store::FlushReply>,
     },
     /// Seal-compact a day now, and answer.
     Seal {
@@ -79,7 +81,7 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 
 /// The flusher's maintenance tasks, each guarded on its own.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Task {
+pub(in crate::store) enum Task {
     Compact = 0,
     Rollup = 1,
     Retention = 2,
@@ -87,13 +89,13 @@ pub(super) enum Task {
 
 impl Task {
     fn name(self) -> &'static str {
-        super::MAINTENANCE_TASKS[self as usize]
+        crate::store::MAINTENANCE_TASKS[self as usize]
     }
 }
 
 /// Run a maintenance task; a panic in it is logged, counted, and survived
 /// (the files stay as the last commit left them; the task runs again later).
-pub(super) fn guarded(shared: &Shared, task: Task, f: impl FnOnce()) {
+pub(in crate::store) fn guarded(shared: &Shared, task: Task, f: impl FnOnce()) {
     if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         shared.stats.maintenance_panics[task as usize].fetch_add(1, Ordering::Relaxed);
         tracing::error!(task = task.name(), panic = %panic_text(p.as_ref()), "a store maintenance task panicked; skipped, the flusher carries on");
@@ -244,7 +246,7 @@ fn pull(
 /// A flushed table: its days, who waits and how it went.
 struct Flushed {
     days: Vec<i32>,
-    waiters: Vec<super::FlushReply>,
+    waiters: Vec<crate::store::FlushReply>,
     result: Result<(), StoreError>,
 }
 
@@ -252,7 +254,7 @@ struct Flushed {
 fn flush_table(
     shared: &Shared,
     frozen: Arc<Frozen>,
-    mut waiters: Vec<super::FlushReply>,
+    mut waiters: Vec<crate::store::FlushReply>,
 ) -> Flushed {
     let days = frozen.days();
     let result = flush_until_committed(shared, &frozen, &mut waiters);
@@ -317,7 +319,7 @@ fn refresh_rollups(shared: &Shared, dirty: &mut BTreeSet<i32>) {
 fn flush_until_committed(
     shared: &Shared,
     frozen: &Frozen,
-    waiters: &mut Vec<super::FlushReply>,
+    waiters: &mut Vec<crate::store::FlushReply>,
 ) -> Result<(), StoreError> {
     let started = Instant::now();
     let mut attempt = 0u32;

@@ -6,12 +6,12 @@
 
 use std::sync::atomic::Ordering;
 
-use super::commit::{self, Intent};
-use super::flusher::{guarded, Task};
-use super::layout::is_seal_output;
-use super::memtable::KeySet;
-use super::{frame, parquet, Shared, StoreError};
 use crate::model::day_to_string;
+use crate::store::catalog::commit::{self, Intent};
+use crate::store::catalog::layout::is_seal_output;
+use crate::store::maintain::flusher::{guarded, Task};
+use crate::store::write::memtable::KeySet;
+use crate::store::{format::frame, format::parquet, Shared, StoreError};
 
 /// Merge each day's flush outputs once there are `compact_parts` of them.
 pub fn compact_days(shared: &Shared, days: &[i32]) {
@@ -20,7 +20,11 @@ pub fn compact_days(shared: &Shared, days: &[i32]) {
 
 /// [`compact_days`], calling `between` before each part after the first
 /// is merged (the flusher flushes the tables handed off meanwhile).
-pub(super) fn compact_days_yielding(shared: &Shared, days: &[i32], between: &mut dyn FnMut()) {
+pub(in crate::store) fn compact_days_yielding(
+    shared: &Shared,
+    days: &[i32],
+    between: &mut dyn FnMut(),
+) {
     for &day in days {
         guarded(shared, Task::Compact, || {
             match compact_day(shared, day, between) {

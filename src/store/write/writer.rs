@@ -10,13 +10,13 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::flusher::Job;
-use super::frozen::Frozen;
-use super::memtable::{memory_keys, KeySet, Memtable, Seen};
-use super::wal::Wal;
-use super::{parquet, Ack, Cmd, Shared, StoreError, Submission};
 use crate::ingest::SpanBatch;
 use crate::model::day_to_string;
+use crate::store::maintain::flusher::Job;
+use crate::store::write::frozen::Frozen;
+use crate::store::write::memtable::{memory_keys, KeySet, Memtable, Seen};
+use crate::store::write::wal::Wal;
+use crate::store::{format::parquet, Ack, Cmd, Shared, StoreError, Submission};
 
 /// Largest group of requests written with one fsync.
 const MAX_GROUP_BYTES: usize = 32 << 20;
@@ -97,7 +97,7 @@ fn load_day_keys(
     let mut keys = memory_keys(day, mem, frozen.as_ref());
     let mut last_err = None;
     // A part a compaction replaces meanwhile stays until the read is done.
-    let _pin = super::retire::pin(&shared.layout);
+    let _pin = crate::store::catalog::retire::pin(&shared.layout);
     for _ in 0..3 {
         match shared.layout.parts(day).and_then(|parts| {
             parquet::read_keys(&parts).map_err(|e| {
@@ -266,7 +266,7 @@ fn hand_off(
     shared: &Shared,
     state: &mut WriterState,
     jobs: &Sender<Job>,
-    waiters: Vec<super::FlushReply>,
+    waiters: Vec<crate::store::FlushReply>,
     must: bool,
 ) -> bool {
     let busy = shared

@@ -1,0 +1,5 @@
+//! format
+
+pub mod frame;
+pub mod parquet;
+pub mod rowgroup;

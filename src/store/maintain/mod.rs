@@ -1,0 +1,7 @@
+//! maintain
+
+pub mod compact;
+pub mod flusher;
+pub mod rollup;
+pub mod seal;
+pub mod sealer;

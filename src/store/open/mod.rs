@@ -1,0 +1,3 @@
+//! open
+
+pub mod replay;

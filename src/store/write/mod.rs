@@ -1,0 +1,6 @@
+//! write
+
+pub mod frozen;
+pub mod memtable;
+pub mod wal;
+pub mod writer;
