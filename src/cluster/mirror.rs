@@ -158,7 +158,7 @@ pub fn seal(
         return Ok(None);
     }
     let dir = day_dir(day);
-    hooks::seal_compact_publishing(layout, day, opts, &mut |outputs, sources| {
+    crate::store::seal_compact_publishing(layout, day, opts, &mut |outputs, sources| {
         let lost = || ClusterError::Dropped {
             context: format!("publishing the seal of {dir}"),
             reason: "this node no longer holds the detect lease; the seal is dropped",

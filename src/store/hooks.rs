@@ -13,30 +13,16 @@
 //! (a day's downloaded parts committed), part names, the clock retirements
 //! are stamped with.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::catalog::commit::{self, Intent};
-use super::{wal, Layout, SealOptions, SealReport, StoreError};
+pub use super::catalog::ship::Shipper;
+use super::compaction::{SealOptions, SealReport};
+use super::{fsutil, Layout, StoreError};
 
 pub use super::catalog::layout::is_seal_output;
 pub use super::catalog::manifest::is_part_name;
 pub use super::catalog::retire::now_ms;
-pub use super::maintain::seal::{seal_compact_publishing, Publish};
-
-/// Where a flush's parts go before the WAL segments they cover are deleted.
-pub trait Shipper: std::fmt::Debug + Send + Sync {
-    /// The shared store's address (`s3://…`), recorded in the commit
-    /// intent so a restart with another `--store` is refused.
-    fn url(&self) -> &str;
-
-    /// The name the part file `file` of `day` has on the shared store.
-    fn name(&self, day: i32, file: &str) -> String;
-
-    /// Upload the local part `local` (of `size` bytes) to `name`, unless it
-    /// is there already with that size (an apply repeated after a crash;
-    /// names are never reused, so what is there is this part). Blocking.
-    fn ship(&self, local: &Path, name: &str, size: u64) -> Result<(), StoreError>;
-}
 
 /// What one pull did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +88,7 @@ pub fn adopt(
     dropped: &[String],
 ) -> Result<(), StoreError> {
     let dir = layout.day_dir(day);
-    wal::sync_dir(&dir)?;
+    fsutil::sync_dir(&dir)?;
     let intent = Intent {
         rollup_days: vec![day],
         renames: fetched

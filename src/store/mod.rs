@@ -14,6 +14,7 @@
 //! Both are plain OS threads, so polars work never lands on async workers.
 
 mod catalog;
+mod compaction;
 mod error;
 mod format;
 pub mod fsutil;
@@ -21,6 +22,7 @@ pub mod hooks;
 mod maintain;
 mod open;
 pub mod read;
+mod segments;
 mod stats;
 mod write;
 
@@ -50,10 +52,11 @@ use std::time::Duration;
 
 pub use catalog::layout::{self, Layout};
 pub use catalog::retire::{self, Pin};
+pub use compaction::{ManifestUpdate, SealOptions, SealReport};
 pub use error::StoreError;
 pub use format::{frame, parquet};
 pub use maintain::rollup;
-pub use maintain::seal::{ManifestUpdate, SealOptions, SealReport};
+pub use maintain::seal::{seal_compact_publishing, Publish};
 pub use read::{ReadStats, Reader, RollupStamp, Rollups, Scan};
 pub use stats::{Failing, Stats, WritePath, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 pub use write::wal;
@@ -66,7 +69,7 @@ use write::writer;
 // The old flat names, for the tests beside this file.
 #[cfg(test)]
 use {
-    catalog::{commit, manifest, rollup_set},
+    catalog::{commit, manifest, rollup_set, stage},
     format::rowgroup,
     maintain::seal,
     write::frozen,

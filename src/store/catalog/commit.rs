@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::catalog::layout::Layout;
 use crate::store::{
-    catalog::manifest, catalog::retire, catalog::rollup_set, maintain::rollup, write::wal,
+    catalog::dirty, catalog::manifest, catalog::retire, catalog::rollup_set, fsutil, segments,
     StoreError,
 };
 
@@ -59,7 +59,7 @@ pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
         let tmp = path.with_extension("json.tmp");
         let body = serde_json::to_vec(intent)
             .map_err(|e| StoreError::data("encoding the commit intent", e))?;
-        wal::replace_file(&path, &tmp, &body)
+        fsutil::replace_file(&path, &tmp, &body)
     });
     if let Err(e) = durable {
         // Not committed: its temporary files would only be left behind
@@ -207,7 +207,7 @@ pub fn apply_observed(
         }
     }
     for d in &dirs {
-        wal::sync_dir(d)?;
+        fsutil::sync_dir(d)?;
     }
     on(Step::Renamed);
     let mut emptied = Vec::new();
@@ -267,7 +267,7 @@ pub fn apply_observed(
             Err(e) => return Err(StoreError::io(format!("removing {}", p.display()), e)),
         }
         if let Some(d) = p.parent().filter(|d| d.exists()) {
-            wal::sync_dir(d)?;
+            fsutil::sync_dir(d)?;
         }
     }
     // A day with no parts left (retention) and none retired loses its
@@ -284,10 +284,10 @@ pub fn apply_observed(
         crate::faults::kill_point("ship_before_wal_delete");
     }
     if let Some(upto) = intent.wal_upto {
-        wal::delete_upto(&layout.wal_dir(), upto)?;
+        segments::delete_upto(&layout.wal_dir(), upto)?;
     }
     if !intent.rollup_days.is_empty() {
-        rollup::mark_dirty(layout, &intent.rollup_days)?;
+        dirty::mark_dirty(layout, &intent.rollup_days)?;
     }
     let path = layout.intent();
     match fs::remove_file(&path) {
@@ -295,7 +295,7 @@ pub fn apply_observed(
         Err(e) if e.kind() == ErrorKind::NotFound => {}
         Err(e) => return Err(StoreError::io(format!("removing {}", path.display()), e)),
     }
-    wal::sync_dir(layout.root())?;
+    fsutil::sync_dir(layout.root())?;
     on(Step::Done);
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::model::{day_from_str, day_to_string};
-use crate::store::hooks::Shipper;
+use crate::store::catalog::ship::Shipper;
 use crate::store::StoreError;
 
 /// How the name of a seal compaction's output ends (`part-…-s.parquet`).

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{write::wal, StoreError};
+use crate::store::{fsutil, StoreError};
 
 /// The manifest's file name inside a day directory.
 pub const FILE: &str = "_parts.json";
@@ -154,7 +154,7 @@ pub fn write_manifest(day_dir: &Path, mut m: Manifest) -> Result<(), StoreError>
     let p = path(day_dir);
     let tmp = day_dir.join(format!(".{FILE}.tmp"));
     let body = serde_json::to_vec(&m).map_err(|e| StoreError::data("encoding a manifest", e))?;
-    wal::replace_file(&p, &tmp, &body)
+    fsutil::replace_file(&p, &tmp, &body)
 }
 
 /// Remove the manifest (a day whose last part went).

@@ -34,9 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::store::catalog::layout::Layout;
 use crate::store::catalog::manifest::Retired;
-use crate::store::{
-    catalog::commit, catalog::manifest, catalog::rollup_set, write::wal, StoreError,
-};
+use crate::store::{catalog::commit, catalog::manifest, catalog::rollup_set, fsutil, StoreError};
 
 struct State {
     /// Per data directory (canonical path): its retirements and live pins.
@@ -209,7 +207,7 @@ pub(in crate::store) fn reclaim(layout: &Layout, grace: Duration) -> Result<usiz
             }
         }
         if dir.exists() {
-            wal::sync_dir(&dir)?;
+            fsutil::sync_dir(&dir)?;
         }
         if dir == layout.rollups_dir() {
             rollup_set::forget_retired(layout, &names)?;

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::catalog::layout::Layout;
 use crate::store::catalog::manifest::Retired;
-use crate::store::{catalog::commit, catalog::retire, format::parquet, write::wal, StoreError};
+use crate::store::{catalog::commit, catalog::retire, format::parquet, fsutil, StoreError};
 
 /// The manifest's file name in `rollups/`.
 pub const MANIFEST: &str = "current.json";
@@ -82,7 +82,7 @@ fn write(layout: &Layout, current: &Current) -> Result<(), StoreError> {
     let body = serde_json::to_vec(current)
         .map_err(|e| StoreError::data("encoding the rollup manifest", e))?;
     let path = layout.rollup_manifest();
-    wal::replace_file(
+    fsutil::replace_file(
         &path,
         &layout.rollups_dir().join(".current.json.tmp"),
         &body,
@@ -111,7 +111,7 @@ pub fn publish(
     };
     let tool_daily = put(DAILY, daily)?;
     let tool_error_names = put(NAMES, names)?;
-    wal::sync_dir(&dir)?;
+    fsutil::sync_dir(&dir)?;
     switch(layout, old, generation, tool_daily, tool_error_names)
 }
 
@@ -227,7 +227,7 @@ pub fn recover(layout: &Layout) -> Result<(), StoreError> {
         Err(e) => {
             // Nothing says which generation is current: every day is refreshed.
             tracing::warn!(error = %e, "the rollup manifest is unreadable; the rollup is rebuilt from the spans");
-            crate::store::maintain::rollup::mark_dirty(layout, &layout.days()?)?;
+            crate::store::catalog::dirty::mark_dirty(layout, &layout.days()?)?;
             None
         }
     };
@@ -297,7 +297,7 @@ fn adopt_plain(layout: &Layout, current: Option<Current>) -> Result<Current, Sto
     };
     let tool_daily = take(DAILY, layout.tool_daily())?;
     let tool_error_names = take(NAMES, layout.tool_error_names())?;
-    wal::sync_dir(&dir)?;
+    fsutil::sync_dir(&dir)?;
     if migrating {
         tracing::info!(
             generation,

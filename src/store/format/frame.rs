@@ -8,7 +8,6 @@ use crate::ingest::batch::{
     SpanBatch, StrColumn, KINDS, NO_DEPENDENCY, NO_MODEL, NO_TOOL, STATUSES,
 };
 use crate::model::{ErrorClass, SpanKey, SpanRow, ToolConvention};
-use crate::store::write::memtable::KeySet;
 
 /// Columns of a stored span part, in order, with their types.
 pub fn schema() -> Schema {
@@ -372,3 +371,6 @@ pub fn dedup(df: DataFrame, seen: &mut KeySet) -> PolarsResult<DataFrame> {
     }
     df.filter(&mask)
 }
+
+/// A set of span keys, hashed with foldhash (fast, randomly seeded per set).
+pub type KeySet = std::collections::HashSet<SpanKey, foldhash::fast::RandomState>;

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use crate::model::day_to_string;
 use crate::store::catalog::commit::{self, Intent};
 use crate::store::catalog::layout::is_seal_output;
+use crate::store::catalog::stage;
 use crate::store::maintain::flusher::{guarded, Task};
 use crate::store::write::memtable::KeySet;
 use crate::store::{format::frame, format::parquet, Shared, StoreError};
@@ -72,7 +73,7 @@ fn compact_day(shared: &Shared, day: i32, between: &mut dyn FnMut()) -> Result<b
     let mut seen = KeySet::default();
     let mut remaining = small.iter();
     let mut rows = 0;
-    let rename = parquet::write_tmp_part_with(layout, day, &tag, |path| {
+    let rename = stage::write_tmp_part_with(layout, day, &tag, |path| {
         let mut first = true;
         rows = parquet::write_batches(path, || {
             let Some(part) = remaining.next() else {

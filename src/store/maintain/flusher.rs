@@ -20,13 +20,12 @@ use std::time::{Duration, Instant};
 
 use crate::model::{day_to_string, NANOS_PER_DAY};
 use crate::store::catalog::commit::{self, Intent};
+use crate::store::catalog::stage;
 use crate::store::hooks::Pulled;
 use crate::store::maintain::seal::SealReport;
 use crate::store::maintain::sealer::{self, Sealer};
 use crate::store::write::frozen::Frozen;
-use crate::store::{
-    catalog::retire, format::parquet, maintain::compact, maintain::rollup, Shared, StoreError,
-};
+use crate::store::{catalog::retire, maintain::compact, maintain::rollup, Shared, StoreError};
 
 /// What the flusher is asked to do.
 pub enum Job {
@@ -285,7 +284,7 @@ fn reclaim(shared: &Shared) {
 
 /// Days whose rollup rows are stale, as recorded on disk (they survive a crash).
 fn rollup_dirty(shared: &Shared) -> BTreeSet<i32> {
-    rollup::dirty(&shared.layout).unwrap_or_else(|e| {
+    crate::store::catalog::dirty::dirty(&shared.layout).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "could not read the dirty rollup days; refreshing every day");
         shared
             .layout
@@ -396,10 +395,10 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
             .map_err(|e| StoreError::data("building a part", e))?;
         for (day, df) in frames.iter_mut() {
             let tag = match node {
-                Some(n) => format!("{n}-{}", parquet::new_part_tag()),
-                None => parquet::new_part_tag(),
+                Some(n) => format!("{n}-{}", stage::new_part_tag()),
+                None => stage::new_part_tag(),
             };
-            let (tmp, fin) = parquet::write_tmp_part(layout, day, &tag, df)?;
+            let (tmp, fin) = stage::write_tmp_part(layout, day, &tag, df)?;
             if let Some(shipper) = shipper {
                 // Under the part's own name, in its day's directory there.
                 let name = std::path::Path::new(&fin)

@@ -7,7 +7,6 @@
 //! per tool and day with [`tool_dependencies`].
 
 use std::collections::{BTreeMap, HashSet};
-use std::fs;
 use std::path::PathBuf;
 
 use polars::prelude::*;
@@ -15,8 +14,9 @@ use polars::sql::SQLContext;
 
 use crate::model::day_to_string;
 use crate::spans::{calls_with_dependencies, may_nest};
+use crate::store::catalog::dirty::{dirty, write_dirty};
 use crate::store::catalog::layout::Layout;
-use crate::store::{catalog::rollup_set, format::parquet, write::wal, StoreError};
+use crate::store::{catalog::rollup_set, format::parquet, StoreError};
 
 /// The queries, as shipped in `queries/`.
 pub const TOOL_DAILY_SQL: &str = include_str!("../../../queries/tool_daily.sql");
@@ -144,47 +144,6 @@ fn run_sql(rows: LazyFrame, sql: &str) -> PolarsResult<DataFrame> {
     let mut ctx = SQLContext::new();
     ctx.register("spans", rows);
     ctx.execute(sql)?.collect()
-}
-
-fn dirty_path(layout: &Layout) -> std::path::PathBuf {
-    layout.rollups_dir().join("dirty.json")
-}
-
-/// Days whose rollup rows are stale.
-pub fn dirty(layout: &Layout) -> Result<std::collections::BTreeSet<i32>, StoreError> {
-    let path = dirty_path(layout);
-    match fs::read(&path) {
-        Ok(body) => serde_json::from_slice(&body)
-            .map_err(|e| StoreError::data(format!("reading {}", path.display()), e)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
-        Err(e) => Err(StoreError::io(format!("reading {}", path.display()), e)),
-    }
-}
-
-fn write_dirty(layout: &Layout, days: &std::collections::BTreeSet<i32>) -> Result<(), StoreError> {
-    let path = dirty_path(layout);
-    if days.is_empty() {
-        return match fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(StoreError::io(format!("removing {}", path.display()), e))
-            }
-            _ => Ok(()),
-        };
-    }
-    let tmp = path.with_extension("json.tmp");
-    let body = serde_json::to_vec(days).map_err(|e| StoreError::data("encoding dirty days", e))?;
-    wal::replace_file(&path, &tmp, &body)
-}
-
-/// Record days whose rollup rows must be recomputed.
-pub fn mark_dirty(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
-    let mut all = dirty(layout)?;
-    let before = all.len();
-    all.extend(days.iter().copied());
-    if all.len() == before {
-        return Ok(());
-    }
-    write_dirty(layout, &all)
 }
 
 /// Recompute the rollup rows of `days`, publish both rollups as a new

@@ -26,7 +26,8 @@ use polars::prelude::*;
 use crate::model::day_to_string;
 use crate::store::catalog::commit::{self, Intent};
 use crate::store::catalog::layout::{is_seal_output, Layout};
-use crate::store::format::parquet::{self, Batches};
+use crate::store::catalog::stage;
+use crate::store::format::parquet::Batches;
 use crate::store::{
     format::frame, format::rowgroup, write::memtable::KeySet, write::wal, StoreError,
 };
@@ -36,50 +37,7 @@ pub const MAX_OUTPUTS: usize = 4;
 /// Trace ids sampled to place the sub-range boundaries.
 const SAMPLE_ROWS: usize = 100_000;
 
-/// How seal compaction sizes its work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SealOptions {
-    /// Rows of one sub-range, sorted in memory (a trace is never split, so
-    /// a sub-range holding one larger trace is as large as that trace).
-    pub range_rows: usize,
-    /// Rows of an output row group: each holds from half this to this,
-    /// but the only group of a smaller file.
-    pub row_group_rows: usize,
-}
-
-impl Default for SealOptions {
-    fn default() -> Self {
-        SealOptions {
-            range_rows: 150_000,
-            row_group_rows: 128 * 1024,
-        }
-    }
-}
-
-/// What became of the day's summary manifest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ManifestUpdate {
-    /// There is none.
-    Absent,
-    /// It named exactly the sources and no row was dropped: it now names the outputs.
-    Carried,
-    /// Left as it was (built from other parts, or duplicates were dropped):
-    /// the summary is stale and is rebuilt by its owner.
-    Stale,
-}
-
-/// What one seal compaction did; paths relative to the data directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SealReport {
-    pub sources: Vec<String>,
-    pub outputs: Vec<String>,
-    /// Rows written.
-    pub rows: usize,
-    /// Rows dropped as repeats of a (trace_id, span_id) seen before.
-    pub duplicates: usize,
-    pub sub_ranges: usize,
-    pub manifest: ManifestUpdate,
-}
+pub use crate::store::compaction::{ManifestUpdate, SealOptions, SealReport};
 
 /// Whether `day` has a part that is not a seal output.
 pub fn needs_seal(layout: &Layout, day: i32) -> Result<bool, StoreError> {
@@ -209,7 +167,7 @@ pub fn seal_compact_publishing(
         let members: Vec<usize> = (0..ranges).filter(|r| r * outputs / ranges == o).collect();
         let mut written = 0;
         let (tmp, fin) =
-            parquet::write_tmp_part_with(layout, day, &format!("{stamp:019}-{o}-s"), |path| {
+            stage::write_tmp_part_with(layout, day, &format!("{stamp:019}-{o}-s"), |path| {
                 scratch.0.push(path.to_path_buf());
                 written = write_output(path, &members, &mut load, opts.row_group_rows.max(2))?;
                 Ok(())

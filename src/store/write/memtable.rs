@@ -2,11 +2,10 @@
 //! day, and the set of span keys already stored (so a redelivered span is
 //! stored once).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::ingest::SpanBatch;
-use crate::model::SpanKey;
 use crate::store::write::frozen::Frozen;
 
 /// Spans waiting for the next flush.
@@ -88,8 +87,7 @@ impl Seen {
     }
 }
 
-/// A set of span keys, hashed with foldhash (fast, randomly seeded per set).
-pub type KeySet = HashSet<SpanKey, foldhash::fast::RandomState>;
+pub use crate::store::format::frame::KeySet;
 
 /// Keys of one day held in memory (memtable and frozen table).
 pub fn memory_keys(day: i32, table: &Memtable, frozen: Option<&Arc<Frozen>>) -> KeySet {

@@ -72,11 +72,12 @@
 //! flipped length under the limit there still reads as a tear; such a
 //! segment is only ever read on the first start after an upgrade.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 pub use crate::store::fsutil::{replace_file, sync_dir};
+pub use crate::store::segments::{delete_upto, list, segment_path};
 use crate::store::StoreError;
 
 mod recover;
@@ -179,31 +180,6 @@ pub struct Wal {
     len: u64,
     /// A failed write could not be cut back: nothing is appended until it is.
     dirty_tail: bool,
-}
-
-pub fn segment_path(dir: &Path, seq: u64) -> PathBuf {
-    dir.join(format!("wal-{seq:016}.log"))
-}
-
-/// Sequence numbers of the segments present, in order.
-pub fn list(dir: &Path) -> Result<Vec<u64>, StoreError> {
-    let mut seqs = Vec::new();
-    let entries =
-        fs::read_dir(dir).map_err(|e| StoreError::io(format!("listing {}", dir.display()), e))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if let Some(n) = name
-            .strip_prefix("wal-")
-            .and_then(|n| n.strip_suffix(".log"))
-        {
-            if let Ok(seq) = n.parse() {
-                seqs.push(seq);
-            }
-        }
-    }
-    seqs.sort_unstable();
-    Ok(seqs)
 }
 
 impl Wal {
@@ -322,17 +298,4 @@ impl Wal {
         *self = Wal::create(&self.dir, sealed)?;
         Ok(sealed)
     }
-}
-
-/// Delete every segment numbered `upto` or lower.
-pub fn delete_upto(dir: &Path, upto: u64) -> Result<(), StoreError> {
-    for seq in list(dir)?.into_iter().filter(|s| *s <= upto) {
-        let path = segment_path(dir, seq);
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(format!("removing {}", path.display()), e)),
-        }
-    }
-    sync_dir(dir)
 }
