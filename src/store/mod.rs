@@ -315,10 +315,18 @@ impl Store {
         let (tx, rx) = mpsc::channel();
         let (job_tx, job_rx) = mpsc::channel();
         let jobs = job_tx.clone();
+        let to_flusher: writer::HandOff = Box::new(move |frozen, waiters| {
+            job_tx
+                .send(flusher::Job::Flush { frozen, waiters })
+                .map_err(|e| match e.0 {
+                    flusher::Job::Flush { waiters, .. } => waiters,
+                    _ => Vec::new(),
+                })
+        });
         let w = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("stormwatch-wal".into())
-            .spawn(move || writer::run(w, state, rx, job_tx))
+            .spawn(move || writer::run(w, state, rx, to_flusher))
             .map_err(|e| StoreError::io("starting the WAL writer thread", e))?;
         let f = Arc::clone(&shared);
         let flusher = std::thread::Builder::new()

@@ -6,13 +6,12 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::ingest::SpanBatch;
 use crate::model::day_to_string;
-use crate::store::maintain::flusher::Job;
 use crate::store::write::frozen::Frozen;
 use crate::store::write::memtable::{memory_keys, KeySet, Memtable, Seen};
 use crate::store::write::wal::Wal;
@@ -117,7 +116,14 @@ fn load_day_keys(
     Err(last_err.unwrap_or(StoreError::Closed))
 }
 
-pub fn run(shared: Arc<Shared>, mut state: WriterState, rx: Receiver<Cmd>, jobs: Sender<Job>) {
+/// How the writer gives a frozen table (and who waits for it) to the
+/// flusher; `Err` hands the waiters back when the flusher is gone.
+pub type HandOff = Box<
+    dyn Fn(Arc<Frozen>, Vec<crate::store::FlushReply>) -> Result<(), Vec<crate::store::FlushReply>>
+        + Send,
+>;
+
+pub fn run(shared: Arc<Shared>, mut state: WriterState, rx: Receiver<Cmd>, jobs: HandOff) {
     let opts = shared.opts.clone();
     let tick = (opts.flush_interval / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
     let mut last_flush = Instant::now();
@@ -265,7 +271,7 @@ fn wait_flusher_idle(shared: &Shared) {
 fn hand_off(
     shared: &Shared,
     state: &mut WriterState,
-    jobs: &Sender<Job>,
+    jobs: &HandOff,
     waiters: Vec<crate::store::FlushReply>,
     must: bool,
 ) -> bool {
@@ -307,13 +313,11 @@ fn hand_off(
     let frozen = Arc::new(Frozen::new(state.mem.take(), upto));
     *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&frozen));
     shared.stats.memtable_rows.store(0, Ordering::Relaxed);
-    if let Err(err) = jobs.send(Job::Flush { frozen, waiters }) {
+    if let Err(waiters) = jobs(frozen, waiters) {
         // The flusher is gone: the rows stay safe in the WAL.
         *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        if let Job::Flush { waiters, .. } = err.0 {
-            for w in waiters {
-                w.send(Err(StoreError::Closed));
-            }
+        for w in waiters {
+            w.send(Err(StoreError::Closed));
         }
         return false;
     }
