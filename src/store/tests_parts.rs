@@ -2,7 +2,7 @@
 //! names that survive a WAL reset, and a long WAL replayed in chunks.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 

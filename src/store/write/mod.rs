@@ -2,5 +2,6 @@
 
 pub mod frozen;
 pub mod memtable;
+pub mod shared;
 pub mod wal;
 pub mod writer;
