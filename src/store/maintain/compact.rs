@@ -10,7 +10,7 @@ use crate::model::day_to_string;
 use crate::store::catalog::commit::{self, Intent};
 use crate::store::catalog::layout::is_seal_output;
 use crate::store::catalog::stage;
-use crate::store::maintain::flusher::{guarded, Task};
+use crate::store::maintain::guard::{guarded, Task};
 use crate::store::write::memtable::KeySet;
 use crate::store::{format::frame, format::parquet, Shared, StoreError};
 

@@ -19,7 +19,7 @@ use crate::store::write::frozen::Frozen;
 use crate::store::write::memtable::{Memtable, Seen};
 use crate::store::write::wal::{self, Wal};
 use crate::store::write::writer::{insert_batch, load_days, WriterState};
-use crate::store::{maintain::compact, maintain::flusher, Recovery, Shared, StoreError};
+use crate::store::{maintain::compact, Recovery, Shared, StoreError};
 
 /// Attempts a chunk's flush gets before the open fails.
 const CHUNK_ATTEMPTS: u32 = 5;
@@ -100,7 +100,7 @@ fn flush_chunk(shared: &Shared, mem: &mut Memtable, wal_upto: u64) -> Result<(),
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match flusher::flush(shared, &frozen) {
+        match crate::store::maintain::flush::flush(shared, &frozen) {
             Ok(()) => break,
             Err(e) if attempt >= CHUNK_ATTEMPTS => {
                 return Err(StoreError::io(
