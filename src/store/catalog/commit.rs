@@ -164,7 +164,7 @@ pub fn apply_observed(
     on: &mut dyn FnMut(Step),
 ) -> Result<(), StoreError> {
     // Per day directory: the parts this change adds and removes.
-    let mut days: BTreeMap<PathBuf, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    let mut days = DayChanges::new();
     let mut others = Vec::new();
     for (_, to) in &intent.renames {
         if let Some((dir, name)) = part_of(layout, &layout.absolute(to)) {
@@ -188,6 +188,53 @@ pub fn apply_observed(
             )?;
         }
     }
+    rename_into_place(layout, intent)?;
+    on(Step::Renamed);
+    let emptied = publish_manifests(layout, &days)?;
+    on(Step::Published);
+    for p in &others {
+        match fs::remove_file(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(format!("removing {}", p.display()), e)),
+        }
+        if let Some(d) = p.parent().filter(|d| d.exists()) {
+            fsutil::sync_dir(d)?;
+        }
+    }
+    // A day with no parts left (retention) and none retired loses its
+    // manifest, then its directory.
+    for d in &emptied {
+        manifest::remove(d)?;
+        if fs::read_dir(d).is_ok_and(|mut e| e.next().is_none()) {
+            let _ = fs::remove_dir(d);
+        }
+    }
+    if !intent.uploads.is_empty() {
+        ship(layout, intent)?;
+        on(Step::Shipped);
+        crate::faults::kill_point("ship_before_wal_delete");
+    }
+    if let Some(upto) = intent.wal_upto {
+        segments::delete_upto(&layout.wal_dir(), upto)?;
+    }
+    if !intent.rollup_days.is_empty() {
+        dirty::mark_dirty(layout, &intent.rollup_days)?;
+    }
+    let path = layout.intent();
+    match fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(StoreError::io(format!("removing {}", path.display()), e)),
+    }
+    fsutil::sync_dir(layout.root())?;
+    on(Step::Done);
+    Ok(())
+}
+
+/// Rename an intent's files into place (a rename an interrupted apply made
+/// already is passed over), then make their directories durable.
+fn rename_into_place(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
     let mut dirs = BTreeSet::new();
     for (from, to) in &intent.renames {
         let (from, to) = (layout.absolute(from), layout.absolute(to));
@@ -209,11 +256,20 @@ pub fn apply_observed(
     for d in &dirs {
         fsutil::sync_dir(d)?;
     }
-    on(Step::Renamed);
+    Ok(())
+}
+
+/// The parts each day directory gains and loses.
+type DayChanges = BTreeMap<PathBuf, (BTreeSet<String>, BTreeSet<String>)>;
+
+/// Write each changed day's manifest: the parts added, the removed ones
+/// retired (and handed to [`retire`]); returns the days left with no part
+/// and nothing retired.
+fn publish_manifests(layout: &Layout, days: &DayChanges) -> Result<Vec<PathBuf>, StoreError> {
     let mut emptied = Vec::new();
     let mut retired = Vec::new();
     let at = retire::now_ms();
-    for (dir, (added, removed)) in &days {
+    for (dir, (added, removed)) in days {
         let Some(old) = manifest::read(dir)? else {
             continue;
         };
@@ -259,45 +315,7 @@ pub fn apply_observed(
     if !retired.is_empty() {
         retire::retired(layout, retired);
     }
-    on(Step::Published);
-    for p in &others {
-        match fs::remove_file(p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(format!("removing {}", p.display()), e)),
-        }
-        if let Some(d) = p.parent().filter(|d| d.exists()) {
-            fsutil::sync_dir(d)?;
-        }
-    }
-    // A day with no parts left (retention) and none retired loses its
-    // manifest, then its directory.
-    for d in &emptied {
-        manifest::remove(d)?;
-        if fs::read_dir(d).is_ok_and(|mut e| e.next().is_none()) {
-            let _ = fs::remove_dir(d);
-        }
-    }
-    if !intent.uploads.is_empty() {
-        ship(layout, intent)?;
-        on(Step::Shipped);
-        crate::faults::kill_point("ship_before_wal_delete");
-    }
-    if let Some(upto) = intent.wal_upto {
-        segments::delete_upto(&layout.wal_dir(), upto)?;
-    }
-    if !intent.rollup_days.is_empty() {
-        dirty::mark_dirty(layout, &intent.rollup_days)?;
-    }
-    let path = layout.intent();
-    match fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        Err(e) => return Err(StoreError::io(format!("removing {}", path.display()), e)),
-    }
-    fsutil::sync_dir(layout.root())?;
-    on(Step::Done);
-    Ok(())
+    Ok(emptied)
 }
 
 /// Apply the intent on disk, if any; true when there was one.

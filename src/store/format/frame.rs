@@ -148,35 +148,10 @@ pub fn batch_to_frame(b: &SpanBatch) -> PolarsResult<DataFrame> {
 /// and enums views of one copy of each text.
 pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
     let n = b.len();
-    let services: Vec<&str> = b.resources.values().iter().map(|r| &*r.service).collect();
-    let resource_json: Vec<&str> = b.resources.values().iter().map(|r| &*r.json).collect();
+    let [service_name, resource, scope_name, scope_version] = resource_columns(&b)?;
     let tools: Vec<&str> = b.tools.values().iter().map(|t| &**t).collect();
     let dependencies: Vec<&str> = b.dependencies.values().iter().map(|d| &**d).collect();
     let models: Vec<&str> = b.models.values().iter().map(|m| &**m).collect();
-    let scope_names: Vec<&str> = b
-        .resources
-        .values()
-        .iter()
-        .map(|r| r.scope_name.as_deref().unwrap_or(""))
-        .collect();
-    let scope_versions: Vec<&str> = b
-        .resources
-        .values()
-        .iter()
-        .map(|r| r.scope_version.as_deref().unwrap_or(""))
-        .collect();
-    let resources = &b.resources;
-    let scope_ids = |version: bool| {
-        b.resource.iter().map(move |&r| {
-            let res = resources.get(r);
-            let present = if version {
-                res.scope_version.is_some()
-            } else {
-                res.scope_name.is_some()
-            };
-            present.then_some(r)
-        })
-    };
     let tool_ids = || b.tool.iter().map(|&t| (t != NO_TOOL).then_some(t));
     let durations: Vec<i64> = b
         .end_ns
@@ -193,11 +168,7 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
         )?,
         Column::default(), // name
         dict_column("kind", &KINDS, b.kind.iter().map(|&k| Some(u32::from(k))))?,
-        dict_column(
-            "service_name",
-            &services,
-            b.resource.iter().map(|&r| Some(r)),
-        )?,
+        service_name,
         Int64Chunked::from_slice("start_ns".into(), &b.start_ns).into_column(),
         Int64Chunked::from_slice("end_ns".into(), &b.end_ns).into_column(),
         Int64Chunked::from_vec("duration_ns".into(), durations).into_column(),
@@ -240,13 +211,9 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
         Int64Chunked::from_slice_options("output_tokens".into(), &b.output_tokens).into_column(),
         Column::default(), // attributes
         Column::default(), // events
-        dict_column(
-            "resource",
-            &resource_json,
-            b.resource.iter().map(|&r| Some(r)),
-        )?,
-        dict_column("scope_name", &scope_names, scope_ids(false))?,
-        dict_column("scope_version", &scope_versions, scope_ids(true))?,
+        resource,
+        scope_name,
+        scope_version,
         BooleanChunked::from_slice_options("tool_args_recorded".into(), &b.tool_args_recorded)
             .into_column(),
         dict_column(
@@ -277,6 +244,51 @@ pub fn batch_into_frame(b: SpanBatch) -> PolarsResult<DataFrame> {
         columns[at] = str_column(name, c)?;
     }
     DataFrame::new(n, columns)
+}
+
+/// The columns a batch's resources give its rows: service name, resource
+/// JSON, instrumentation scope name and version.
+fn resource_columns(b: &SpanBatch) -> PolarsResult<[Column; 4]> {
+    let services: Vec<&str> = b.resources.values().iter().map(|r| &*r.service).collect();
+    let resource_json: Vec<&str> = b.resources.values().iter().map(|r| &*r.json).collect();
+    let scope_names: Vec<&str> = b
+        .resources
+        .values()
+        .iter()
+        .map(|r| r.scope_name.as_deref().unwrap_or(""))
+        .collect();
+    let scope_versions: Vec<&str> = b
+        .resources
+        .values()
+        .iter()
+        .map(|r| r.scope_version.as_deref().unwrap_or(""))
+        .collect();
+    let resources = &b.resources;
+    let scope_ids = |version: bool| {
+        b.resource.iter().map(move |&r| {
+            let res = resources.get(r);
+            let present = if version {
+                res.scope_version.is_some()
+            } else {
+                res.scope_name.is_some()
+            };
+            present.then_some(r)
+        })
+    };
+    Ok([
+        dict_column(
+            "service_name",
+            &services,
+            b.resource.iter().map(|&r| Some(r)),
+        )?,
+        dict_column(
+            "resource",
+            &resource_json,
+            b.resource.iter().map(|&r| Some(r)),
+        )?,
+        dict_column("scope_name", &scope_names, scope_ids(false))?,
+        dict_column("scope_version", &scope_versions, scope_ids(true))?,
+    ])
 }
 
 /// A string column that takes the buffer of `c` as it is.

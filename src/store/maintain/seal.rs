@@ -28,9 +28,7 @@ use crate::store::catalog::commit::{self, Intent};
 use crate::store::catalog::layout::{is_seal_output, Layout};
 use crate::store::catalog::stage;
 use crate::store::format::parquet::Batches;
-use crate::store::{
-    format::frame, format::rowgroup, write::memtable::KeySet, write::wal, StoreError,
-};
+use crate::store::{format::frame, format::rowgroup, fsutil, write::memtable::KeySet, StoreError};
 
 /// A sealed day has at most this many parts.
 pub const MAX_OUTPUTS: usize = 4;
@@ -134,33 +132,8 @@ pub fn seal_compact_publishing(
     } else {
         Vec::new()
     };
-    // One sub-range in memory: deduplicated (its keys are its own: a key's
-    // trace id places it), then sorted.
     let mut duplicates = 0;
-    let mut load = |r: usize| -> Result<DataFrame, StoreError> {
-        let df = if spills.is_empty() {
-            let mut all = frame::empty();
-            for unit in src.units().collect::<Vec<_>>() {
-                all.vstack_mut_owned(src.read(unit, None).map_err(data)?)
-                    .map_err(data)?;
-            }
-            all
-        } else {
-            let md = rowgroup::footer(&spills[r])?;
-            let groups: Vec<usize> = (0..md.row_groups.len()).collect();
-            let df = rowgroup::read_groups(&spills[r], &md, &groups, None).map_err(data)?;
-            let _ = fs::remove_file(&spills[r]);
-            df
-        };
-        let before = df.height();
-        let df = frame::dedup(df, &mut KeySet::default()).map_err(data)?;
-        duplicates += before - df.height();
-        df.sort(
-            ["trace_id", "start_ns"],
-            SortMultipleOptions::default().with_maintain_order(true),
-        )
-        .map_err(data)
-    };
+    let mut load = |r: usize| load_range(&src, &spills, r, &mut duplicates, &context);
     let outputs = ranges.min(MAX_OUTPUTS);
     let (mut renames, mut rows) = (Vec::new(), 0);
     for o in 0..outputs {
@@ -216,6 +189,41 @@ pub fn seal_compact_publishing(
         sub_ranges: ranges,
         manifest,
     }))
+}
+
+/// Sub-range `r` in memory (the whole day when nothing was spilled):
+/// deduplicated (its keys are its own: a key's trace id places it), then
+/// sorted; the rows dropped are added to `duplicates`.
+fn load_range(
+    src: &Sources,
+    spills: &[PathBuf],
+    r: usize,
+    duplicates: &mut usize,
+    context: &dyn Fn() -> String,
+) -> Result<DataFrame, StoreError> {
+    let data = |e: PolarsError| StoreError::data(context(), e);
+    let df = if spills.is_empty() {
+        let mut all = frame::empty();
+        for unit in src.units().collect::<Vec<_>>() {
+            all.vstack_mut_owned(src.read(unit, None).map_err(data)?)
+                .map_err(data)?;
+        }
+        all
+    } else {
+        let md = rowgroup::footer(&spills[r])?;
+        let groups: Vec<usize> = (0..md.row_groups.len()).collect();
+        let df = rowgroup::read_groups(&spills[r], &md, &groups, None).map_err(data)?;
+        let _ = fs::remove_file(&spills[r]);
+        df
+    };
+    let before = df.height();
+    let df = frame::dedup(df, &mut KeySet::default()).map_err(data)?;
+    *duplicates += before - df.height();
+    df.sort(
+        ["trace_id", "start_ns"],
+        SortMultipleOptions::default().with_maintain_order(true),
+    )
+    .map_err(data)
 }
 
 /// `ranges - 1` trace ids splitting the day into sub-ranges of about equal
@@ -399,6 +407,6 @@ fn carry_one(
     manifest["parts"] = serde_json::Value::from(parts);
     let body = serde_json::to_vec_pretty(&manifest)
         .map_err(|e| StoreError::data(format!("encoding {}", path.display()), e))?;
-    wal::replace_file(&path, &path.with_extension("json.tmp"), &body)?;
+    fsutil::replace_file(&path, &path.with_extension("json.tmp"), &body)?;
     Ok(ManifestUpdate::Carried)
 }

@@ -81,6 +81,7 @@ pub use crate::store::segments::{delete_upto, list, segment_path};
 use crate::store::StoreError;
 
 mod recover;
+mod recover_v1;
 
 pub use recover::{read_segment, Format, Segment, Torn};
 

@@ -15,7 +15,7 @@ use super::{
 /// The unit a disk writes whole: a sector never reached reads as zeros.
 const SECTOR: usize = 512;
 /// A version 1 record's header: length and CRC.
-const V1_HEADER: usize = 8;
+pub(super) const V1_HEADER: usize = 8;
 
 /// How a segment is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,19 +49,19 @@ pub struct Torn {
 
 /// Where reading stopped and what was there: a torn write (cut, in the
 /// newest segment) or damage (refused anywhere).
-struct Stop {
+pub(super) struct Stop {
     at: usize,
     torn: bool,
     what: String,
 }
 
-struct Parsed {
-    format: Format,
-    records: Vec<Vec<u8>>,
-    stop: Option<Stop>,
+pub(super) struct Parsed {
+    pub(super) format: Format,
+    pub(super) records: Vec<Vec<u8>>,
+    pub(super) stop: Option<Stop>,
 }
 
-fn torn(at: usize, what: String) -> Option<Stop> {
+pub(super) fn torn(at: usize, what: String) -> Option<Stop> {
     Some(Stop {
         at,
         torn: true,
@@ -69,7 +69,7 @@ fn torn(at: usize, what: String) -> Option<Stop> {
     })
 }
 
-fn damage(at: usize, what: String) -> Option<Stop> {
+pub(super) fn damage(at: usize, what: String) -> Option<Stop> {
     Some(Stop {
         at,
         torn: false,
@@ -217,7 +217,7 @@ fn parse(buf: &[u8]) -> Parsed {
             ),
         ));
     }
-    parse_v1(buf)
+    super::recover_v1::parse_v1(buf)
 }
 
 /// Version 2: checksummed groups after the segment header.
@@ -386,72 +386,4 @@ fn split_records(body: &[u8], count: u32) -> Result<Vec<Vec<u8>>, String> {
         ));
     }
     Ok(records)
-}
-
-/// Version 1: `len crc payload` records. A tear is a record cut short, or
-/// one failing its CRC as the very last bytes.
-fn parse_v1(buf: &[u8]) -> Parsed {
-    let mut records = Vec::new();
-    let mut pos = 0usize;
-    let stop = loop {
-        if pos == buf.len() {
-            break None;
-        }
-        let rest = buf.len() - pos;
-        if rest < V1_HEADER {
-            break torn(pos, format!("a {rest}-byte fragment of a record header"));
-        }
-        let h = &buf[pos..pos + V1_HEADER];
-        let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-        let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
-        if len > MAX_RECORD {
-            // No record this long was ever written: not a tear of one.
-            break damage(
-                pos,
-                format!(
-                    "a record header declaring {len} bytes, past the {MAX_RECORD}-byte limit \
-                     (version 1: no header checksum)"
-                ),
-            );
-        }
-        if len > rest - V1_HEADER {
-            break torn(
-                pos,
-                format!(
-                    "a record of {len} bytes with {} left (version 1: no header checksum)",
-                    rest - V1_HEADER
-                ),
-            );
-        }
-        if len == 0 {
-            // Version 1 never wrote an empty record: zeros to the end are a
-            // write the disk never reached (the file grew, its data did not).
-            break if buf[pos..].iter().all(|&b| b == 0) {
-                torn(pos, format!("{rest} bytes of zeros (never written)"))
-            } else {
-                damage(
-                    pos,
-                    "an empty record, which version 1 never wrote: zeros where a record \
-                     belongs (a lost sector; of a version 2 segment too, whose header it took)"
-                        .to_string(),
-                )
-            };
-        }
-        let payload = &buf[pos + V1_HEADER..pos + V1_HEADER + len];
-        if crc32fast::hash(payload) != crc {
-            let what = format!("a {len}-byte record failing its CRC");
-            break if pos + V1_HEADER + len == buf.len() {
-                torn(pos, what)
-            } else {
-                damage(pos, what)
-            };
-        }
-        records.push(payload.to_vec());
-        pos += V1_HEADER + len;
-    };
-    Parsed {
-        format: Format::V1,
-        records,
-        stop,
-    }
 }
