@@ -1,5 +1,5 @@
 //! What the store calls out to when its data directory takes part in a
-//! shared store, as traits the store defines and `crate::cluster`
+//! shared store, as traits the store defines and the `cluster` module
 //! implements: the store knows no object store, no lease and no S3.
 //!
 //! - [`Shipper`]: a commit that flushed parts ships them before the WAL
@@ -29,8 +29,9 @@ pub trait Shipper: std::fmt::Debug + Send + Sync {
     /// intent so a restart with another `--store` is refused.
     fn url(&self) -> &str;
 
-    /// The name the part file `file` of `day` has on the shared store.
-    fn name(&self, day: i32, file: &str) -> String;
+    /// The name on the shared store of `day`'s part at `part` (relative
+    /// to the data directory).
+    fn name(&self, day: i32, part: &str) -> String;
 
     /// Upload the local part `local` (of `size` bytes) to `name`, unless it
     /// is there already with that size (an apply repeated after a crash;
