@@ -4,7 +4,7 @@
 //! Each message reads as it did when these were store errors (the cause's
 //! text is part of it, on one line, as logs show it); the cause is also the
 //! error's `source()`. Where a hook of the store reports it, it becomes the
-//! store's error ([`From<ClusterError> for StoreError`]) with the same text
+//! store's error (`From<ClusterError> for StoreError`) with the same text
 //! and the same transience; the CLI prints it as text.
 
 use crate::store::StoreError;

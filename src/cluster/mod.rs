@@ -24,8 +24,10 @@
 //! - [`keys`]: the names under the prefix (days, parts, node ids).
 //! - [`ship`]: an ingest node's flushes shipped (the store's
 //!   [`Shipper`](crate::store::hooks::Shipper)).
-//! - [`mirror`]: the detect role's copy pulled, sealed and trimmed (the
-//!   store's [`Upstream`](crate::store::hooks::Upstream)).
+//! - [`mirror`]: the detect role's copy pulled (the store's
+//!   [`Upstream`](crate::store::hooks::Upstream)).
+//! - [`holder`]: what the lease holder writes there: seals published,
+//!   replaced parts deleted after the grace, retention.
 //! - [`sealed`]: a day's `_sealed.json`, and the day's live parts.
 //! - [`lease`]: `lease.json`, who detects.
 //! - [`leader`]: the detect role's state shipped and read in, and the gate
@@ -42,6 +44,7 @@
 pub mod client;
 mod error;
 pub mod fence;
+pub mod holder;
 pub mod keys;
 pub mod leader;
 pub mod lease;

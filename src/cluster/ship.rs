@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::client::Remote;
-use super::keys::day_dir;
+use super::keys::{day_dir, file_name};
 use crate::store::hooks::Shipper;
 use crate::store::StoreError;
 
@@ -27,8 +27,9 @@ impl Shipper for Ship {
         self.remote.url()
     }
 
-    fn name(&self, day: i32, file: &str) -> String {
-        format!("{}/{file}", day_dir(day))
+    /// Under the part's own name, in its day's directory there.
+    fn name(&self, day: i32, part: &str) -> String {
+        format!("{}/{}", day_dir(day), file_name(part).unwrap_or_default())
     }
 
     fn ship(&self, local: &Path, name: &str, size: u64) -> Result<(), StoreError> {

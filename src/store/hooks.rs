@@ -1,5 +1,5 @@
 //! What the store calls out to when its data directory takes part in a
-//! shared store, as traits the store defines and `crate::cluster`
+//! shared store, as traits the store defines and the `cluster` module
 //! implements: the store knows no object store, no lease and no S3.
 //!
 //! - [`Shipper`]: a commit that flushed parts ships them before the WAL

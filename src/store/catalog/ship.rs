@@ -12,8 +12,9 @@ pub trait Shipper: std::fmt::Debug + Send + Sync {
     /// intent so a restart with another `--store` is refused.
     fn url(&self) -> &str;
 
-    /// The name the part file `file` of `day` has on the shared store.
-    fn name(&self, day: i32, file: &str) -> String;
+    /// The name on the shared store of `day`'s part at `part` (relative
+    /// to the data directory).
+    fn name(&self, day: i32, part: &str) -> String;
 
     /// Upload the local part `local` (of `size` bytes) to `name`, unless it
     /// is there already with that size (an apply repeated after a crash;

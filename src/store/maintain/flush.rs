@@ -136,12 +136,7 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
             };
             let (tmp, fin) = stage::write_tmp_part(layout, day, &tag, df)?;
             if let Some(shipper) = shipper {
-                // Under the part's own name, in its day's directory there.
-                let name = std::path::Path::new(&fin)
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or_default();
-                intent.uploads.push((fin.clone(), shipper.name(day, name)));
+                intent.uploads.push((fin.clone(), shipper.name(day, &fin)));
             }
             intent.renames.push((tmp, fin));
         }
