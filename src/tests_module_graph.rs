@@ -245,8 +245,8 @@ fn paths(text: &str, heads: &[String]) -> Vec<Vec<String>> {
         if starts && (b[i].is_ascii_alphabetic() || b[i] == b'_') {
             let mut j = i;
             let first = ident(b, &mut j);
-            let head = ["crate", "super", "self"].contains(&first.as_str())
-                || heads.iter().any(|h| *h == first);
+            let head =
+                ["crate", "super", "self"].contains(&first.as_str()) || heads.contains(&first);
             if head && b[j..].starts_with(b"::") {
                 tree(b, &mut i, Vec::new(), &mut out);
                 continue;
