@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::group::{Evidence, Kind, SignalDraft};
+use super::{Evidence, Kind, SignalDraft};
 use crate::model::ErrorClass;
 
 /// The three answers, and one line that sums them up.
@@ -247,7 +247,7 @@ fn by_rule(d: &SignalDraft, raw_names: &[String]) -> Remedy {
         },
         (Kind::IgnoredRetryAfter, _) => {
             // The same turn and wait the title names.
-            let e = super::group::ignored_worst(d.evidence.iter());
+            let e = super::title::ignored_worst(d.evidence.iter());
             let (early, stated, wait) = e.map_or((0, 0, 0), |e| {
                 let early = e.waits.iter().filter(|w| w.early).count();
                 let wait = crate::detect::retry_after::stated_wait(&e.waits).unwrap_or(0);
