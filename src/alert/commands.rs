@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::config::{GroupBy, Target};
 use super::incidents::{IncidentEvent, IncidentNotice};
 use super::notify::{Event, Notice};
 use super::sender::{self, Clock, Mode, Sender};
+use super::target::{GroupBy, Target};
 use super::{outbox, AlertConfig};
 use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
 use crate::time::rfc3339;

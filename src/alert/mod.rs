@@ -27,6 +27,7 @@ pub mod sender;
 pub mod sign;
 pub mod slack;
 pub mod stats;
+pub mod target;
 pub mod teams;
 pub mod webhook;
 
@@ -39,10 +40,11 @@ use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 
-pub use config::{AlertConfig, GroupBy, Target, TargetKind};
+pub use config::AlertConfig;
 pub use incidents::{IncidentEvent, IncidentNotice};
 pub use notify::{Event, Notice};
 pub use sender::{Clock, Mode, Sender, SenderError};
+pub use target::{GroupBy, Target, TargetKind};
 
 use crate::signal::{Lifecycle, Signal};
 

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use super::config::{Severity, TargetConfig, TargetKind};
 use super::notify::{decide, Event, Timing, Told};
 use super::policy::{classify, next_wait, parse_retry_after, Budget, Verdict};
+use super::target::{TargetConfig, TargetKind};
 use super::*;
+use crate::signal::Severity;
 use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
 
 const HOUR: i64 = 3_600_000_000_000;

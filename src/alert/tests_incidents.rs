@@ -8,10 +8,10 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::Connection;
 
-use super::config::{GroupBy, TargetConfig, TargetKind};
 use super::incidents::{decide, IncidentEvent, IncidentNotice, IncidentTold};
 use super::notify::Timing;
 use super::policy::{classify, Verdict};
+use super::target::{GroupBy, TargetConfig, TargetKind};
 use super::*;
 use crate::incident::body::{build, Joined};
 use crate::incident::{Cause, Facts, Incident, IncidentChange, IncidentState};
@@ -945,7 +945,7 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
     ))
     .unwrap();
     let r = t.resolve(|_| None).unwrap();
-    assert_eq!(r.url, config::PAGERDUTY_URL);
+    assert_eq!(r.url, super::target::PAGERDUTY_URL);
     assert_eq!(r.routing_key.as_deref(), Some(key));
     assert_eq!(r.group_by, GroupBy::Incident);
     for shown in [format!("{t:?}"), format!("{r:?}")] {
