@@ -195,7 +195,7 @@ pub fn alerting(
     } else {
         cfg.routing()
     }
-    .map_err(anyhow::Error::msg)?;
+    .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     Ok(Some(super::Alerting {
         cfg: cfg.clone(),
         targets,

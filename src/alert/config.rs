@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::target::{Target, TargetConfig, TargetKind, PAGERDUTY_URL};
+use super::target::{Target, TargetConfig, TargetError, TargetKind, PAGERDUTY_URL};
 
 /// `[alert]`: when to notify and the delivery policy (alerting.md).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -66,11 +66,11 @@ impl AlertConfig {
     /// The targets as a sweep needs them: names, kinds, grouping and
     /// filters. URLs, secrets and routing keys are left empty (a cron job
     /// may run without the sender's environment); the sender resolves them.
-    pub fn routing(&self) -> Result<Vec<Target>, String> {
+    pub fn routing(&self) -> Result<Vec<Target>, AlertConfigError> {
         let mut out: Vec<Target> = Vec::new();
         for t in &self.targets {
             if out.iter().any(|o| o.name == t.name) {
-                return Err(format!("alert target {:?} is named twice", t.name));
+                return Err(AlertConfigError::NamedTwice(t.name.clone()));
             }
             t.check_shape()?;
             out.push(Target {
@@ -89,12 +89,15 @@ impl AlertConfig {
     }
 
     /// Every target resolved, or the first problem; names must be unique.
-    pub fn targets(&self, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Target>, String> {
+    pub fn targets(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<Target>, AlertConfigError> {
         let mut out: Vec<Target> = Vec::new();
         for t in &self.targets {
             let r = t.resolve(&env)?;
             if out.iter().any(|o| o.name == r.name) {
-                return Err(format!("alert target {:?} is named twice", r.name));
+                return Err(AlertConfigError::NamedTwice(r.name));
             }
             out.push(r);
         }
@@ -102,19 +105,20 @@ impl AlertConfig {
     }
 
     /// The checks `Config::parse` runs.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), AlertConfigError> {
+        let invalid = |key, expected| Err(AlertConfigError::Setting { key, expected });
         if self.max_attempts == 0 {
-            return Err("alert.max_attempts: must be at least 1".into());
+            return invalid("max_attempts", "must be at least 1");
         }
         if self.backoff_base_ms == 0 || self.backoff_cap_secs == 0 {
-            return Err("alert.backoff_base_ms / backoff_cap_secs: must be at least 1".into());
+            return invalid("backoff_base_ms / backoff_cap_secs", "must be at least 1");
         }
         if self.request_timeout_secs == 0 {
-            return Err("alert.request_timeout_secs: must be at least 1".into());
+            return invalid("request_timeout_secs", "must be at least 1");
         }
         let url = &self.public_url;
         if !(url.is_empty() || url.starts_with("https://") || url.starts_with("http://")) {
-            return Err("alert.public_url: must start with https:// or http://".into());
+            return invalid("public_url", "must start with https:// or http://");
         }
         let hosts = super::hosts::HostPolicy::parse(&self.allow_hosts, &self.deny_hosts)?;
         // Targets whose values come from the environment are checked when
@@ -125,7 +129,10 @@ impl AlertConfig {
                 let r = t.resolve(|_| None)?;
                 hosts
                     .check_static(&r.url)
-                    .map_err(|why| format!("alert target {:?}: refused: {why}", t.name))?;
+                    .map_err(|source| AlertConfigError::Refused {
+                        target: t.name.clone(),
+                        source,
+                    })?;
             } else if let Some(url) = t
                 .url
                 .as_deref()
@@ -134,9 +141,35 @@ impl AlertConfig {
             {
                 hosts
                     .check_static(url)
-                    .map_err(|why| format!("alert target {:?}: refused: {why}", t.name))?;
+                    .map_err(|source| AlertConfigError::Refused {
+                        target: t.name.clone(),
+                        source,
+                    })?;
             }
         }
         Ok(())
     }
+}
+
+/// Why `[alert]` is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AlertConfigError {
+    #[error("alert.{key}: {expected}")]
+    Setting {
+        key: &'static str,
+        expected: &'static str,
+    },
+    #[error("alert target {0:?} is named twice")]
+    NamedTwice(String),
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Hosts(#[from] super::hosts::HostListError),
+    /// A target's host that `allow_hosts` / `deny_hosts` refuse.
+    #[error("alert target {target:?}: refused: {source}")]
+    Refused {
+        target: String,
+        #[source]
+        source: super::hosts::Refusal,
+    },
 }

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::incidents::IncidentEvent;
 use super::message::{cut, evidence_line, short_trace, IncidentMessage};
+use super::LimitError;
 use crate::incident::{Incident, IncidentEvidence};
 use crate::model::ErrorClass;
 use crate::signal::Severity;
@@ -290,50 +291,67 @@ fn class(i: &Incident) -> String {
     kinds.join(", ")
 }
 
+/// Why a stored event cannot be sent.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredEventError {
+    #[error("the stored event is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("the stored event is not a JSON object")]
+    NotObject,
+}
+
 /// The body as sent: `stored` with `routing_key` added.
-pub fn with_routing_key(stored: &str, key: &str) -> Result<String, String> {
-    let mut v: Value =
-        serde_json::from_str(stored).map_err(|e| format!("the stored event is not JSON: {e}"))?;
-    let o = v
-        .as_object_mut()
-        .ok_or("the stored event is not a JSON object")?;
+pub fn with_routing_key(stored: &str, key: &str) -> Result<String, StoredEventError> {
+    let mut v: Value = serde_json::from_str(stored).map_err(StoredEventError::NotJson)?;
+    let o = v.as_object_mut().ok_or(StoredEventError::NotObject)?;
     o.insert("routing_key".into(), json!(key));
     Ok(v.to_string())
 }
 
 /// The Events API v2 contract, checked on a rendered (stored) event.
-pub fn check(v: &Value) -> Result<(), String> {
-    let bytes = serde_json::to_vec(v).map_err(|e| e.to_string())?.len();
+pub fn check(v: &Value) -> Result<(), LimitError> {
+    let bytes = serde_json::to_vec(v).map_err(LimitError::Json)?.len();
     if bytes > MAX_BYTES {
-        return Err(format!("{bytes} bytes > {MAX_BYTES}"));
+        return Err(LimitError::Bytes {
+            bytes,
+            max: MAX_BYTES,
+        });
     }
     if v.get("routing_key").is_some() {
-        return Err("a stored event must not hold routing_key".into());
+        return Err(LimitError::breach(
+            "a stored event must not hold routing_key",
+        ));
     }
     let action = v["event_action"].as_str().unwrap_or("");
     if !["trigger", "acknowledge", "resolve"].contains(&action) {
-        return Err(format!("event_action {action:?}"));
+        return Err(LimitError::breach(format!("event_action {action:?}")));
     }
     let key = v["dedup_key"].as_str().unwrap_or("");
     if key.is_empty() || key.chars().count() > MAX_DEDUP_KEY {
-        return Err(format!("dedup_key of {} chars", key.chars().count()));
+        return Err(LimitError::breach(format!(
+            "dedup_key of {} chars",
+            key.chars().count()
+        )));
     }
     if action == "trigger" {
         let p = &v["payload"];
         let summary = p["summary"].as_str().unwrap_or("");
         if summary.is_empty() || summary.chars().count() > MAX_SUMMARY {
-            return Err(format!("summary of {} chars", summary.chars().count()));
+            return Err(LimitError::breach(format!(
+                "summary of {} chars",
+                summary.chars().count()
+            )));
         }
         if p["source"].as_str().unwrap_or("").is_empty() {
-            return Err("no source".into());
+            return Err(LimitError::breach("no source"));
         }
         let sev = p["severity"].as_str().unwrap_or("");
         if !["critical", "error", "warning", "info"].contains(&sev) {
-            return Err(format!("severity {sev:?}"));
+            return Err(LimitError::breach(format!("severity {sev:?}")));
         }
         for l in v["links"].as_array().into_iter().flatten() {
             if l["href"].as_str().unwrap_or("").is_empty() {
-                return Err("a link without href".into());
+                return Err(LimitError::breach("a link without href"));
             }
         }
     }

@@ -207,14 +207,17 @@ impl TargetConfig {
     /// What can be checked without the environment: each key where its
     /// kind takes it, exactly one of a pair, the name. Errors name the
     /// target and the key, never a value.
-    pub fn check_shape(&self) -> Result<(), String> {
-        let who = format!("alert target {:?}", self.name);
+    pub fn check_shape(&self) -> Result<(), TargetError> {
+        let target = || self.name.clone();
         if self.name.is_empty() || self.name.len() > 64 {
-            return Err("alert target: name must be 1 to 64 characters".into());
+            return Err(TargetError::Name);
         }
-        let both = |a: &Option<String>, b: &Option<String>, key: &str| {
+        let both = |a: &Option<String>, b: &Option<String>, key: &'static str| {
             if a.is_some() && b.is_some() {
-                Err(format!("{who}: set {key} or {key}_env, not both"))
+                Err(TargetError::Both {
+                    target: target(),
+                    key,
+                })
             } else {
                 Ok(())
             }
@@ -224,64 +227,74 @@ impl TargetConfig {
         both(&self.routing_key, &self.routing_key_env, "routing_key")?;
         if self.kind != TargetKind::Webhook && (self.secret.is_some() || self.secret_env.is_some())
         {
-            return Err(format!(
-                "{who}: secret applies only to kind = \"webhook\" (Standard Webhooks signing)"
-            ));
+            return Err(TargetError::SecretNotWebhook(target()));
         }
         let has_key = self.routing_key.is_some() || self.routing_key_env.is_some();
         if self.kind == TargetKind::PagerDuty {
             if !has_key {
-                return Err(format!(
-                    "{who}: kind = \"pagerduty\" needs routing_key or routing_key_env (the Events API v2 integration key)"
-                ));
+                return Err(TargetError::NoRoutingKey(target()));
             }
             if self.group_by == GroupBy::Signal {
-                return Err(format!(
-                    "{who}: kind = \"pagerduty\" follows incidents (one PagerDuty alert per incident, dedup_key = the incident key); group_by = \"signal\" is for chat and webhook targets"
-                ));
+                return Err(TargetError::PagerDutyBySignal(target()));
             }
         } else if has_key {
-            return Err(format!(
-                "{who}: routing_key applies only to kind = \"pagerduty\""
-            ));
+            return Err(TargetError::RoutingKeyNotPagerDuty(target()));
         }
         if self.kind != TargetKind::PagerDuty && self.url.is_none() && self.url_env.is_none() {
-            return Err(format!("{who}: needs url or url_env"));
+            return Err(TargetError::NoUrl(target()));
         }
         if let Some(k) = &self.routing_key {
-            check_routing_key(k).map_err(|e| format!("{who}: routing_key: {e}"))?;
+            check_routing_key(k).map_err(|source| TargetError::RoutingKey {
+                target: target(),
+                key: "routing_key",
+                source,
+            })?;
         }
         Ok(())
     }
 
     /// Resolve the URL, secret and routing key (from the environment where
     /// named); errors name the target and the key, never the value.
-    pub fn resolve(&self, env: impl Fn(&str) -> Option<String>) -> Result<Target, String> {
+    pub fn resolve(&self, env: impl Fn(&str) -> Option<String>) -> Result<Target, TargetError> {
         self.check_shape()?;
-        let who = format!("alert target {:?}", self.name);
-        let pick = |value: &Option<String>, var: &Option<String>, key: &str| match (value, var) {
-            (Some(v), _) => Ok(Some(v.clone())),
-            (None, Some(name)) => env(name)
-                .filter(|v| !v.is_empty())
-                .map(Some)
-                .ok_or_else(|| format!("{who}: {key}_env names {name}, which is not set")),
-            (None, None) => Ok(None),
-        };
+        let target = || self.name.clone();
+        let pick =
+            |value: &Option<String>, var: &Option<String>, key: &'static str| match (value, var) {
+                (Some(v), _) => Ok(Some(v.clone())),
+                (None, Some(name)) => {
+                    env(name)
+                        .filter(|v| !v.is_empty())
+                        .map(Some)
+                        .ok_or_else(|| TargetError::Unset {
+                            target: target(),
+                            key,
+                            var: name.clone(),
+                        })
+                }
+                (None, None) => Ok(None),
+            };
         let url = match pick(&self.url, &self.url_env, "url")? {
             Some(url) => url,
             None if self.kind == TargetKind::PagerDuty => PAGERDUTY_URL.to_string(),
-            None => return Err(format!("{who}: needs url or url_env")),
+            None => return Err(TargetError::NoUrl(target())),
         };
         if !(url.starts_with("https://") || url.starts_with("http://")) {
-            return Err(format!("{who}: url must start with https:// or http://"));
+            return Err(TargetError::Scheme(target()));
         }
         let secret = pick(&self.secret, &self.secret_env, "secret")?;
         if let Some(s) = &secret {
-            super::sign::key(s).map_err(|e| format!("{who}: secret: {e}"))?;
+            super::sign::key(s).map_err(|source| TargetError::Secret {
+                target: target(),
+                source,
+            })?;
         }
         let routing_key = pick(&self.routing_key, &self.routing_key_env, "routing_key")?;
         if let Some(k) = &routing_key {
-            check_routing_key(k).map_err(|e| format!("{who}: routing_key_env: {e}"))?;
+            check_routing_key(k).map_err(|source| TargetError::RoutingKey {
+                target: target(),
+                key: "routing_key_env",
+                source,
+            })?;
         }
         Ok(Target {
             name: self.name.clone(),
@@ -306,12 +319,65 @@ impl TargetConfig {
 /// A routing key as PagerDuty issues them: printable, no spaces (an
 /// integration key is 32 characters; others are let through). The value
 /// is never in the error.
-fn check_routing_key(k: &str) -> Result<(), String> {
+fn check_routing_key(k: &str) -> Result<(), RoutingKeyError> {
     if k.is_empty() || k.len() > 256 {
-        return Err("must be 1 to 256 characters".into());
+        return Err(RoutingKeyError::Length);
     }
     if k.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("must not hold spaces or control characters".into());
+        return Err(RoutingKeyError::Characters);
     }
     Ok(())
+}
+
+/// Why a routing key is refused (the value is never in it).
+#[derive(Debug, thiserror::Error)]
+pub enum RoutingKeyError {
+    #[error("must be 1 to 256 characters")]
+    Length,
+    #[error("must not hold spaces or control characters")]
+    Characters,
+}
+
+/// Why a target cannot be used: each names the target (its `name`) and
+/// the key, never a value.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("alert target: name must be 1 to 64 characters")]
+    Name,
+    #[error("alert target {target:?}: set {key} or {key}_env, not both")]
+    Both { target: String, key: &'static str },
+    #[error(
+        "alert target {0:?}: secret applies only to kind = \"webhook\" (Standard Webhooks signing)"
+    )]
+    SecretNotWebhook(String),
+    #[error("alert target {0:?}: kind = \"pagerduty\" needs routing_key or routing_key_env (the Events API v2 integration key)")]
+    NoRoutingKey(String),
+    #[error("alert target {0:?}: kind = \"pagerduty\" follows incidents (one PagerDuty alert per incident, dedup_key = the incident key); group_by = \"signal\" is for chat and webhook targets")]
+    PagerDutyBySignal(String),
+    #[error("alert target {0:?}: routing_key applies only to kind = \"pagerduty\"")]
+    RoutingKeyNotPagerDuty(String),
+    #[error("alert target {0:?}: needs url or url_env")]
+    NoUrl(String),
+    #[error("alert target {0:?}: url must start with https:// or http://")]
+    Scheme(String),
+    #[error("alert target {target:?}: {key}_env names {var}, which is not set")]
+    Unset {
+        target: String,
+        key: &'static str,
+        var: String,
+    },
+    #[error("alert target {target:?}: {key}: {source}")]
+    RoutingKey {
+        target: String,
+        /// `routing_key` (from the file) or `routing_key_env`.
+        key: &'static str,
+        #[source]
+        source: RoutingKeyError,
+    },
+    #[error("alert target {target:?}: secret: {source}")]
+    Secret {
+        target: String,
+        #[source]
+        source: super::sign::SecretError,
+    },
 }

@@ -378,7 +378,7 @@ fn targets_filter_by_kind_tool_and_severity_and_never_show_their_secrets() {
         !shown.contains("whsec") && !shown.contains("hooks.example"),
         "{shown}"
     );
-    let err = cfg.resolve(|_| None).unwrap_err();
+    let err = cfg.resolve(|_| None).unwrap_err().to_string();
     assert!(
         err.contains("SW_TEST_SECRET") && err.contains("pager"),
         "{err}"

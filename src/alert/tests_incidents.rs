@@ -957,7 +957,7 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
         .resolve(|k| (k == "SW_PD_KEY").then(|| key.to_string()))
         .unwrap();
     assert_eq!(r.routing_key.as_deref(), Some(key));
-    let err = t.resolve(|_| None).unwrap_err();
+    let err = t.resolve(|_| None).unwrap_err().to_string();
     assert!(err.contains("SW_PD_KEY") && err.contains("\"pd\""), "{err}");
     let cfg = AlertConfig {
         targets: vec![t],
@@ -992,7 +992,11 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
         ),
         ("name = \"s\"\nkind = \"slack\"\n", "needs url or url_env"),
     ] {
-        let err = parse(text).unwrap().resolve(|_| None).unwrap_err();
+        let err = parse(text)
+            .unwrap()
+            .resolve(|_| None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(says), "{text}: {err}");
         assert!(!err.contains("has a space"), "{err}");
     }
