@@ -181,14 +181,8 @@ fn fail_fast(f: &Facts) -> Remedy {
 }
 
 fn retry_storm(f: &Facts) -> Remedy {
-    let &Facts {
-        d,
-        class,
-        ref class_words,
-        ref names,
-        e,
-        cap,
-    } = f;
+    let (d, class, e, cap) = (f.d, f.class, f.e, f.cap);
+    let (class_words, names) = (&f.class_words, &f.names);
     let backoff = BACKOFF;
     let same = e
         .and_then(|e| e.same_args)
@@ -245,14 +239,8 @@ fn retry_after_success(f: &Facts) -> Remedy {
 }
 
 fn stacked_retries(f: &Facts) -> Remedy {
-    let &Facts {
-        d,
-        class,
-        ref class_words,
-        ref names,
-        e,
-        cap,
-    } = f;
+    let (d, class, e, cap) = (f.d, f.class, f.e, f.cap);
+    let (class_words, names) = (&f.class_words, &f.names);
     let parents: Vec<String> = e.map(|e| e.parents.clone()).unwrap_or_default();
     let named = if parents.is_empty() {
         String::new()
