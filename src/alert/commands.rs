@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::config::{GroupBy, Target};
 use super::incidents::{IncidentEvent, IncidentNotice};
 use super::notify::{Event, Notice};
 use super::sender::{self, Clock, Mode, Sender};
+use super::target::{GroupBy, Target};
 use super::{outbox, AlertConfig};
 use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
 use crate::time::rfc3339;
@@ -195,7 +195,7 @@ pub fn alerting(
     } else {
         cfg.routing()
     }
-    .map_err(anyhow::Error::msg)?;
+    .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     Ok(Some(super::Alerting {
         cfg: cfg.clone(),
         targets,

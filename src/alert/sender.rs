@@ -23,10 +23,11 @@ use tokio::time::Instant;
 pub use super::answer::{Answer, BODY_CAP};
 
 use super::answer;
-use super::config::{AlertConfig, Target, TargetKind};
+use super::config::AlertConfig;
 use super::outbox::{self, Row};
 use super::policy::{self, Budget, Verdict};
 use super::stats::Stats;
+use super::target::{Target, TargetKind};
 
 /// The sender's wall clock: the system clock, or (for tests on a paused
 /// tokio clock) a start time plus tokio's virtual elapsed time.

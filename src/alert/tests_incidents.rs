@@ -8,10 +8,10 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::Connection;
 
-use super::config::{GroupBy, TargetConfig, TargetKind};
 use super::incidents::{decide, IncidentEvent, IncidentNotice, IncidentTold};
 use super::notify::Timing;
 use super::policy::{classify, Verdict};
+use super::target::{GroupBy, TargetConfig, TargetKind};
 use super::*;
 use crate::incident::body::{build, Joined};
 use crate::incident::{Cause, Facts, Incident, IncidentChange, IncidentState};
@@ -945,7 +945,7 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
     ))
     .unwrap();
     let r = t.resolve(|_| None).unwrap();
-    assert_eq!(r.url, config::PAGERDUTY_URL);
+    assert_eq!(r.url, super::target::PAGERDUTY_URL);
     assert_eq!(r.routing_key.as_deref(), Some(key));
     assert_eq!(r.group_by, GroupBy::Incident);
     for shown in [format!("{t:?}"), format!("{r:?}")] {
@@ -957,7 +957,7 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
         .resolve(|k| (k == "SW_PD_KEY").then(|| key.to_string()))
         .unwrap();
     assert_eq!(r.routing_key.as_deref(), Some(key));
-    let err = t.resolve(|_| None).unwrap_err();
+    let err = t.resolve(|_| None).unwrap_err().to_string();
     assert!(err.contains("SW_PD_KEY") && err.contains("\"pd\""), "{err}");
     let cfg = AlertConfig {
         targets: vec![t],
@@ -992,7 +992,11 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
         ),
         ("name = \"s\"\nkind = \"slack\"\n", "needs url or url_env"),
     ] {
-        let err = parse(text).unwrap().resolve(|_| None).unwrap_err();
+        let err = parse(text)
+            .unwrap()
+            .resolve(|_| None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(says), "{text}: {err}");
         assert!(!err.contains("has a space"), "{err}");
     }

@@ -442,10 +442,10 @@ impl Config {
                 "need loop_min_calls >= 2, cycle_min_repeats >= 2 and cycle_max_period from 2 to 8",
             );
         }
-        if let Err(message) = self.alert.validate() {
+        if let Err(e) = self.alert.validate() {
             return Err(ConfigError::Invalid {
                 path: origin.to_path_buf(),
-                message,
+                message: e.to_string(),
             });
         }
         if let Err(message) = self.mcp.validate() {

@@ -6,10 +6,14 @@
 
 pub mod days;
 pub mod driver;
+mod evidence;
+mod finding;
 pub mod group;
+mod kind;
 pub mod remedy;
 pub mod silent;
 pub mod state;
+mod title;
 
 #[cfg(test)]
 mod tests;
@@ -19,6 +23,9 @@ mod tests_remedy;
 mod tests_retry_after;
 
 pub use days::DayResult;
-pub use group::{group, Evidence, Finding, Kind, Severity, SignalDraft};
+pub use evidence::Evidence;
+pub use finding::Finding;
+pub use group::{group, SignalDraft};
+pub use kind::{Kind, Severity};
 pub use remedy::{remedy, Remedy};
 pub use state::{Lifecycle, Signal, StateDb, StateError, SweepOutcome};

@@ -86,7 +86,7 @@ pub struct Quiet {
 impl Quiet {
     /// Whether a signal last seen as `draft` has been quiet long enough.
     pub fn resolves(&self, draft: &SignalDraft) -> bool {
-        use super::group::Kind;
+        use super::Kind;
         match draft.kind {
             Kind::NoSuccess
                 // A flagged day had no success: one at or after its start
