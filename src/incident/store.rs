@@ -4,7 +4,8 @@
 //! sweep's transaction, after the signals' lifecycle: it groups the open
 //! signals again, gives each group its incident (the open one a member is
 //! in, else the one with its key, else the resolved one a member was in,
-//! reopened; else a new one), and writes what changed.
+//! reopened; else a new one), and writes what changed. The tables are
+//! declared in `crate::state::schema`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,33 +16,6 @@ use super::body::{self, Joined};
 use super::group::{self, Cause, Facts};
 use super::{Incident, IncidentState};
 use crate::signal::{Lifecycle, Signal};
-
-pub const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS incidents (
-    id TEXT PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    state TEXT NOT NULL,
-    cause TEXT NOT NULL,
-    body TEXT NOT NULL,
-    opened_ns INTEGER NOT NULL,
-    updated_ns INTEGER NOT NULL,
-    resolved_ns INTEGER
-);
-CREATE TABLE IF NOT EXISTS incident_members (
-    signal_id TEXT PRIMARY KEY,
-    incident_id TEXT NOT NULL,
-    joined_ns INTEGER NOT NULL,
-    reason TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS incident_members_by_incident ON incident_members (incident_id);
-CREATE TABLE IF NOT EXISTS incident_history (
-    id TEXT NOT NULL,
-    at_ns INTEGER NOT NULL,
-    from_state TEXT,
-    to_state TEXT NOT NULL,
-    reason TEXT NOT NULL
-);
-";
 
 #[derive(Debug, thiserror::Error)]
 pub enum IncidentError {
@@ -73,11 +47,6 @@ impl IncidentChange {
     pub fn is_news(&self) -> bool {
         self.from != Some(self.to) || !self.joined.is_empty() || self.escalated
     }
-}
-
-/// Create the tables.
-pub fn ensure(c: &Connection) -> rusqlite::Result<()> {
-    c.execute_batch(SCHEMA)
 }
 
 struct Row {
@@ -139,7 +108,6 @@ pub fn apply(
     now_ns: i64,
     evidence_limit: usize,
 ) -> rusqlite::Result<Vec<IncidentChange>> {
-    ensure(c)?;
     let stored = rows(c)?;
     let mut members = memberships(c)?;
     let by_id: BTreeMap<&str, &Signal> = signals.iter().map(|s| (s.draft.id.as_str(), s)).collect();
@@ -363,7 +331,6 @@ fn resolve_empty(c: &Connection, r: &Row, now_ns: i64) -> rusqlite::Result<()> {
 /// out with a warning, not the whole list: the next sweep that groups its
 /// members writes it again.
 pub fn list(c: &Connection) -> Result<Vec<Incident>, IncidentError> {
-    ensure(c)?;
     let mut out = Vec::new();
     for r in rows(c)? {
         match r.body {
@@ -387,7 +354,6 @@ pub fn list(c: &Connection) -> Result<Vec<Incident>, IncidentError> {
 
 /// One incident by id (case as given, or upper-cased).
 pub fn get(c: &Connection, id: &str) -> Result<Incident, IncidentError> {
-    ensure(c)?;
     let body: Option<String> = c
         .query_row(
             "SELECT body FROM incidents WHERE id = ?1 OR id = upper(?1)",
@@ -404,7 +370,6 @@ pub fn get(c: &Connection, id: &str) -> Result<Incident, IncidentError> {
 
 /// The incident signal `signal_id` belongs to, if any.
 pub fn of_signal(c: &Connection, signal_id: &str) -> rusqlite::Result<Option<String>> {
-    ensure(c)?;
     c.query_row(
         "SELECT incident_id FROM incident_members WHERE signal_id = ?1",
         params![signal_id],
@@ -418,7 +383,6 @@ pub fn of_signal(c: &Connection, signal_id: &str) -> rusqlite::Result<Option<Str
 pub use crate::signal::state::HistoryEntry;
 
 pub fn history(c: &Connection, id: &str) -> rusqlite::Result<Vec<HistoryEntry>> {
-    ensure(c)?;
     let mut stmt = c.prepare(
         "SELECT at_ns, from_state, to_state, reason FROM incident_history WHERE id = ?1 ORDER BY at_ns, rowid",
     )?;

@@ -292,7 +292,7 @@ fn signals_far_apart_in_time_do_not_join() {
 }
 
 fn db() -> Connection {
-    Connection::open_in_memory().unwrap()
+    crate::state::open_in_memory().unwrap()
 }
 
 #[test]
@@ -396,7 +396,6 @@ fn muted_members_acknowledge_the_incident() {
 #[test]
 fn ids_never_collide_and_never_change() {
     let c = db();
-    store::ensure(&c).unwrap();
     let key = "inc1:tool:x";
     let taken = short_id_of(key, 4);
     c.execute(

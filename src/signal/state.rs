@@ -170,6 +170,8 @@ pub enum StateError {
     Fenced(String),
     #[error("{0}")]
     Incident(String),
+    #[error(transparent)]
+    File(#[from] crate::state::StateFileError),
 }
 
 /// The state database.
@@ -177,54 +179,6 @@ pub struct StateDb {
     pub(super) conn: Connection,
     pub(super) path: PathBuf,
 }
-
-const SCHEMA: &str = "
-PRAGMA journal_mode=WAL;
-CREATE TABLE IF NOT EXISTS signals (
-    id TEXT PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    state TEXT NOT NULL,
-    draft TEXT NOT NULL,
-    findings INTEGER NOT NULL,
-    last_seen_ns INTEGER NOT NULL,
-    clean_sweeps INTEGER NOT NULL DEFAULT 0,
-    resolved_at_ns INTEGER,
-    muted_until_ns INTEGER,
-    mute_until_escalates INTEGER NOT NULL DEFAULT 0,
-    mute_escalate_at INTEGER
-);
-CREATE TABLE IF NOT EXISTS signal_history (
-    id TEXT NOT NULL,
-    at_ns INTEGER NOT NULL,
-    from_state TEXT,
-    to_state TEXT NOT NULL,
-    reason TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS turn_days (
-    day INTEGER PRIMARY KEY,
-    fingerprint TEXT NOT NULL,
-    findings TEXT NOT NULL,
-    horizon_ns INTEGER NOT NULL,
-    spans INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS retry_outcomes (
-    day INTEGER NOT NULL,
-    tool TEXT NOT NULL,
-    retries INTEGER NOT NULL,
-    rescued INTEGER NOT NULL,
-    wasted INTEGER NOT NULL,
-    after_success INTEGER NOT NULL,
-    wasted_seconds REAL NOT NULL,
-    wasted_cost_usd REAL NOT NULL,
-    PRIMARY KEY (day, tool)
-);
-CREATE TABLE IF NOT EXISTS sweeps (
-    at_ns INTEGER NOT NULL,
-    horizon_ns INTEGER NOT NULL,
-    signals INTEGER NOT NULL,
-    changes INTEGER NOT NULL
-);
-";
 
 struct Row {
     id: String,
@@ -238,36 +192,10 @@ struct Row {
 }
 
 impl StateDb {
+    /// Open `state.sqlite` (through [`crate::state::open`]: its schema
+    /// current), waiting up to 30 s for another writer.
     pub fn open(path: &Path) -> Result<StateDb, StateError> {
-        let err = |source| StateError::Db {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(err)?;
-        conn.execute_batch(SCHEMA).map_err(err)?;
-        // Files from before these columns: add them.
-        for (column, ty) in [
-            ("outcomes", "TEXT"),
-            ("worst", "TEXT"),
-            ("traffic", "TEXT"),
-            ("read_through", "INTEGER"),
-            ("computed_at_ns", "INTEGER"),
-            ("valid_until_ns", "INTEGER"),
-            ("turns", "TEXT"),
-        ] {
-            let has = conn
-                .prepare(&format!(
-                    "SELECT 1 FROM pragma_table_info('turn_days') WHERE name = '{column}'"
-                ))
-                .and_then(|mut s| s.exists([]))
-                .map_err(err)?;
-            if !has {
-                conn.execute_batch(&format!("ALTER TABLE turn_days ADD COLUMN {column} {ty}"))
-                    .map_err(err)?;
-            }
-        }
+        let conn = crate::state::open(path, std::time::Duration::from_secs(30))?;
         Ok(StateDb {
             conn,
             path: path.to_path_buf(),
