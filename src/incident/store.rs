@@ -92,7 +92,7 @@ fn memberships(c: &Connection) -> rusqlite::Result<BTreeMap<String, (String, i64
 /// The id a new key gets: `INC-` and four letters from its hash, one more
 /// for as long as that id is taken. Existing ids never change.
 pub fn free_id(c: &Connection, key: &str) -> rusqlite::Result<String> {
-    crate::signal::state::free_id_with("INC-", key, |id| {
+    crate::signal::ids::free_id_with("INC-", key, |id| {
         c.prepare_cached("SELECT 1 FROM incidents WHERE id = ?1")?
             .exists([id])
     })

@@ -4,15 +4,20 @@
 //! per-day results of the per-turn rules that later sweeps reuse; a retry
 //! chain's driver in its evidence and remedy. Sends nothing.
 
+mod by_hand;
 pub mod days;
 pub mod driver;
 pub mod group;
+pub mod ids;
+pub mod lifecycle;
 pub mod remedy;
 pub mod silent;
 pub mod state;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_lifecycle;
 #[cfg(test)]
 mod tests_remedy;
 #[cfg(test)]
