@@ -20,15 +20,17 @@ use rusqlite::Connection;
 pub use migrate::{migrate, VERSION};
 
 /// Why `state.sqlite` could not be opened or brought to this build's schema.
+/// The message names SQLite's too, as this crate's other state errors do:
+/// the dashboard and MCP show errors by `to_string`, without the chain.
 #[derive(Debug, thiserror::Error)]
 pub enum StateFileError {
-    #[error("state file {}: cannot open it", path.display())]
+    #[error("state file {}: cannot open it: {source}", path.display())]
     Open {
         path: PathBuf,
         #[source]
         source: rusqlite::Error,
     },
-    #[error("state file {}: cannot bring its schema from version {from} to {to}", path.display())]
+    #[error("state file {}: cannot bring its schema from version {from} to {to}: {source}", path.display())]
     Migrate {
         path: PathBuf,
         from: i64,
