@@ -27,6 +27,9 @@
 //! - [`coverage`]: what the stored spans leave stormwatch blind to, per
 //!   service and instrumentation scope, and the framework's fix.
 //! - [`import`]: the `import` command: files and followed directories into the store.
+//! - [`state`]: `state.sqlite` itself: its one schema, its version and
+//!   migrations, the one way to open it (below every stage that keeps rows
+//!   in it).
 //! - [`cmd`]: the subcommands' bodies on plain parameters, output to a
 //!   writer; the only module that reads [`cli`].
 //!
@@ -56,6 +59,7 @@ pub mod retry;
 pub mod serve;
 pub mod signal;
 pub mod spans;
+pub mod state;
 pub mod store;
 pub mod sweep;
 pub mod telemetry;

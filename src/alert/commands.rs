@@ -18,13 +18,11 @@ use super::{outbox, AlertConfig};
 use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
 use crate::time::rfc3339;
 
-/// Open `state.sqlite` with the outbox tables.
+/// Open `state.sqlite` for the outbox (through [`crate::state::open`]),
+/// waiting up to 10 s for another writer.
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {
-    let c = Connection::open(path)?;
-    c.busy_timeout(Duration::from_secs(10))?;
-    c.execute_batch("PRAGMA journal_mode=WAL;")?;
-    outbox::ensure(&c)?;
-    Ok(c)
+    crate::state::open(path, Duration::from_secs(10))
+        .map_err(crate::state::StateFileError::into_sqlite)
 }
 
 /// `alerts list`, as text.

@@ -163,7 +163,6 @@ impl Alerting {
         sweep_now_ns: i64,
         wall_ns: i64,
     ) -> rusqlite::Result<Vec<Queued>> {
-        outbox::ensure(c)?;
         let timing = notify::Timing {
             repeat_interval_ns: (self.cfg.repeat_interval_secs as i64)
                 .saturating_mul(1_000_000_000),

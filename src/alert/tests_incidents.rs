@@ -502,7 +502,7 @@ fn sweep(
 
 #[test]
 fn members_are_inhibited_for_incident_targets_and_signal_targets_keep_their_notices() {
-    let c = Connection::open_in_memory().unwrap();
+    let c = crate::state::open_in_memory().unwrap();
     let a = alerting(vec![
         target("slack", TargetKind::Slack, GroupBy::Incident),
         target("pd", TargetKind::PagerDuty, GroupBy::Incident),
@@ -561,7 +561,7 @@ fn members_are_inhibited_for_incident_targets_and_signal_targets_keep_their_noti
 
 #[test]
 fn a_target_gets_an_incident_when_an_open_member_passes_its_filters() {
-    let c = Connection::open_in_memory().unwrap();
+    let c = crate::state::open_in_memory().unwrap();
     let mut critical_only = target("pager", TargetKind::Webhook, GroupBy::Incident);
     critical_only.min_severity = Some(crate::signal::Severity::Critical);
     let mut other_tool = target("other", TargetKind::Slack, GroupBy::Incident);

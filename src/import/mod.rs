@@ -90,6 +90,8 @@ pub enum ImportError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error(transparent)]
+    StateFile(#[from] crate::state::StateFileError),
 }
 
 /// What a refusal says, naming the limit that was hit.

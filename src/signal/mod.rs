@@ -4,12 +4,15 @@
 //! per-day results of the per-turn rules that later sweeps reuse; a retry
 //! chain's driver in its evidence and remedy. Sends nothing.
 
+mod by_hand;
 pub mod days;
 pub mod driver;
 mod evidence;
 mod finding;
 pub mod group;
+pub mod ids;
 mod kind;
+pub mod lifecycle;
 pub mod remedy;
 pub mod silent;
 pub mod state;
@@ -17,6 +20,8 @@ mod title;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_lifecycle;
 #[cfg(test)]
 mod tests_remedy;
 #[cfg(test)]
