@@ -7,9 +7,9 @@
 use std::fmt::Write;
 
 use super::html::{esc, page, seg, state};
-use super::incidents::{IncidentAnswer, StateCounts, Which};
 use crate::incident::body::minute;
 use crate::incident::{Incident, IncidentState};
+use crate::read::incidents::{IncidentAnswer, StateCounts, Which};
 
 /// A severity pill.
 fn severity(s: &str) -> String {
@@ -52,7 +52,7 @@ pub fn overview_section(incidents: Result<&[Incident], &str>) -> String {
             );
         }
         Ok(all) => {
-            let open = super::incidents::ordered(all, Which::Unresolved);
+            let open = crate::read::incidents::ordered(all, Which::Unresolved);
             if open.is_empty() {
                 b.push_str(r#"<p class="muted">No open incidents.</p>"#);
             } else {

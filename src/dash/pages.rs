@@ -4,11 +4,11 @@
 use std::fmt::Write;
 
 use super::chart;
-use super::data::{Rollup, ToolSummary};
 use super::html::{esc, page, pct, seg, state};
-use super::trace::TraceView;
 use crate::detect::outcomes::ToolDay;
 use crate::model::day_to_string;
+use crate::read::data::{Rollup, ToolSummary};
+use crate::read::trace::TraceView;
 use crate::signal::Signal;
 use crate::time::rfc3339;
 

@@ -31,9 +31,9 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use crate::dash::cache::Reads;
-use crate::dash::data::Rollup;
 use crate::detect::{DayVerdict, SpikeParams};
+use crate::read::cache::Reads;
+use crate::read::data::Rollup;
 use crate::signal::{Signal, StateDb};
 use crate::store::Reader;
 use crate::sweep::SweepReport;

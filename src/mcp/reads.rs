@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::page::{page, page_with, BUDGET_CHARS};
 use super::{Context, McpError};
-use crate::dash::incidents::{ordered, IncidentAnswer, IncidentLine, StateCounts, Which};
 use crate::model::{day_from_str, day_of_ns, day_to_string};
+use crate::read::incidents::{ordered, IncidentAnswer, IncidentLine, StateCounts, Which};
 use crate::signal::{Evidence, Lifecycle, Remedy, Signal};
 use crate::time::rfc3339;
 
@@ -71,7 +71,7 @@ pub struct ToolsAnswer {
 /// The lines of `list_tools` over `from..=to`, every tool, busiest first.
 pub fn tool_lines(
     ctx: &Context,
-    rollup: &std::sync::Arc<crate::dash::data::Rollup>,
+    rollup: &std::sync::Arc<crate::read::data::Rollup>,
     from: i32,
     to: i32,
 ) -> Result<Vec<ToolLine>, McpError> {
@@ -403,7 +403,7 @@ pub fn list_incidents(
 }
 
 pub fn get_incident(ctx: &Context, id: &str) -> Result<IncidentAnswer, McpError> {
-    crate::dash::incidents::kept(&ctx.reads, &ctx.state_path, id)?.ok_or_else(|| {
+    crate::read::incidents::kept(&ctx.reads, &ctx.state_path, id)?.ok_or_else(|| {
         McpError::NotFound(format!(
             "no incident {id:?}; list_incidents gives the ids (like INC-BCDF)"
         ))

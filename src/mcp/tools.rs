@@ -93,7 +93,7 @@ impl Stormwatch {
     async fn get_incident(
         &self,
         Parameters(a): Parameters<IncidentArgs>,
-    ) -> Result<Json<crate::dash::incidents::IncidentAnswer>, String> {
+    ) -> Result<Json<crate::read::incidents::IncidentAnswer>, String> {
         blocking(&self.ctx, move |c| reads::get_incident(c, &a.id)).await
     }
 

@@ -132,7 +132,7 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
         })
         .transpose()?;
     let view = ctx.traces.view(&ctx.reader, &id, day)?;
-    let spans: Vec<&crate::dash::trace::SpanView> = view
+    let spans: Vec<&crate::read::trace::SpanView> = view
         .spans
         .iter()
         .filter(|s| ask.turn_id.is_none_or(|t| s.turn == t))
@@ -146,7 +146,7 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
             turns
         )));
     }
-    let mut loops: BTreeMap<(String, String), Vec<&crate::dash::trace::SpanView>> = BTreeMap::new();
+    let mut loops: BTreeMap<(String, String), Vec<&crate::read::trace::SpanView>> = BTreeMap::new();
     for s in spans.iter().filter(|s| s.attempt.is_some()) {
         if let Some(t) = &s.tool {
             loops
@@ -206,7 +206,7 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
             .cmp(&a.attempts)
             .then_with(|| a.turn.cmp(&b.turn))
     });
-    let span_line = |s: &&crate::dash::trace::SpanView| SpanLine {
+    let span_line = |s: &&crate::read::trace::SpanView| SpanLine {
         span_id: s.span_id.clone(),
         parent_span_id: s.parent_span_id.clone(),
         name: s.name.clone(),
@@ -263,7 +263,7 @@ struct Judged {
     trace_id: String,
     day: Option<i32>,
     parts: Vec<PartStamp>,
-    view: Arc<crate::dash::trace::TraceView>,
+    view: Arc<crate::read::trace::TraceView>,
 }
 
 /// A part's path, size and modification time.
@@ -300,7 +300,7 @@ impl TraceCache {
         reader: &Reader,
         trace_id: &str,
         day: Option<i32>,
-    ) -> Result<Arc<crate::dash::trace::TraceView>, McpError> {
+    ) -> Result<Arc<crate::read::trace::TraceView>, McpError> {
         let stamp = parts(reader, day)?;
         {
             let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -311,7 +311,7 @@ impl TraceCache {
                 return Ok(Arc::clone(&j.view));
             }
         }
-        let (df, _) = crate::dash::data::trace_spans(reader, trace_id, day)?;
+        let (df, _) = crate::read::data::trace_spans(reader, trace_id, day)?;
         if df.height() == 0 {
             return Err(McpError::NotFound(format!(
                 "no spans of trace {trace_id} are stored{}",
@@ -324,7 +324,7 @@ impl TraceCache {
         }
         let view =
             Arc::new(
-                crate::dash::trace::view(trace_id, &df).map_err(|source| McpError::Data {
+                crate::read::trace::view(trace_id, &df).map_err(|source| McpError::Data {
                     context: format!("reading trace {trace_id}"),
                     source,
                 })?,
