@@ -44,7 +44,8 @@ fn number(
 }
 
 fn which(q: &HashMap<String, String>) -> Result<Which, Fail> {
-    Which::parse(q.get("state").map(String::as_str)).map_err(|e| Fail(StatusCode::BAD_REQUEST, e))
+    Which::parse(q.get("state").map(String::as_str))
+        .map_err(|e| Fail(StatusCode::BAD_REQUEST, e.to_string()))
 }
 
 fn no_incident(id: &str) -> Fail {

@@ -103,7 +103,7 @@ pub fn router(
     spike: crate::detect::SpikeParams,
 ) -> anyhow::Result<Router> {
     let reader = reads.reader.clone();
-    let panels = panels::load(panels_file).map_err(anyhow::Error::msg)?;
+    let panels = panels::load(panels_file)?;
     tracing::info!(panels = panels.panels.len(), from = %panels.origin, "dashboard panels");
     let state_path = reader.layout().state_db();
     let dash = Arc::new(Dash {

@@ -60,11 +60,38 @@ const BUILTIN_SQL: [(&str, &str); 3] = [
     ),
 ];
 
+/// Why the panels could not be read: each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum PanelsError {
+    #[error("the built-in panels")]
+    Builtin(#[source] toml::de::Error),
+    #[error("{}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("{}: panel {title:?}: {}", path.display(), query.display())]
+    Query {
+        path: PathBuf,
+        title: String,
+        query: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// `path` when it exists (its queries relative to its parent's parent, as
 /// in the repository), else the built-in panels. Errors name the file.
-pub fn load(path: &Path) -> Result<Panels, String> {
+pub fn load(path: &Path) -> Result<Panels, PanelsError> {
     if !path.exists() {
-        let file: File = toml::from_str(BUILTIN).map_err(|e| e.to_string())?;
+        let file: File = toml::from_str(BUILTIN).map_err(PanelsError::Builtin)?;
         let panels = file
             .panel
             .into_iter()
@@ -82,9 +109,14 @@ pub fn load(path: &Path) -> Result<Panels, String> {
             origin: "built in".into(),
         });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let file: File = toml::from_str(&text)
-        .map_err(|e| format!("{}: {}", path.display(), e.to_string().trim()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| PanelsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file: File = toml::from_str(&text).map_err(|source| PanelsError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let base: PathBuf = path
         .parent()
         .and_then(Path::parent)
@@ -93,13 +125,11 @@ pub fn load(path: &Path) -> Result<Panels, String> {
     let mut panels = Vec::new();
     for p in file.panel {
         let q = base.join(&p.query);
-        let sql = std::fs::read_to_string(&q).map_err(|e| {
-            format!(
-                "{}: panel {:?}: {}: {e}",
-                path.display(),
-                p.title,
-                q.display()
-            )
+        let sql = std::fs::read_to_string(&q).map_err(|source| PanelsError::Query {
+            path: path.to_path_buf(),
+            title: p.title.clone(),
+            query: q.clone(),
+            source,
         })?;
         panels.push((p, sql));
     }

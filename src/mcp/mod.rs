@@ -213,7 +213,9 @@ impl Context {
     /// The state, to change it by hand (mute, resolve): refused on a
     /// detect standby, whose state is the holder's.
     fn state_to_change(&self) -> Result<StateDb, McpError> {
-        self.reads.may_change_by_hand().map_err(McpError::Refused)?;
+        self.reads
+            .may_change_by_hand()
+            .map_err(|e| McpError::Refused(e.to_string()))?;
         self.state()
     }
 }

@@ -381,7 +381,7 @@ pub fn list_incidents(
     cursor: Option<&str>,
     limit: Option<usize>,
 ) -> Result<IncidentsAnswer, McpError> {
-    let which = Which::parse(state).map_err(McpError::Argument)?;
+    let which = Which::parse(state).map_err(|e| McpError::Argument(e.to_string()))?;
     let all = ctx.reads.incidents.incidents()?;
     let list = ordered(&all, which);
     let p = page_with(

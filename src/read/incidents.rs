@@ -23,15 +23,20 @@ pub enum Which {
     All,
 }
 
+/// A `state` filter that names no state.
+#[derive(Debug, thiserror::Error)]
+#[error("state: expected open, acknowledged, resolved or all, got {0:?}")]
+pub struct UnknownState(pub String);
+
 impl Which {
     /// `state` as given (`None`: the default); the error says what was expected.
-    pub fn parse(state: Option<&str>) -> Result<Which, String> {
+    pub fn parse(state: Option<&str>) -> Result<Which, UnknownState> {
         match state {
             None => Ok(Which::Unresolved),
             Some("all") => Ok(Which::All),
-            Some(s) => IncidentState::parse(s).map(Which::Only).ok_or_else(|| {
-                format!("state: expected open, acknowledged, resolved or all, got {s:?}")
-            }),
+            Some(s) => IncidentState::parse(s)
+                .map(Which::Only)
+                .ok_or_else(|| UnknownState(s.to_string())),
         }
     }
 
