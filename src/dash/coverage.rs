@@ -69,7 +69,8 @@ fn share(n: u64, of: u64) -> String {
 /// with what they blind and the fix.
 pub fn render(c: &Coverage, span: Span) -> String {
     let (Some(from), Some(to)) = (&c.from, &c.to) else {
-        let b = html! { h1 { "What stormwatch can see" } p class="muted" { "No spans stored yet." } };
+        let b =
+            html! { h1 { "What stormwatch can see" } p class="muted" { "No spans stored yet." } };
         return page("Coverage", b);
     };
     let b = html! {

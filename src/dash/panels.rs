@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use maud::{html, Markup, PreEscaped};
 use polars::prelude::*;
 use polars::sql::SQLContext;
-use maud::{html, Markup, PreEscaped};
 use serde::Deserialize;
 
 use super::chart::{self, swatch};

@@ -7,9 +7,9 @@
 //! A tool reported by several services is judged per service: one chart
 //! each.
 
-use std::collections::BTreeMap;
 use super::chart::{self, swatch, RateDay};
 use maud::{html, Markup, PreEscaped};
+use std::collections::BTreeMap;
 
 use super::html::pct;
 use super::pages::Range;

@@ -18,6 +18,7 @@ mod page;
 mod reads;
 mod sandbox;
 mod sessions;
+mod signal_reads;
 mod sql;
 mod tools;
 mod trace;

@@ -18,7 +18,8 @@ use super::args::{
     SignalTracesArgs, SignalsArgs, StateAnswer, StormsArgs, SweepAnswer, SweepArgs, ToolDailyArgs,
     TraceArgs, WindowArgs,
 };
-use super::reads::{self, SignalFilter};
+use super::reads;
+use super::signal_reads::{self, SignalFilter};
 use super::sql;
 use super::trace::{self, TraceAsk};
 use super::{Context, McpError};
@@ -130,7 +131,7 @@ impl Stormwatch {
     async fn list_signals(
         &self,
         Parameters(a): Parameters<SignalsArgs>,
-    ) -> Result<Json<reads::SignalsAnswer>, String> {
+    ) -> Result<Json<signal_reads::SignalsAnswer>, String> {
         blocking(&self.ctx, move |c| {
             let f = SignalFilter {
                 state: a.state.as_deref(),
@@ -138,7 +139,7 @@ impl Stormwatch {
                 tool: a.tool.as_deref(),
                 since: a.since.as_deref(),
             };
-            reads::list_signals(c, &f, a.cursor.as_deref(), a.limit)
+            signal_reads::list_signals(c, &f, a.cursor.as_deref(), a.limit)
         })
         .await
     }
@@ -150,8 +151,8 @@ impl Stormwatch {
     async fn get_signal(
         &self,
         Parameters(a): Parameters<SignalArgs>,
-    ) -> Result<Json<reads::SignalAnswer>, String> {
-        blocking(&self.ctx, move |c| reads::get_signal(c, &a.id)).await
+    ) -> Result<Json<signal_reads::SignalAnswer>, String> {
+        blocking(&self.ctx, move |c| signal_reads::get_signal(c, &a.id)).await
     }
 
     /// A signal's evidence turns, worst first (those of one day with `day`):
@@ -161,9 +162,9 @@ impl Stormwatch {
     async fn list_signal_traces(
         &self,
         Parameters(a): Parameters<SignalTracesArgs>,
-    ) -> Result<Json<reads::TracesAnswer>, String> {
+    ) -> Result<Json<signal_reads::TracesAnswer>, String> {
         blocking(&self.ctx, move |c| {
-            reads::signal_traces(c, &a.id, a.day.as_deref(), a.cursor.as_deref(), a.limit)
+            signal_reads::signal_traces(c, &a.id, a.day.as_deref(), a.cursor.as_deref(), a.limit)
         })
         .await
     }
@@ -304,7 +305,7 @@ impl Stormwatch {
                 days_reused: r.days_reused,
                 days_from_summary: r.days_from_summary,
                 days_sealed: r.days_sealed,
-                signals: r.signals.iter().map(reads::SignalLine::of).collect(),
+                signals: r.signals.iter().map(signal_reads::SignalLine::of).collect(),
                 changes: r
                     .changes
                     .iter()
@@ -346,7 +347,7 @@ impl Stormwatch {
                 )));
             }
             let mut db = c.state_to_change()?;
-            let s = reads::known_signal_in(&db, &a.id)?;
+            let s = signal_reads::known_signal_in(&db, &a.id)?;
             // Muting again as it stands changes nothing (and writes no history).
             if !(s.state == crate::signal::Lifecycle::Muted && s.muted_until_ns == until) {
                 db.mute(&a.id, until, false, now)?;
@@ -373,7 +374,7 @@ impl Stormwatch {
     ) -> Result<Json<StateAnswer>, String> {
         blocking(&self.ctx, move |c| {
             let mut db = c.state_to_change()?;
-            let s = reads::known_signal_in(&db, &a.id)?;
+            let s = signal_reads::known_signal_in(&db, &a.id)?;
             if s.state != crate::signal::Lifecycle::Resolved {
                 db.resolve(&a.id, now_ns())?;
                 c.reads.signals.invalidate();
