@@ -17,6 +17,7 @@ mod limits;
 mod page;
 mod reads;
 mod sandbox;
+mod server;
 mod sessions;
 mod signal_reads;
 mod sql;
