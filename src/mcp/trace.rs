@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::page::{page_with, BUDGET_CHARS};
 use super::{Context, McpError};
 use crate::model::day_from_str;
+use crate::read::trace::SpanView;
 use crate::store::Reader;
 use crate::time::rfc3339;
 
@@ -115,38 +116,10 @@ fn cut(s: &str, max: usize) -> String {
     format!("{}… ({} characters cut)", &s[..end], s.len() - end)
 }
 
-pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpError> {
-    let id = ask.trace_id.to_ascii_lowercase();
-    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(McpError::Argument(format!(
-            "trace_id: expected a hex trace id, got {:?}",
-            ask.trace_id
-        )));
-    }
-    let day = ask
-        .day
-        .map(|d| {
-            day_from_str(d).ok_or_else(|| {
-                McpError::Argument(format!("day: expected a date like 2026-07-29, got {d:?}"))
-            })
-        })
-        .transpose()?;
-    let view = ctx.traces.view(&ctx.reader, &id, day)?;
-    let spans: Vec<&crate::read::trace::SpanView> = view
-        .spans
-        .iter()
-        .filter(|s| ask.turn_id.is_none_or(|t| s.turn == t))
-        .collect();
-    if spans.is_empty() {
-        let turns: std::collections::BTreeSet<&str> =
-            view.spans.iter().map(|s| s.turn.as_str()).collect();
-        return Err(McpError::NotFound(format!(
-            "trace {id} has no turn {:?}; its turns: {:?}",
-            ask.turn_id.unwrap_or_default(),
-            turns
-        )));
-    }
-    let mut loops: BTreeMap<(String, String), Vec<&crate::read::trace::SpanView>> = BTreeMap::new();
+/// The request loops among `spans`: per (turn, tool), its attempts, what
+/// they achieved, their gaps, rhythm and driver; the longest first.
+fn loop_lines(spans: &[&SpanView]) -> Vec<LoopLine> {
+    let mut loops: BTreeMap<(String, String), Vec<&SpanView>> = BTreeMap::new();
     for s in spans.iter().filter(|s| s.attempt.is_some()) {
         if let Some(t) = &s.tool {
             loops
@@ -206,7 +179,42 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
             .cmp(&a.attempts)
             .then_with(|| a.turn.cmp(&b.turn))
     });
-    let span_line = |s: &&crate::read::trace::SpanView| SpanLine {
+    loop_lines
+}
+
+pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpError> {
+    let id = ask.trace_id.to_ascii_lowercase();
+    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(McpError::Argument(format!(
+            "trace_id: expected a hex trace id, got {:?}",
+            ask.trace_id
+        )));
+    }
+    let day = ask
+        .day
+        .map(|d| {
+            day_from_str(d).ok_or_else(|| {
+                McpError::Argument(format!("day: expected a date like 2026-07-29, got {d:?}"))
+            })
+        })
+        .transpose()?;
+    let view = ctx.traces.view(&ctx.reader, &id, day)?;
+    let spans: Vec<&SpanView> = view
+        .spans
+        .iter()
+        .filter(|s| ask.turn_id.is_none_or(|t| s.turn == t))
+        .collect();
+    if spans.is_empty() {
+        let turns: std::collections::BTreeSet<&str> =
+            view.spans.iter().map(|s| s.turn.as_str()).collect();
+        return Err(McpError::NotFound(format!(
+            "trace {id} has no turn {:?}; its turns: {:?}",
+            ask.turn_id.unwrap_or_default(),
+            turns
+        )));
+    }
+    let loop_lines = loop_lines(&spans);
+    let span_line = |s: &&SpanView| SpanLine {
         span_id: s.span_id.clone(),
         parent_span_id: s.parent_span_id.clone(),
         name: s.name.clone(),
