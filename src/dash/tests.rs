@@ -639,3 +639,57 @@ fn the_trace_view_labels_each_retry_by_its_round_as_the_driver_rule_does() {
         .collect();
     assert_eq!(drivers, [None, Some("model"), Some("model")], "{v:?}");
 }
+
+/// Markup is made by templates only: no page builds HTML with `format!` or
+/// `push_str`, and the only markup a template takes in as it is
+/// (`PreEscaped`) is the charts' SVG, the doctype, and the panels' and the
+/// spike section's own template output.
+#[test]
+fn pages_are_templates() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/dash");
+    let mut stack = vec![dir];
+    let mut seen = 0;
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                if name != "chart" && name != "static" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if !name.ends_with(".rs") || name.starts_with("tests") {
+                continue;
+            }
+            seen += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            for bad in [
+                "format!(r#\"<",
+                "format!(\"<",
+                "push_str(\"<",
+                "push_str(r#\"<",
+            ] {
+                assert!(!text.contains(bad), "{}: {bad}", path.display());
+            }
+            for (i, _) in text.match_indices("PreEscaped(") {
+                let after = &text[i + "PreEscaped(".len()..];
+                assert!(
+                    [
+                        "chart::",
+                        "swatch(",
+                        "\"<!doctype html>\")",
+                        "panels)",
+                        "rate)"
+                    ]
+                    .iter()
+                    .any(|ok| after.starts_with(ok)),
+                    "{}: PreEscaped({}",
+                    path.display(),
+                    &after[..after.len().min(40)]
+                );
+            }
+        }
+    }
+    assert!(seen > 10, "read {seen} files");
+}
