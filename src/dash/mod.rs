@@ -9,7 +9,7 @@
 //! Here: what the handlers share ([`Dash`], with the overview's cache and
 //! its `Stamp`) and the routes ([`router`]). The handlers: `views` (the
 //! pages and chart files), `api` (the JSON reads), `incidents` (the
-//! incidents' pages and API, and the types every surface shows them with),
+//! incidents' pages and API, over `crate::read::incidents`),
 //! `actions` (the signal actions, behind `csrf`'s check), `coverage` (what the spans leave
 //! stormwatch blind to: its page and API). What they share: `query` (the path
 //! and query a request asks with), `load` (the reads behind both pages
