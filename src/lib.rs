@@ -18,6 +18,9 @@
 //! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health,
 //!   metrics, the dashboard).
 //! - [`sweep`]: one detection pass: rules, signals, lifecycle, reports.
+//! - [`read`]: the read models the dashboard and the MCP server share (the
+//!   rollup and signals kept in memory, the tools table, one trace judged,
+//!   incidents as every surface shows them).
 //! - [`dash`]: the dashboard and JSON API (rollups and state only; spans
 //!   only for the trace view).
 //! - [`mcp`]: the MCP server for coding agents (`/mcp` and stdio): the
@@ -55,6 +58,7 @@ pub mod faults;
 pub mod import;
 pub mod incident;
 pub mod mcp;
+pub mod read;
 pub mod retry;
 pub mod serve;
 pub mod signal;

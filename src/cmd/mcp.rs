@@ -36,7 +36,7 @@ pub fn stdio(
         now,
     );
     let ctx = Arc::new(crate::mcp::Context::new(
-        Arc::new(crate::dash::cache::Reads::new(reader)),
+        Arc::new(crate::read::cache::Reads::new(reader)),
         config.detect.error_spike.clone(),
         Arc::new(sweeps),
         crate::mcp::QueryLimits::from_config(&config.mcp),

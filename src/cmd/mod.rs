@@ -241,8 +241,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
             let format = a.format.into();
             match &a.action {
                 IncidentsAction::List { state } => {
-                    use crate::dash::incidents::Which;
                     use crate::incident::IncidentState;
+                    use crate::read::incidents::Which;
                     let which = match state {
                         None => Which::Unresolved,
                         Some(IncidentStateArg::Open) => Which::Only(IncidentState::Open),

@@ -301,19 +301,28 @@ fn safe_next(next: &str) -> &str {
 }
 
 fn login_page(next: &str, error: Option<&str>) -> String {
-    use crate::dash::html::esc;
-    let error = error.map_or(String::new(), |e| {
-        format!(r#"<p class="bad">{}</p>"#, esc(e))
-    });
     crate::dash::html::page(
         "Sign in",
-        &format!(
-            r#"<h1>Sign in</h1>{error}<form method="post" action="/login">
-<label>API token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
-<input type="hidden" name="next" value="{}"> <button type="submit">Sign in</button></form>
-<p>The token is the server's <code>--api-token</code> (<code>STORMWATCH_API_TOKEN</code>).</p>"#,
-            esc(safe_next(next))
-        ),
+        maud::html! {
+            h1 { "Sign in" }
+            @if let Some(e) = error { p class="bad" { (e) } }
+            form method="post" action="/login" {
+                "\n"
+                label {
+                    "API token "
+                    input type="password" name="token" autocomplete="current-password" required autofocus;
+                }
+                "\n"
+                input type="hidden" name="next" value=(safe_next(next));
+                " "
+                button type="submit" { "Sign in" }
+            }
+            "\n"
+            p {
+                "The token is the server's " code { "--api-token" }
+                " (" code { "STORMWATCH_API_TOKEN" } ")."
+            }
+        },
     )
 }
 

@@ -26,7 +26,7 @@ pub fn http_router(
     let reader = store.reader();
     let counts = Arc::clone(&metrics.http);
     let readiness = Arc::clone(&metrics.readiness);
-    let mut reads = crate::dash::cache::Reads::new(reader);
+    let mut reads = crate::read::cache::Reads::new(reader);
     if let Some(l) = sweeper.leader() {
         let l = Arc::clone(l);
         reads.by_hand = Some(Arc::new(move || {

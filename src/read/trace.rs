@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use polars::prelude::*;
 use serde::Serialize;
 
+use crate::detect::calls::StatedWait;
 use crate::detect::chains::{chains, judge, rounds, Attempt, Verdict};
 use crate::detect::retry_after::waits as waits_of;
 use crate::detect::storm::{rhythm, StormParams};
@@ -64,10 +65,15 @@ fn strs<'a>(df: &'a DataFrame, name: &str) -> PolarsResult<Vec<Option<&'a str>>>
     Ok(df.column(name)?.str()?.iter().collect())
 }
 
-/// Build the view of a trace's spans (a frame with the span schema).
-pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
-    let turn_ids = turns::resolve(df)?;
-    let nested = crate::spans::nested_duplicates(df)?;
+/// The columns the judging reads besides the view's own.
+struct Cols<'a> {
+    args: Vec<Option<&'a str>>,
+    results: Vec<Option<&'a str>>,
+    is_tool: Vec<bool>,
+}
+
+/// Every span of `df` as the view shows it, not judged yet.
+fn spans_of<'a>(df: &'a DataFrame, turn_ids: &[String]) -> PolarsResult<(Vec<SpanView>, Cols<'a>)> {
     let span = strs(df, "span_id")?;
     let parent = strs(df, "parent_span_id")?;
     let name = strs(df, "name")?;
@@ -104,7 +110,7 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
         Ok(c) => c.bool()?.iter().map(|v| v == Some(true)).collect(),
         Err(_) => vec![false; df.height()],
     };
-    let mut spans: Vec<SpanView> = (0..df.height())
+    let spans = (0..df.height())
         .map(|i| SpanView {
             span_id: span[i].unwrap_or("").to_string(),
             parent_span_id: parent[i].map(str::to_string),
@@ -126,8 +132,22 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
             attributes: attrs[i].unwrap_or("{}").to_string(),
         })
         .collect();
-    // Attempts per (turn, tool), in start order. A call stopped on purpose
-    // (an interrupt, a cancellation) is no attempt: its verdict is its class.
+    Ok((
+        spans,
+        Cols {
+            args,
+            results,
+            is_tool,
+        },
+    ))
+}
+
+/// Attempts per (turn, tool), in no order yet. A call stopped on purpose
+/// (an interrupt, a cancellation) is no attempt: its verdict is its class.
+fn attempt_groups(
+    spans: &mut [SpanView],
+    nested: &[Option<usize>],
+) -> BTreeMap<(String, String), Vec<usize>> {
     let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
     for (i, s) in spans.iter_mut().enumerate() {
         let control = ErrorClass::parse(&s.error_class).is_some_and(ErrorClass::is_control_flow);
@@ -144,111 +164,144 @@ pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
             }
         }
     }
+    groups
+}
+
+/// What judging one group of attempts reads.
+struct Judging<'a> {
+    cols: &'a Cols<'a>,
+    /// Each span's stated wait (its own, or its HTTP child's), as the rules read it.
+    waits: Vec<Option<StatedWait>>,
+    /// Each turn's model calls (start, end), for who made each retry.
+    models: BTreeMap<String, Vec<(i64, i64)>>,
+    params: StormParams,
+    tolerance: f64,
+}
+
+/// Judge one (turn, tool)'s attempts `idx` (sorted here by start): each
+/// attempt's verdict, number, gap, rhythm, driver and stated wait. The
+/// nanoseconds wasted on them, as the retry outcomes count them.
+fn judge_group(spans: &mut [SpanView], idx: &mut [usize], j: &Judging<'_>) -> i64 {
+    idx.sort_by_key(|&i| spans[i].start_ns);
+    let attempts: Vec<Attempt<'_>> = idx
+        .iter()
+        .map(|&i| Attempt {
+            class: ErrorClass::parse(&spans[i].error_class).unwrap_or(ErrorClass::Unknown),
+            args: j.cols.args[i],
+            result: j.cols.results[i],
+            start_ns: spans[i].start_ns,
+            end_ns: spans[i].end_ns,
+            retry_after_ms: j.waits[i].map(|w| w.ms),
+            wait_from_ns: j.waits[i].map(|w| w.from_ns),
+        })
+        .collect();
+    let verdicts = judge(&attempts, j.params.exponential_ratio);
+    // The retries after a failure that stated a wait: early or not.
+    let rs = rounds(&attempts);
+    for chain in chains(&rs) {
+        for w in waits_of(&attempts, &rs, chain.rounds.clone(), j.tolerance) {
+            for k in rs[chain.rounds.start + w.retry].calls.clone() {
+                spans[idx[k]].retry_after_ms = Some(w.stated_ms);
+                spans[idx[k]].early = Some(w.early);
+            }
+        }
+    }
+    // Each attempt's round, and whether a model call of the turn
+    // started in the gap before each round after the first.
+    let mut round_of = vec![0usize; idx.len()];
+    for (r, round) in rs.iter().enumerate() {
+        for k in round.calls.clone() {
+            round_of[k] = r;
+        }
+    }
+    let starts: Vec<i64> = spans
+        .get(idx[0])
+        .and_then(|s| j.models.get(&s.turn))
+        .map(|ms| ms.iter().map(|&(s, _)| s).collect())
+        .unwrap_or_default();
+    let asked = crate::detect::driver::rounds_asked(&rs, &starts);
+    let gaps: Vec<f64> = idx
+        .windows(2)
+        .map(|w| (spans[w[1]].start_ns - spans[w[0]].end_ns).max(0) as f64 / 1e6)
+        .collect();
+    // The rhythm of each request's own loop (a new request starts a new
+    // loop): from the gaps between its attempts, once it has three.
+    let mut loop_of = vec![0usize; idx.len()];
+    for k in 1..idx.len() {
+        loop_of[k] = if verdicts[k].is_retry() {
+            loop_of[k - 1]
+        } else {
+            k
+        };
+    }
+    let loop_rhythm = |start: usize| -> Option<String> {
+        let members: Vec<usize> = (start..idx.len())
+            .take_while(|&k| loop_of[k] == start)
+            .collect();
+        (members.len() >= 3).then(|| {
+            let g: Vec<f64> = members[1..].iter().map(|&k| gaps[k - 1]).collect();
+            rhythm(&g, &j.params).as_str().to_string()
+        })
+    };
+    let mut wasted_ns = 0i64;
+    for (k, &i) in idx.iter().enumerate() {
+        let v = verdicts[k];
+        spans[i].verdict = v.as_str().into();
+        if v.is_retry() {
+            spans[i].attempt = Some(k + 1);
+            spans[i].gap_ms = Some(gaps[k - 1]);
+            spans[i].rhythm = loop_rhythm(loop_of[k]);
+            // Per round, as the driver rule counts it: a model call
+            // in the gap before this attempt's round.
+            let r = round_of[k];
+            let asked = r > 0 && asked[r - 1];
+            spans[i].driver = Some(if asked { "model" } else { "code" }.to_string());
+            if v == Verdict::Wasted {
+                // As the retry outcomes count it: the gap (never negative) and the attempt.
+                let prev_end = spans[idx[k - 1]].end_ns;
+                wasted_ns +=
+                    (spans[i].start_ns - prev_end).max(0) + (spans[i].end_ns - spans[i].start_ns);
+            }
+        } else if idx.len() > 1 {
+            spans[i].attempt = Some(k + 1);
+        }
+    }
+    wasted_ns
+}
+
+/// Build the view of a trace's spans (a frame with the span schema).
+pub fn view(trace_id: &str, df: &DataFrame) -> PolarsResult<TraceView> {
+    let turn_ids = turns::resolve(df)?;
+    let nested = crate::spans::nested_duplicates(df)?;
+    let (mut spans, cols) = spans_of(df, &turn_ids)?;
+    let mut groups = attempt_groups(&mut spans, &nested);
     // Each turn's model calls, for who made each retry.
-    let mut models: BTreeMap<&str, Vec<(i64, i64)>> = BTreeMap::new();
+    let mut models: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
     for s in spans.iter().filter(|s| s.is_model) {
         models
-            .entry(s.turn.as_str())
+            .entry(s.turn.clone())
             .or_default()
             .push((s.start_ns, s.end_ns));
     }
-    let models: BTreeMap<String, Vec<(i64, i64)>> = models
-        .into_iter()
-        .map(|(t, v)| (t.to_string(), v))
-        .collect();
-    let mut wasted_ns = 0i64;
-    let params = StormParams::default();
     // Each call's stated wait (its own span's, or its HTTP child's), as the
     // rules read it.
     let table = crate::spans::SpanTable::from_frame(df)?;
     let index = crate::spans::SpanIndex::new(&table);
-    let waits =
-        crate::detect::calls::stated_waits(&table, &index, |i| is_tool[i] && nested[i].is_none());
-    let tolerance = crate::detect::RetryAfterParams::default().tolerance_ms;
+    let waits = crate::detect::calls::stated_waits(&table, &index, |i| {
+        cols.is_tool[i] && nested[i].is_none()
+    });
+    let judging = Judging {
+        cols: &cols,
+        waits: (0..spans.len())
+            .map(|i| waits.get(&(i as u32)).copied())
+            .collect(),
+        models,
+        params: StormParams::default(),
+        tolerance: crate::detect::RetryAfterParams::default().tolerance_ms,
+    };
+    let mut wasted_ns = 0i64;
     for idx in groups.values_mut() {
-        idx.sort_by_key(|&i| spans[i].start_ns);
-        let attempts: Vec<Attempt<'_>> = idx
-            .iter()
-            .map(|&i| Attempt {
-                class: ErrorClass::parse(&spans[i].error_class).unwrap_or(ErrorClass::Unknown),
-                args: args[i],
-                result: results[i],
-                start_ns: spans[i].start_ns,
-                end_ns: spans[i].end_ns,
-                retry_after_ms: waits.get(&(i as u32)).map(|w| w.ms),
-                wait_from_ns: waits.get(&(i as u32)).map(|w| w.from_ns),
-            })
-            .collect();
-        let verdicts = judge(&attempts, params.exponential_ratio);
-        // The retries after a failure that stated a wait: early or not.
-        let rs = rounds(&attempts);
-        for chain in chains(&rs) {
-            for w in waits_of(&attempts, &rs, chain.rounds.clone(), tolerance) {
-                for k in rs[chain.rounds.start + w.retry].calls.clone() {
-                    spans[idx[k]].retry_after_ms = Some(w.stated_ms);
-                    spans[idx[k]].early = Some(w.early);
-                }
-            }
-        }
-        // Each attempt's round, and whether a model call of the turn
-        // started in the gap before each round after the first.
-        let mut round_of = vec![0usize; idx.len()];
-        for (r, round) in rs.iter().enumerate() {
-            for k in round.calls.clone() {
-                round_of[k] = r;
-            }
-        }
-        let starts: Vec<i64> = spans
-            .get(idx[0])
-            .and_then(|s| models.get(&s.turn))
-            .map(|ms| ms.iter().map(|&(s, _)| s).collect())
-            .unwrap_or_default();
-        let asked = crate::detect::driver::rounds_asked(&rs, &starts);
-        let gaps: Vec<f64> = idx
-            .windows(2)
-            .map(|w| (spans[w[1]].start_ns - spans[w[0]].end_ns).max(0) as f64 / 1e6)
-            .collect();
-        // The rhythm of each request's own loop (a new request starts a new
-        // loop): from the gaps between its attempts, once it has three.
-        let mut loop_of = vec![0usize; idx.len()];
-        for k in 1..idx.len() {
-            loop_of[k] = if verdicts[k].is_retry() {
-                loop_of[k - 1]
-            } else {
-                k
-            };
-        }
-        let loop_rhythm = |start: usize| -> Option<String> {
-            let members: Vec<usize> = (start..idx.len())
-                .take_while(|&k| loop_of[k] == start)
-                .collect();
-            (members.len() >= 3).then(|| {
-                let g: Vec<f64> = members[1..].iter().map(|&k| gaps[k - 1]).collect();
-                rhythm(&g, &params).as_str().to_string()
-            })
-        };
-        for (k, &i) in idx.clone().iter().enumerate() {
-            let v = verdicts[k];
-            spans[i].verdict = v.as_str().into();
-            if v.is_retry() {
-                spans[i].attempt = Some(k + 1);
-                spans[i].gap_ms = Some(gaps[k - 1]);
-                spans[i].rhythm = loop_rhythm(loop_of[k]);
-                // Per round, as the driver rule counts it: a model call
-                // in the gap before this attempt's round.
-                let r = round_of[k];
-                let asked = r > 0 && asked[r - 1];
-                spans[i].driver = Some(if asked { "model" } else { "code" }.to_string());
-                if v == Verdict::Wasted {
-                    // As the retry outcomes count it: the gap (never negative) and the attempt.
-                    let prev_end = spans[idx[k - 1]].end_ns;
-                    wasted_ns += (spans[i].start_ns - prev_end).max(0)
-                        + (spans[i].end_ns - spans[i].start_ns);
-                }
-            } else if idx.len() > 1 {
-                spans[i].attempt = Some(k + 1);
-            }
-        }
+        wasted_ns += judge_group(&mut spans, idx, &judging);
     }
     // Turns in order of their first span; spans by start within a turn.
     let mut turn_start: BTreeMap<String, i64> = BTreeMap::new();

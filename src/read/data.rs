@@ -229,8 +229,8 @@ impl Rollup {
         out
     }
 
-    /// [`totals`](Self::totals) as a volume chart draws them.
-    pub fn chart_days(&self, from: i32, to: i32, only: Option<&str>) -> Vec<super::chart::Day> {
+    /// [`totals`](Self::totals) as a volume chart draws them (`dash::chart::Day`).
+    pub fn chart_days(&self, from: i32, to: i32, only: Option<&str>) -> Vec<(i32, f64, f64)> {
         self.totals(from, to, only)
             .iter()
             .map(|(d, c, e)| (*d, *c as f64, *e as f64))

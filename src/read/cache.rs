@@ -268,6 +268,11 @@ pub struct Reads {
     pub by_hand: Option<ByHand>,
 }
 
+/// Why the state may not be changed by hand here (a detect standby's).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
 /// The check a change by hand makes first.
 pub type ByHand = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
@@ -286,8 +291,10 @@ impl Reads {
     }
 
     /// `Err` with the reason when the state may not be changed by hand here.
-    pub fn may_change_by_hand(&self) -> Result<(), String> {
-        self.by_hand.as_ref().map_or(Ok(()), |check| check())
+    pub fn may_change_by_hand(&self) -> Result<(), Refused> {
+        self.by_hand
+            .as_ref()
+            .map_or(Ok(()), |check| check().map_err(Refused))
     }
 
     pub fn rollup(&self) -> Result<Arc<Rollup>, crate::store::StoreError> {
