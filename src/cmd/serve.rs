@@ -269,18 +269,12 @@ fn serve_options(config: &Config, o: Options) -> anyhow::Result<crate::serve::Se
         // The demo's clock stands still, so its scheduled sweeps see
         // the incident as of the morning after.
         sweep_now_ns: match &o.now {
-            Some(now) => Some(
-                crate::time::parse_now(now)
-                    .map_err(anyhow::Error::msg)
-                    .context("--now")?,
-            ),
+            Some(now) => Some(crate::time::parse_now(now).context("--now")?),
             None => o.demo.then_some(crate::demo::NOW_NS),
         },
         ingest_token: Token::new(o.ingest_token.as_deref(), false)
-            .map_err(anyhow::Error::msg)
             .context("--ingest-token (STORMWATCH_INGEST_TOKEN)")?,
         api_token: Token::new(o.api_token.as_deref(), public_url.starts_with("https://"))
-            .map_err(anyhow::Error::msg)
             .context("--api-token (STORMWATCH_API_TOKEN)")?,
         insecure: o.insecure,
         public_url,

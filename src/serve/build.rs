@@ -141,8 +141,7 @@ fn check_binds(opts: &ServeOptions, ingest: bool) -> anyhow::Result<()> {
             "OTLP ingest",
             INGEST_TOKEN,
             opts.insecure,
-        )
-        .map_err(anyhow::Error::msg)?;
+        )?;
     }
     if let Some(addr) = opts.otlp_grpc_addr.filter(|_| ingest) {
         auth::check_bind(
@@ -151,8 +150,7 @@ fn check_binds(opts: &ServeOptions, ingest: bool) -> anyhow::Result<()> {
             "OTLP/gRPC ingest",
             INGEST_TOKEN,
             opts.insecure,
-        )
-        .map_err(anyhow::Error::msg)?;
+        )?;
     }
     auth::check_bind(
         opts.http_addr,
@@ -160,8 +158,7 @@ fn check_binds(opts: &ServeOptions, ingest: bool) -> anyhow::Result<()> {
         "the dashboard and API",
         "--api-token (STORMWATCH_API_TOKEN)",
         opts.insecure,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     Ok(())
 }
 
