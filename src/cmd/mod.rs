@@ -140,9 +140,7 @@ pub(crate) fn now_ns() -> i64 {
 /// `STORMWATCH_FAULTS`, when set: install its faults (tests only).
 pub fn install_faults_from_env() -> anyhow::Result<()> {
     if let Ok(spec) = std::env::var("STORMWATCH_FAULTS") {
-        crate::faults::install(&spec)
-            .map_err(anyhow::Error::msg)
-            .context("STORMWATCH_FAULTS")?;
+        crate::faults::install(&spec).context("STORMWATCH_FAULTS")?;
     }
     Ok(())
 }
