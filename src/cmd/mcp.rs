@@ -26,7 +26,6 @@ pub fn stdio(
     let now = now
         .map(crate::time::parse_now)
         .transpose()
-        .map_err(anyhow::Error::msg)
         .context("--now")?;
     let reader = crate::store::Reader::open(data_dir)?;
     let sweeps = crate::mcp::DirectSweeps::new(

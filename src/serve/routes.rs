@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use axum::Router;
 
-use super::{auth, health, metrics, scheduler, url_host};
+use super::build::url_host;
+use super::{auth, health, metrics, scheduler};
 use crate::store::Store;
 
 /// The HTTP server's routes: health, the dashboard and its API, `/metrics`

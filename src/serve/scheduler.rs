@@ -338,18 +338,18 @@ impl Sweeper {
         let _ = self.running.lock().await;
     }
 
-    /// Sweep every `interval` until `stop` turns true.
+    /// Sweep every `interval` until `stop` is cancelled.
     pub async fn run_schedule(
         self: Arc<Self>,
         interval: Duration,
-        mut stop: tokio::sync::watch::Receiver<bool>,
+        stop: tokio_util::sync::CancellationToken,
     ) {
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = ticks.tick() => {}
-                _ = stop.wait_for(|s| *s) => return,
+                () = stop.cancelled() => return,
             }
             match self.sweep_now(Trigger::Schedule).await {
                 Err(ScheduleError::Busy { started_secs_ago }) => tracing::info!(
