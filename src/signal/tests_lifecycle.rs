@@ -7,17 +7,20 @@ use super::tests::{finding, q, DAY, HOUR};
 use super::{Kind, SignalDraft};
 use crate::model::ErrorClass;
 
-/// A storm of tool `t` whose latest finding is at `at_ns`, with `calls`.
-fn storm(at_ns: i64, calls: usize) -> SignalDraft {
+/// A storm of tool `t` whose latest finding is at `at_ns`, counted as
+/// `findings` findings.
+fn storm(at_ns: i64, findings: usize) -> SignalDraft {
     let f = finding(
         Kind::RetryStorm,
         "t",
         ErrorClass::Unavailable,
         at_ns,
-        calls,
+        5,
         "a",
     );
-    group(&[f], 10).remove(0)
+    let mut d = group(&[f], 10).remove(0);
+    d.findings = findings;
+    d
 }
 
 /// A spike of tool `t` on the day of `at_ns`.

@@ -249,8 +249,8 @@ fn a_fresh_file_is_at_the_current_version() {
     assert_eq!(shape(&c), shape(&super::open_in_memory().unwrap()));
     assert_eq!(
         shape(&c).len(),
-        17,
-        "14 tables and 3 indexes: {:?}",
+        15,
+        "13 tables and 2 indexes: {:?}",
         shape(&c).keys()
     );
 }
