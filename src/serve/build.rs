@@ -12,7 +12,8 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use super::routes::ingest_router;
-use super::{auth, conn, grpc, health, leader, metrics, otlp, scheduler};
+use super::{auth, conn, grpc, health, metrics, otlp, scheduler};
+use crate::cluster::leader;
 use super::{http_router, McpGuard, ServeOptions, Stores};
 use crate::store::Store;
 
