@@ -64,7 +64,7 @@ pub fn sender(db: Connection, cfg: &AlertConfig) -> Sender {
         stats: Arc::default(),
         gate: None,
         hosts: Arc::new(super::hosts::Guard {
-            policy: super::hosts::HostPolicy::of(cfg),
+            policy: cfg.host_policy(),
             own: Vec::new(),
         }),
     }

@@ -63,6 +63,12 @@ impl Default for AlertConfig {
 }
 
 impl AlertConfig {
+    /// Where the sender may post, from `allow_hosts` and `deny_hosts`: a
+    /// policy that refuses everything if they do not parse.
+    pub fn host_policy(&self) -> super::hosts::HostPolicy {
+        super::hosts::HostPolicy::of(&self.allow_hosts, &self.deny_hosts)
+    }
+
     /// The targets as a sweep needs them: names, kinds, grouping and
     /// filters. URLs, secrets and routing keys are left empty (a cron job
     /// may run without the sender's environment); the sender resolves them.

@@ -236,9 +236,10 @@ impl HostPolicy {
         })
     }
 
-    /// The policy of `cfg`; one that refuses everything if its lists do not parse.
-    pub fn of(cfg: &super::AlertConfig) -> HostPolicy {
-        HostPolicy::parse(&cfg.allow_hosts, &cfg.deny_hosts).unwrap_or_else(|why| HostPolicy {
+    /// The policy of an `allow_hosts` and a `deny_hosts` list (`[alert]`'s);
+    /// one that refuses everything if they do not parse.
+    pub fn of(allow: &[String], deny: &[String]) -> HostPolicy {
+        HostPolicy::parse(allow, deny).unwrap_or_else(|why| HostPolicy {
             broken: Some(why),
             ..HostPolicy::default()
         })

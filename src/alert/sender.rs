@@ -108,7 +108,7 @@ pub struct Sender {
 /// The HTTP client the sender uses: no redirects, a per-request timeout,
 /// a DNS resolver that drops the addresses `deny_hosts` refuses.
 pub fn client(cfg: &AlertConfig) -> reqwest::Client {
-    let policy = Arc::new(super::hosts::HostPolicy::of(cfg));
+    let policy = Arc::new(cfg.host_policy());
     reqwest::Client::builder()
         .dns_resolver(Arc::new(super::hosts::Resolver(policy)))
         .redirect(reqwest::redirect::Policy::none())

@@ -11,8 +11,9 @@ use std::time::Duration;
 use super::client::Remote;
 use super::error::ClusterError;
 use super::keys::{day_dir, days, file_name};
-use super::mirror::{local_live, sync_day, Mirror};
+use super::lease::Lease;
 use super::sealed;
+use super::sync::{local_live, sync_day};
 use crate::store::hooks;
 use crate::store::{Layout, SealOptions, SealReport};
 
@@ -29,20 +30,21 @@ fn names(paths: &[String]) -> Vec<String> {
 /// a later pass).
 pub fn seal(
     layout: &Layout,
-    m: &Mirror,
+    remote: &Remote,
+    lease: Option<&Lease>,
     day: i32,
     opts: &SealOptions,
 ) -> Result<Option<SealReport>, ClusterError> {
-    let Some(lease) = &m.lease else {
+    let Some(lease) = lease else {
         return Ok(None);
     };
     let Some(generation) = lease.held() else {
         return Ok(None);
     };
-    let read = Remote::block(sealed::read_day(&m.remote, day))?;
+    let read = Remote::block(sealed::read_day(remote, day))?;
     let want: BTreeSet<String> = read.live.iter().cloned().collect();
     if local_live(layout, day)? != want {
-        sync_day(&m.remote, layout, day, &read)?;
+        sync_day(remote, layout, day, &read)?;
         return Ok(None);
     }
     let dir = day_dir(day);
@@ -57,10 +59,7 @@ pub fn seal(
         let mut published = Vec::new();
         for (tmp, fin) in outputs {
             let name = file_name(fin).unwrap_or_default();
-            Remote::block(
-                m.remote
-                    .upload(&format!("{dir}/{name}"), &layout.absolute(tmp)),
-            )?;
+            Remote::block(remote.upload(&format!("{dir}/{name}"), &layout.absolute(tmp)))?;
             published.push(name);
         }
         if lease.held() != Some(generation) {
@@ -68,7 +67,7 @@ pub fn seal(
         }
         let now_ms = hooks::now_ms().max(0) as u64;
         if !Remote::block(sealed::publish(
-            &m.remote,
+            remote,
             day,
             &read,
             &names(sources),
@@ -91,8 +90,13 @@ pub fn seal(
 /// The holder's upkeep of the shared store: what seals replaced deleted
 /// once `grace` passed (and what crashed seals left), and days past the
 /// retention removed. The number of objects deleted.
-pub fn upkeep(m: &Mirror, grace: Duration) -> Result<usize, ClusterError> {
-    let Some(lease) = &m.lease else {
+pub fn upkeep(
+    remote: &Remote,
+    lease: Option<&Lease>,
+    retention_days: Option<u32>,
+    grace: Duration,
+) -> Result<usize, ClusterError> {
+    let Some(lease) = lease else {
         return Ok(0);
     };
     if lease.held().is_none() {
@@ -101,34 +105,32 @@ pub fn upkeep(m: &Mirror, grace: Duration) -> Result<usize, ClusterError> {
     let now_ms = hooks::now_ms().max(0) as u64;
     let mut deleted = 0;
     let today = (now_ms / 86_400_000) as i32;
-    for day in Remote::block(days(&m.remote))? {
+    for day in Remote::block(days(remote))? {
         if lease.held().is_none() {
             break;
         }
-        let expired = m
-            .retention_days
-            .is_some_and(|keep| keep > 0 && day < today - keep as i32);
+        let expired = retention_days.is_some_and(|keep| keep > 0 && day < today - keep as i32);
         if expired {
             let dir = day_dir(day);
             // Parts first, the document last: a reader between the two
             // sees fewer parts, never a replaced one come back.
-            let mut objects = Remote::block(m.remote.list(&dir))?;
+            let mut objects = Remote::block(remote.list(&dir))?;
             objects.sort_by_key(|o| o.name.ends_with(sealed::FILE));
             let n = objects.len();
             for o in objects {
-                Remote::block(m.remote.delete(&o.name))?;
+                Remote::block(remote.delete(&o.name))?;
             }
             deleted += n;
             tracing::info!(
                 day = %crate::model::day_to_string(day),
                 objects = n,
-                retention_days = m.retention_days.unwrap_or(0),
+                retention_days = retention_days.unwrap_or(0),
                 "removed a day past the retention from the shared store (by the clock; serve --retention-days 0 keeps every day)"
             );
             continue;
         }
         deleted += Remote::block(sealed::reclaim(
-            &m.remote,
+            remote,
             day,
             grace.as_millis() as u64,
             now_ms,

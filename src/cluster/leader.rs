@@ -34,7 +34,7 @@ use bytes::Bytes;
 
 use super::client::{Put, Remote, Version};
 use super::error::ClusterError;
-use super::fence::LeaseFence;
+use super::fence::{Acting, LeaseFence};
 use super::lease::{Lease, Status};
 
 /// Where the holder's state lives on the shared store.
@@ -130,7 +130,7 @@ impl Leader {
     /// The check a sweep makes before it commits: its generation still
     /// held ([`LeaseFence`]).
     pub fn fence(self: &Arc<Self>, generation: u64) -> LeaseFence {
-        LeaseFence::new(Arc::clone(self), generation)
+        LeaseFence::new(Arc::clone(self) as Arc<dyn Acting>, generation)
     }
 
     /// The highest outbox row that may be sent now; `None`: none may.
@@ -366,5 +366,11 @@ async fn renew(lease: Arc<Lease>, mut stop: tokio::sync::watch::Receiver<bool>) 
 impl crate::alert::sender::Gate for Leader {
     fn may_send(&self) -> Option<i64> {
         Leader::may_send(self)
+    }
+}
+
+impl Acting for Leader {
+    fn acting(&self) -> Option<u64> {
+        Leader::acting(self)
     }
 }

@@ -51,6 +51,7 @@ pub mod lease;
 pub mod mirror;
 pub mod sealed;
 pub mod ship;
+pub mod sync;
 
 #[cfg(test)]
 mod tests;

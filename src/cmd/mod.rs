@@ -252,8 +252,8 @@ fn run_incidents(
     let format = a.format.into();
     match &a.action {
         IncidentsAction::List { state } => {
-            use crate::read::incidents::Which;
             use crate::incident::IncidentState;
+            use crate::read::incidents::Which;
             let which = match state {
                 None => Which::Unresolved,
                 Some(IncidentStateArg::Open) => Which::Only(IncidentState::Open),

@@ -405,6 +405,13 @@ async fn logout(State(token): State<Arc<Token>>) -> Response {
         .into_response()
 }
 
+/// The host (with port, as a `Host` header carries it) of a URL.
+pub(super) fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let host = rest.split(['/', '?', '#']).next()?;
+    (!host.is_empty()).then(|| host.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

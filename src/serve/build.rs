@@ -13,8 +13,8 @@ use tokio::net::TcpListener;
 
 use super::routes::ingest_router;
 use super::{auth, conn, grpc, health, metrics, otlp, scheduler};
-use crate::cluster::leader;
 use super::{http_router, McpGuard, ServeOptions, Stores};
+use crate::cluster::leader;
 use crate::store::Store;
 
 /// A server built and bound, not yet running.
@@ -88,7 +88,7 @@ pub async fn build(stores: Stores, opts: ServeOptions) -> anyhow::Result<Server>
         policy: opts
             .alerting
             .as_ref()
-            .map(|a| crate::alert::hosts::HostPolicy::of(&a.cfg))
+            .map(|a| a.cfg.host_policy())
             .unwrap_or_default(),
         own,
     });
@@ -180,7 +180,7 @@ fn apps(
             &opts.config.admission,
         )
     });
-    let public_host = url_host(&opts.public_url);
+    let public_host = auth::url_host(&opts.public_url);
     let otlp_app = guard(
         otlp::router(Arc::clone(&otlp_state)),
         opts.otlp_addr,
@@ -329,13 +329,6 @@ async fn senders(
         sender,
         targets: a.targets.clone(),
     })
-}
-
-/// The host (with port, as a `Host` header carries it) of a URL.
-pub(super) fn url_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let host = rest.split(['/', '?', '#']).next()?;
-    (!host.is_empty()).then(|| host.to_string())
 }
 
 /// Behind a loopback listener without a token: only localhost names.

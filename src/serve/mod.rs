@@ -16,6 +16,7 @@ pub mod conn;
 pub mod decoders;
 pub mod grpc;
 pub mod grpc_message;
+pub mod grpc_status;
 pub mod health;
 pub mod metrics;
 pub mod otlp;

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use axum::Router;
 
-use super::build::url_host;
 use super::{auth, health, metrics, scheduler};
 use crate::store::Store;
 
@@ -89,7 +88,7 @@ impl McpGuard {
     /// For the HTTP listener at `addr`, reached as `public_url`, within
     /// `limits`.
     pub fn new(addr: SocketAddr, public_url: &str, limits: crate::mcp::McpConfig) -> McpGuard {
-        let public = url_host(public_url);
+        let public = auth::url_host(public_url);
         let port = addr.port();
         let mut origins = vec![
             format!("http://127.0.0.1:{port}"),

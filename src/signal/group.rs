@@ -2,51 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
+pub use super::draft::SignalDraft;
 use super::evidence::Evidence;
 use super::finding::Finding;
 use super::kind::{Kind, Severity};
 use super::title::title;
 use crate::model::{day_to_string, ErrorClass};
-
-/// A signal as this sweep's findings make it (before its lifecycle).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SignalDraft {
-    pub id: String,
-    pub key: String,
-    pub kind: Kind,
-    pub tool: String,
-    pub error_class: String,
-    pub title: String,
-    pub first_seen_ns: i64,
-    pub last_seen_ns: i64,
-    /// UTC dates it fired on.
-    pub days: Vec<String>,
-    pub findings: usize,
-    pub evidence: Vec<Evidence>,
-    /// Evidence traces beyond the limit.
-    pub evidence_more: usize,
-    /// Seconds spent on attempts that could not help, over every finding
-    /// (not only the evidence kept).
-    #[serde(default)]
-    pub wasted_seconds: f64,
-    /// Set where the kind alone does not decide it (a retry after success
-    /// of a read-only tool is `info`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub severity: Option<Severity>,
-    /// What to do about it (see [`super::remedy`]); drafts stored before
-    /// remedies existed have none until the next sweep.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remedy: Option<super::remedy::Remedy>,
-}
-
-impl SignalDraft {
-    /// How much this signal matters.
-    pub fn severity(&self) -> Severity {
-        self.severity.unwrap_or(Severity::of(self.kind))
-    }
-}
 
 /// `v1:{kind}:{tool}:{class}`.
 pub fn key(kind: Kind, tool: &str, class: ErrorClass) -> String {

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::group::SignalDraft;
+use super::draft::SignalDraft;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,6 +6,7 @@
 
 mod by_hand;
 pub mod days;
+mod draft;
 pub mod driver;
 mod evidence;
 mod finding;
@@ -28,9 +29,10 @@ mod tests_remedy;
 mod tests_retry_after;
 
 pub use days::DayResult;
+pub use draft::SignalDraft;
 pub use evidence::Evidence;
 pub use finding::Finding;
-pub use group::{group, SignalDraft};
+pub use group::group;
 pub use kind::{Kind, Severity};
 pub use remedy::{remedy, Remedy};
 pub use state::{Lifecycle, Signal, StateDb, StateError, SweepOutcome};

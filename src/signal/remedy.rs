@@ -5,23 +5,11 @@
 //! each draft; the signal page, the alerts, `sweep --format markdown` and the
 //! MCP server's `get_signal` show it.
 
-use serde::{Deserialize, Serialize};
-
-use super::{Evidence, Kind, SignalDraft};
+use super::draft::SignalDraft;
+use super::{Evidence, Kind};
 use crate::model::ErrorClass;
 
-/// The three answers, and one line that sums them up.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Remedy {
-    /// Will waiting fix it?
-    pub waiting_fixes: String,
-    /// When do you cut it off?
-    pub cut_off: String,
-    /// What do you change before the next attempt?
-    pub change: String,
-    /// The remedy in one line, for alerts and tables.
-    pub summary: String,
-}
+pub use super::draft::Remedy;
 
 /// The evidence turn with the most calls.
 fn worst(d: &SignalDraft) -> Option<&Evidence> {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection};
 use serde::Serialize;
 
-use super::group::SignalDraft;
+use super::draft::SignalDraft;
 pub use super::ids::{free_id, free_id_with};
 use super::lifecycle::{transition, Decision, Stored, Sweep};
 pub use super::lifecycle::{Lifecycle, Quiet};

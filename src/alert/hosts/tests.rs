@@ -166,7 +166,7 @@ fn a_bad_entry_is_an_error_naming_key_and_entry_and_a_broken_policy_refuses_all(
         allow_hosts: vec!["10.0.0.0/99".into()],
         ..Default::default()
     };
-    let p = HostPolicy::of(&cfg);
+    let p = cfg.host_policy();
     assert!(p.check(Some("hooks.slack.com"), &[ip("52.1.2.3")]).is_err());
     assert!(!p.admits_ip(ip("52.1.2.3")));
 }

@@ -9,10 +9,10 @@
 
 // The span table and the nesting rule: every import of them in `calls/`
 // is here (the submodules take them through `super`).
-use crate::spans::{may_nest_in, nested_in, takes_inner_class};
 /// The columns [`collect`] reads (all but the ids, times and `tool_name`
 /// may be missing).
 pub use crate::spans::COLUMNS;
+use crate::spans::{may_nest_in, nested_in, takes_inner_class};
 use crate::spans::{Class, Hex, SpanIndex, SpanTable};
 
 use std::collections::BTreeMap;
