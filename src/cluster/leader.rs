@@ -238,7 +238,7 @@ impl Leader {
     pub async fn run(
         self: Arc<Self>,
         sync_every: Duration,
-        mut stop: tokio::sync::watch::Receiver<bool>,
+        stop: tokio_util::sync::CancellationToken,
     ) {
         // The lease is renewed on a task of its own, so a slow state
         // shipment never delays a renewal.
@@ -254,7 +254,7 @@ impl Leader {
             }
             tokio::select! {
                 _ = tokio::time::sleep(sync_every) => {}
-                _ = stop.wait_for(|s| *s) => break,
+                () = stop.cancelled() => break,
             }
         }
         let _ = renewing.await;
@@ -336,7 +336,7 @@ impl Leader {
 }
 
 /// Renew (or try to take) the lease every third of its ttl until `stop`.
-async fn renew(lease: Arc<Lease>, mut stop: tokio::sync::watch::Receiver<bool>) {
+async fn renew(lease: Arc<Lease>, stop: tokio_util::sync::CancellationToken) {
     let every = lease.ttl() / 3;
     let mut standing_by = None;
     loop {
@@ -358,7 +358,7 @@ async fn renew(lease: Arc<Lease>, mut stop: tokio::sync::watch::Receiver<bool>) 
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            () = stop.cancelled() => return,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Running a built [`Server`]: its tasks (the three servers, the sweep
 //! schedule, the lease and state keeper, one alert sender per target) on
-//! task trackers, until a cancellation token fires; then the shutdown, in
+//! task sets, until a cancellation token fires; then the shutdown, in
 //! order: the senders stop (undelivered alerts stay in the outbox), the
 //! servers finish their in-flight requests, a running sweep finishes, the
 //! keeper ships the state a last time, and the stores close (final flush),
@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use axum::Router;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::build::{Senders, Server};
 use super::{conn, grpc};
@@ -30,7 +29,7 @@ impl Server {
             app.layer(axum::middleware::from_fn(conn::track))
                 .into_make_service_with_connect_info::<conn::Peer>()
         };
-        let serving = TaskTracker::new();
+        let mut serving = Tasks::default();
         if let Some((l, app)) = self.otlp {
             serving.spawn(
                 axum::serve(guarded(l, conn::Port::OtlpHttp), tracked(app))
@@ -61,21 +60,18 @@ impl Server {
             tracing::info!(every_s = every.as_secs(), "sweeps scheduled");
             serving.spawn(Arc::clone(&self.sweeper).run_schedule(every, stop.clone()));
         }
-        serving.close();
-        let keeper = TaskTracker::new();
+        let mut keeper = Tasks::default();
         if let Some(l) = &self.leader {
-            keeper.spawn(Arc::clone(l).run(self.state_sync, stop_watch(&stop)));
+            keeper.spawn(Arc::clone(l).run(self.state_sync, stop.clone()));
         }
-        keeper.close();
         // The senders' connection, kept here so that it is closed on a
         // blocking thread once they stopped (closing may checkpoint the WAL).
-        let senders = TaskTracker::new();
+        let mut senders = Tasks::default();
         let outbox_db = self.senders.map(|s| {
             let db = Arc::clone(&s.sender.db);
-            spawn_senders(&senders, s, &stop);
+            spawn_senders(&mut senders, s, &stop);
             db
         });
-        senders.close();
         stop.cancelled().await;
         // Undelivered alerts stay in the outbox for the next start.
         senders.wait().await;
@@ -102,7 +98,7 @@ impl Server {
 }
 
 /// One sender per target, each stopped where it is when `stop` fires.
-fn spawn_senders(tracker: &TaskTracker, s: Senders, stop: &CancellationToken) {
+fn spawn_senders(tracker: &mut Tasks, s: Senders, stop: &CancellationToken) {
     let n = s.targets.len();
     for t in s.targets {
         let sender = s.sender.clone();
@@ -123,15 +119,34 @@ fn spawn_senders(tracker: &TaskTracker, s: Senders, stop: &CancellationToken) {
     tracing::info!(targets = n, "alert sender running");
 }
 
-/// `stop` as the watch channel the lease and state keeper waits on.
-fn stop_watch(stop: &CancellationToken) -> tokio::sync::watch::Receiver<bool> {
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let stop = stop.clone();
-    tokio::spawn(async move {
-        stop.cancelled().await;
-        let _ = tx.send(true);
-    });
-    rx
+/// Tasks started together and awaited together, on tokio's `JoinSet`: one
+/// still running when the set is dropped (the shutdown's deadline passed)
+/// is left to finish on its own, not aborted.
+#[derive(Default)]
+struct Tasks(tokio::task::JoinSet<()>);
+
+impl Tasks {
+    /// Start `task`; its output is not kept.
+    fn spawn<F>(&mut self, task: F)
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send,
+    {
+        self.0.spawn(async move {
+            let _ = task.await;
+        });
+    }
+
+    /// Until every task has ended.
+    async fn wait(&mut self) {
+        while self.0.join_next().await.is_some() {}
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        self.0.detach_all();
+    }
 }
 
 /// Close both stores (an `all` node over a shared store has two) on a
