@@ -53,8 +53,8 @@ struct FollowDb {
 
 impl FollowDb {
     fn open(path: &Path) -> Result<FollowDb, ImportError> {
-        // SQLite's default busy timeout (none), as before the file had one opener.
-        let conn = crate::state::open(path, std::time::Duration::ZERO)?;
+        // rusqlite's default busy timeout (5 s), as before the file had one opener.
+        let conn = crate::state::open(path, std::time::Duration::from_secs(5))?;
         Ok(FollowDb {
             conn,
             path: path.to_path_buf(),

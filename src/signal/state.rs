@@ -53,8 +53,19 @@ pub enum StateError {
     Fenced(String),
     #[error("{0}")]
     Incident(String),
+    /// A file whose schema could not be brought to this build's.
     #[error(transparent)]
-    File(#[from] crate::state::StateFileError),
+    File(crate::state::StateFileError),
+}
+
+impl From<crate::state::StateFileError> for StateError {
+    /// A file that does not open reads as it always did ("signal state …").
+    fn from(e: crate::state::StateFileError) -> StateError {
+        match e {
+            crate::state::StateFileError::Open { path, source } => StateError::Db { path, source },
+            other => StateError::File(other),
+        }
+    }
 }
 
 /// The state database.

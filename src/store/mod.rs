@@ -50,7 +50,7 @@ pub use compaction::{ManifestUpdate, SealOptions, SealReport};
 pub use error::StoreError;
 pub use format::{frame, parquet};
 pub use maintain::rollup;
-pub use maintain::seal::{seal_compact_publishing, Publish};
+pub use maintain::seal::{seal_compact, seal_compact_publishing, Publish};
 pub use read::{ReadStats, Reader, RollupStamp, Rollups, Scan};
 pub use stats::{Failing, Stats, WritePath, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 pub use write::wal;

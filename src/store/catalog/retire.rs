@@ -224,7 +224,8 @@ pub(in crate::store) fn reclaim(layout: &Layout, grace: Duration) -> Result<usiz
 
 /// The hint a read adds when a file it listed is gone: an error whose
 /// chain of sources holds an `std::io::Error` of kind `NotFound` (polars'
-/// and the store's alike).
+/// and the store's alike), or, where the type was lost on the way, whose
+/// text carries the OS's words for it.
 pub fn gone_hint(error: &(dyn std::error::Error + 'static), pin: Option<&Pin>) -> Option<String> {
     let mut cause = Some(error);
     let mut gone = false;
@@ -237,6 +238,9 @@ pub fn gone_hint(error: &(dyn std::error::Error + 'static), pin: Option<&Pin>) -
         }
         cause = e.source();
     }
+    // An error that kept only the text of its cause (polars' `ComputeError`
+    // strings, an object store's message) is read by the OS's words for it.
+    gone = gone || error.to_string().contains("No such file or directory");
     if !gone {
         return None;
     }
