@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use stormwatch::store::seal::{seal_compact, SealOptions};
 use stormwatch::store::Layout;
+use stormwatch::store::{seal_compact, SealOptions};
 
 /// As the server allocates.
 #[global_allocator]

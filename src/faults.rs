@@ -58,15 +58,52 @@ pub struct Fault {
     pub skip: u32,
 }
 
-fn count(entry: &str, n: &str) -> Result<u32, String> {
-    n.parse::<u32>()
-        .map_err(|_| format!("fault {entry:?}: expected a count, got {n:?}"))
+/// A fault spec's entry that does not parse: the entry, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("fault {entry:?}: {problem}")]
+pub struct FaultSpecError {
+    pub entry: String,
+    pub problem: Problem,
 }
 
-fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
+/// What is wrong with a fault spec's entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    #[error("expected point=action, e.g. wal_fsync=fail_once")]
+    NoAction,
+    #[error("expected a count, got {0:?}")]
+    NotACount(String),
+    #[error("@N counts calls from 1")]
+    FromZero,
+    #[error("expected an HTTP status from 100 to 599, got {0:?}")]
+    NotAStatus(String),
+    #[error("expected fail_once, fail, fail:N, enospc, enospc:N, delay:MS, status:CODE, status:CODExN, kill, panic or panic:N, got {0:?}")]
+    UnknownAction(String),
+    #[error("{0} does not take that action (IO points {IO_POINTS:?} take fail, enospc and delay; {STATUS_POINTS:?} takes status; {KILL_POINTS:?} take kill; {PANIC_POINTS:?} take panic)")]
+    WrongAction(String),
+    #[error("no point {point:?}; the points are {known:?}")]
+    UnknownPoint {
+        point: String,
+        known: Vec<&'static str>,
+    },
+}
+
+fn problem(entry: &str, problem: Problem) -> FaultSpecError {
+    FaultSpecError {
+        entry: entry.to_string(),
+        problem,
+    }
+}
+
+fn count(entry: &str, n: &str) -> Result<u32, FaultSpecError> {
+    n.parse::<u32>()
+        .map_err(|_| problem(entry, Problem::NotACount(n.to_string())))
+}
+
+fn parse_action(entry: &str, action: &str) -> Result<Fault, FaultSpecError> {
     let (action, skip) = match action.split_once('@') {
         Some((a, n)) => match count(entry, n)? {
-            0 => return Err(format!("fault {entry:?}: @N counts calls from 1")),
+            0 => return Err(problem(entry, Problem::FromZero)),
             n => (a, n - 1),
         },
         None => (action, 0),
@@ -102,14 +139,10 @@ fn parse_action(entry: &str, action: &str) -> Result<Fault, String> {
             };
             match code.parse::<u16>() {
                 Ok(c) if (100..600).contains(&c) => fault(Action::Status(c), times),
-                _ => Err(format!(
-                    "fault {entry:?}: expected an HTTP status from 100 to 599, got {code:?}"
-                )),
+                _ => Err(problem(entry, Problem::NotAStatus(code.to_string()))),
             }
         }
-        _ => Err(format!(
-            "fault {entry:?}: expected fail_once, fail, fail:N, enospc, enospc:N, delay:MS, status:CODE, status:CODExN, kill, panic or panic:N, got {action:?}"
-        )),
+        _ => Err(problem(entry, Problem::UnknownAction(action.to_string()))),
     }
 }
 
@@ -136,7 +169,7 @@ const KILL_POINTS: [&str; 7] = [
 ];
 const PANIC_POINTS: [&str; 4] = ["compact", "rollup", "retention", "flusher"];
 
-fn check_point(entry: &str, point: &str, action: Action) -> Result<(), String> {
+fn check_point(entry: &str, point: &str, action: Action) -> Result<(), FaultSpecError> {
     let ok = match action {
         Action::Fail | Action::NoSpace | Action::Delay(_) => IO_POINTS.contains(&point),
         Action::Status(_) => STATUS_POINTS.contains(&point),
@@ -146,7 +179,7 @@ fn check_point(entry: &str, point: &str, action: Action) -> Result<(), String> {
     if ok {
         return Ok(());
     }
-    let known: Vec<&str> = IO_POINTS
+    let known: Vec<&'static str> = IO_POINTS
         .iter()
         .chain(&STATUS_POINTS)
         .chain(&KILL_POINTS)
@@ -154,21 +187,25 @@ fn check_point(entry: &str, point: &str, action: Action) -> Result<(), String> {
         .copied()
         .collect();
     if known.contains(&point) {
-        Err(format!("fault {entry:?}: {point} does not take that action (IO points {IO_POINTS:?} take fail, enospc and delay; {STATUS_POINTS:?} takes status; {KILL_POINTS:?} take kill; {PANIC_POINTS:?} take panic)"))
+        Err(problem(entry, Problem::WrongAction(point.to_string())))
     } else {
-        Err(format!(
-            "fault {entry:?}: no point {point:?}; the points are {known:?}"
+        Err(problem(
+            entry,
+            Problem::UnknownPoint {
+                point: point.to_string(),
+                known,
+            },
         ))
     }
 }
 
 /// Parse a fault spec; returns an error naming the bad entry.
-pub fn parse(spec: &str) -> Result<HashMap<String, Fault>, String> {
+pub fn parse(spec: &str) -> Result<HashMap<String, Fault>, FaultSpecError> {
     let mut points = HashMap::new();
     for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (point, action) = entry.split_once('=').ok_or_else(|| {
-            format!("fault {entry:?}: expected point=action, e.g. wal_fsync=fail_once")
-        })?;
+        let (point, action) = entry
+            .split_once('=')
+            .ok_or_else(|| problem(entry, Problem::NoAction))?;
         let fault = parse_action(entry, action)?;
         check_point(entry, point, fault.action)?;
         points.insert(point.to_string(), fault);
@@ -177,7 +214,7 @@ pub fn parse(spec: &str) -> Result<HashMap<String, Fault>, String> {
 }
 
 /// Install faults from a spec (the `STORMWATCH_FAULTS` value).
-pub fn install(spec: &str) -> Result<(), String> {
+pub fn install(spec: &str) -> Result<(), FaultSpecError> {
     let points = parse(spec)?;
     if points.is_empty() {
         return Ok(());
@@ -301,7 +338,7 @@ mod tests {
             ("wal_fsync=fail:many", "many"),
             ("sweep=delay", "delay"),
         ] {
-            let err = parse(bad).unwrap_err();
+            let err = parse(bad).unwrap_err().to_string();
             assert!(err.contains(named), "{bad}: {err}");
         }
         assert!(parse("").unwrap().is_empty());
@@ -310,7 +347,10 @@ mod tests {
             (later.action, later.remaining, later.skip),
             (Action::Fail, Some(1), 2)
         );
-        assert!(parse("wal_fsync=fail@0").unwrap_err().contains("@N"));
+        assert!(parse("wal_fsync=fail@0")
+            .unwrap_err()
+            .to_string()
+            .contains("@N"));
     }
 
     /// Unset, nothing is armed: every point passes (this test binary never

@@ -18,6 +18,9 @@
 //! - [`serve`]: the OTLP/HTTP receiver and the HTTP surface (health,
 //!   metrics, the dashboard).
 //! - [`sweep`]: one detection pass: rules, signals, lifecycle, reports.
+//! - [`read`]: the read models the dashboard and the MCP server share (the
+//!   rollup and signals kept in memory, the tools table, one trace judged,
+//!   incidents as every surface shows them).
 //! - [`dash`]: the dashboard and JSON API (rollups and state only; spans
 //!   only for the trace view).
 //! - [`mcp`]: the MCP server for coding agents (`/mcp` and stdio): the
@@ -27,6 +30,9 @@
 //! - [`coverage`]: what the stored spans leave stormwatch blind to, per
 //!   service and instrumentation scope, and the framework's fix.
 //! - [`import`]: the `import` command: files and followed directories into the store.
+//! - [`state`]: `state.sqlite` itself: its one schema, its version and
+//!   migrations, the one way to open it (below every stage that keeps rows
+//!   in it).
 //! - [`cmd`]: the subcommands' bodies on plain parameters, output to a
 //!   writer; the only module that reads [`cli`].
 //!
@@ -41,6 +47,7 @@ pub use stormwatch_otlp::{ingest, model};
 pub mod alert;
 pub mod alloc;
 pub mod cli;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod coverage;
@@ -51,9 +58,12 @@ pub mod faults;
 pub mod import;
 pub mod incident;
 pub mod mcp;
+pub mod read;
 pub mod retry;
 pub mod serve;
 pub mod signal;
+pub mod spans;
+pub mod state;
 pub mod store;
 pub mod sweep;
 pub mod telemetry;

@@ -8,31 +8,9 @@ use std::time::Duration;
 pub fn full_jitter(base: Duration, cap: Duration, attempt: u32) -> Duration {
     let exp = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
     let ceiling = exp.min(cap);
-    ceiling.mul_f64(unit_random())
-}
-
-/// A number in [0, 1) from a per-thread xorshift seeded by the clock and
-/// thread; good enough to spread retries, not for anything secret.
-fn unit_random() -> f64 {
-    use std::cell::Cell;
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new({
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0x9E37_79B9_7F4A_7C15);
-            let id = format!("{:?}", std::thread::current().id());
-            t ^ xxhash_rust::xxh3::xxh3_64(id.as_bytes()) | 1
-        });
-    }
-    STATE.with(|s| {
-        let mut x = s.get();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        s.set(x);
-        (x >> 11) as f64 / (1u64 << 53) as f64
-    })
+    // fastrand's per-thread generator, seeded once per thread: good enough
+    // to spread retries, not for anything secret. A number in [0, 1).
+    ceiling.mul_f64(fastrand::f64())
 }
 
 /// How an IO failure should be handled by a loop that reads files.

@@ -4,8 +4,8 @@
 
 use std::time::SystemTime;
 
-use super::config::TargetKind;
 use super::policy::{self, Verdict};
+use super::target::TargetKind;
 
 /// What an answer's body is read to, at most: Slack's `ok`, Discord's
 /// `retry_after` JSON and any target's error text fit many times over, and

@@ -10,21 +10,19 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::config::{GroupBy, Target};
 use super::incidents::{IncidentEvent, IncidentNotice};
 use super::notify::{Event, Notice};
 use super::sender::{self, Clock, Mode, Sender};
+use super::target::{GroupBy, Target};
 use super::{outbox, AlertConfig};
 use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
 use crate::time::rfc3339;
 
-/// Open `state.sqlite` with the outbox tables.
+/// Open `state.sqlite` for the outbox (through [`crate::state::open`]),
+/// waiting up to 10 s for another writer.
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {
-    let c = Connection::open(path)?;
-    c.busy_timeout(Duration::from_secs(10))?;
-    c.execute_batch("PRAGMA journal_mode=WAL;")?;
-    outbox::ensure(&c)?;
-    Ok(c)
+    crate::state::open(path, Duration::from_secs(10))
+        .map_err(crate::state::StateFileError::into_sqlite)
 }
 
 /// `alerts list`, as text.
@@ -66,7 +64,7 @@ pub fn sender(db: Connection, cfg: &AlertConfig) -> Sender {
         stats: Arc::default(),
         gate: None,
         hosts: Arc::new(super::hosts::Guard {
-            policy: super::hosts::HostPolicy::of(cfg),
+            policy: cfg.host_policy(),
             own: Vec::new(),
         }),
     }
@@ -195,7 +193,7 @@ pub fn alerting(
     } else {
         cfg.routing()
     }
-    .map_err(anyhow::Error::msg)?;
+    .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     Ok(Some(super::Alerting {
         cfg: cfg.clone(),
         targets,

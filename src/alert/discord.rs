@@ -11,6 +11,7 @@ use super::message::{
     cut, evidence, evidence_line, numbers, remedy_line, short_trace, Fit, IncidentMessage, Message,
 };
 use super::notify::Event;
+use super::LimitError;
 
 pub const MAX_CONTENT: usize = 2000;
 pub const MAX_EMBEDS: usize = 10;
@@ -187,31 +188,35 @@ pub fn render_incident(m: &IncidentMessage<'_>) -> Value {
 }
 
 /// Discord's documented limits, checked on a rendered payload.
-pub fn check(v: &Value) -> Result<(), String> {
+pub fn check(v: &Value) -> Result<(), LimitError> {
     let len = |x: &Value| x.as_str().map_or(0, |s| s.chars().count());
     if len(&v["content"]) > MAX_CONTENT {
-        return Err("content too long".into());
+        return Err(LimitError::breach("content too long"));
     }
-    let embeds = v["embeds"].as_array().ok_or("no embeds")?;
+    let embeds = v["embeds"]
+        .as_array()
+        .ok_or_else(|| LimitError::breach("no embeds"))?;
     if embeds.len() > MAX_EMBEDS {
-        return Err(format!("{} embeds", embeds.len()));
+        return Err(LimitError::breach(format!("{} embeds", embeds.len())));
     }
     let mut total = 0;
     for e in embeds {
         if len(&e["title"]) > MAX_TITLE || len(&e["description"]) > MAX_DESCRIPTION {
-            return Err("embed title or description too long".into());
+            return Err(LimitError::breach("embed title or description too long"));
         }
         let fields = e["fields"].as_array().map_or(0, Vec::len);
         if fields > 25 {
-            return Err("too many fields".into());
+            return Err(LimitError::breach("too many fields"));
         }
         total += len(&e["title"]) + len(&e["description"]);
     }
     if total > MAX_TOTAL {
-        return Err(format!("embeds total {total} chars > {MAX_TOTAL}"));
+        return Err(LimitError::breach(format!(
+            "embeds total {total} chars > {MAX_TOTAL}"
+        )));
     }
     if v["allowed_mentions"]["parse"] != json!([]) {
-        return Err("allowed_mentions must be empty".into());
+        return Err(LimitError::breach("allowed_mentions must be empty"));
     }
     Ok(())
 }

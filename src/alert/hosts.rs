@@ -31,7 +31,7 @@ enum Rule {
 }
 
 impl Rule {
-    fn parse(entry: &str) -> Result<Rule, String> {
+    fn parse(entry: &str) -> Result<Rule, RuleError> {
         let e = entry.trim().to_ascii_lowercase();
         let rule = match e.as_str() {
             "loopback" => Rule::Loopback,
@@ -54,10 +54,10 @@ impl Rule {
                     let ip = canonical(ip);
                     Rule::Net(ip, if ip.is_ipv4() { 32 } else { 128 })
                 } else if let Some(class) = misspelt_class(&e) {
-                    return Err(format!(
-                        "{} (did you mean {class}? a name with no dot is taken as a host name)",
-                        bad(entry)
-                    ));
+                    return Err(RuleError::Misspelt {
+                        entry: entry.to_string(),
+                        class,
+                    });
                 } else if valid_name(&e) {
                     Rule::Name(e.clone())
                 } else {
@@ -119,10 +119,58 @@ fn edits(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn bad(entry: &str) -> String {
-    format!(
-        "expected a host name, *.domain, an IP address, a CIDR block (10.0.0.0/8) or one of loopback, private, link-local; got {entry:?}"
-    )
+fn bad(entry: &str) -> RuleError {
+    RuleError::Bad(entry.to_string())
+}
+
+/// Why an `allow_hosts` / `deny_hosts` entry does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("expected a host name, *.domain, an IP address, a CIDR block (10.0.0.0/8) or one of loopback, private, link-local; got {0:?}")]
+    Bad(String),
+    #[error("expected a host name, *.domain, an IP address, a CIDR block (10.0.0.0/8) or one of loopback, private, link-local; got {entry:?} (did you mean {class}? a name with no dot is taken as a host name)")]
+    Misspelt { entry: String, class: &'static str },
+}
+
+/// An entry of `alert.{key}` that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("alert.{key}: {source}")]
+pub struct HostListError {
+    pub key: &'static str,
+    #[source]
+    pub source: RuleError,
+}
+
+/// Why a URL does not parse (`url::ParseError`, named through reqwest).
+pub type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
+
+/// Why the sender may not post to a target's host.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The lists did not parse: everything is refused.
+    #[error("{0}")]
+    Broken(#[source] HostListError),
+    #[error("its host is in alert.deny_hosts")]
+    DeniedName,
+    #[error("its host resolves to {0}, which alert.deny_hosts refuses")]
+    DeniedAddress(IpAddr),
+    #[error("its host is not in alert.allow_hosts")]
+    NotAllowed,
+    #[error("its host is not in alert.allow_hosts (it resolves to {0}, which no entry admits)")]
+    NotAllowedAddress(IpAddr),
+    #[error("its URL does not parse: {0}")]
+    Url(#[source] UrlParseError),
+    #[error("its URL has no host")]
+    NoHost,
+    #[error("its URL has no port")]
+    NoPort,
+    #[error("{ip}:{port} is this server's own {what} listener ({listener}); an alert posted there would call this server's own routes, so no allow_hosts entry lifts this")]
+    OwnListener {
+        ip: IpAddr,
+        port: u16,
+        what: &'static str,
+        listener: SocketAddr,
+    },
 }
 
 /// A DNS name: dot-separated labels of letters, digits and `-`.
@@ -163,7 +211,7 @@ pub struct HostPolicy {
     deny: Vec<Rule>,
     /// Lists that did not parse: everything is refused, saying why (fail
     /// closed; a config file with them is refused before this is built).
-    broken: Option<String>,
+    broken: Option<HostListError>,
 }
 
 /// The default `deny_hosts`: link-local addresses (the cloud metadata
@@ -174,11 +222,11 @@ pub fn default_deny() -> Vec<String> {
 
 impl HostPolicy {
     /// Parse both lists; errors name the key and the entry.
-    pub fn parse(allow: &[String], deny: &[String]) -> Result<HostPolicy, String> {
-        let list = |key: &str, entries: &[String]| -> Result<Vec<Rule>, String> {
+    pub fn parse(allow: &[String], deny: &[String]) -> Result<HostPolicy, HostListError> {
+        let list = |key: &'static str, entries: &[String]| -> Result<Vec<Rule>, HostListError> {
             entries
                 .iter()
-                .map(|e| Rule::parse(e).map_err(|why| format!("alert.{key}: {why}")))
+                .map(|e| Rule::parse(e).map_err(|source| HostListError { key, source }))
                 .collect()
         };
         Ok(HostPolicy {
@@ -188,9 +236,10 @@ impl HostPolicy {
         })
     }
 
-    /// The policy of `cfg`; one that refuses everything if its lists do not parse.
-    pub fn of(cfg: &super::AlertConfig) -> HostPolicy {
-        HostPolicy::parse(&cfg.allow_hosts, &cfg.deny_hosts).unwrap_or_else(|why| HostPolicy {
+    /// The policy of an `allow_hosts` and a `deny_hosts` list (`[alert]`'s);
+    /// one that refuses everything if they do not parse.
+    pub fn of(allow: &[String], deny: &[String]) -> HostPolicy {
+        HostPolicy::parse(allow, deny).unwrap_or_else(|why| HostPolicy {
             broken: Some(why),
             ..HostPolicy::default()
         })
@@ -198,22 +247,20 @@ impl HostPolicy {
 
     /// Whether `name` (lowercase, no port) and the addresses it resolved to
     /// may be posted to.
-    pub fn check(&self, name: Option<&str>, addrs: &[IpAddr]) -> Result<(), String> {
+    pub fn check(&self, name: Option<&str>, addrs: &[IpAddr]) -> Result<(), Refusal> {
         if let Some(why) = &self.broken {
-            return Err(why.clone());
+            return Err(Refusal::Broken(why.clone()));
         }
         let name_hit =
             |rules: &[Rule]| name.is_some_and(|n| rules.iter().any(|r| r.matches_name(n)));
         if name_hit(&self.deny) {
-            return Err("its host is in alert.deny_hosts".into());
+            return Err(Refusal::DeniedName);
         }
         if let Some(ip) = addrs
             .iter()
             .find(|ip| self.deny.iter().any(|r| r.matches_ip(**ip)))
         {
-            return Err(format!(
-                "its host resolves to {ip}, which alert.deny_hosts refuses"
-            ));
+            return Err(Refusal::DeniedAddress(*ip));
         }
         if self.allow.is_empty() || name_hit(&self.allow) {
             return Ok(());
@@ -223,21 +270,19 @@ impl HostPolicy {
             .find(|ip| !self.allow.iter().any(|r| r.matches_ip(**ip)))
         {
             None if !addrs.is_empty() => Ok(()),
-            None => Err("its host is not in alert.allow_hosts".into()),
-            Some(ip) => Err(format!(
-                "its host is not in alert.allow_hosts (it resolves to {ip}, which no entry admits)"
-            )),
+            None => Err(Refusal::NotAllowed),
+            Some(ip) => Err(Refusal::NotAllowedAddress(*ip)),
         }
     }
 
     /// What can be told of `url` without resolving it (`config check`): a
     /// literal address checked whole, a name against the deny list.
-    pub fn check_static(&self, url: &str) -> Result<(), String> {
+    pub fn check_static(&self, url: &str) -> Result<(), Refusal> {
         match host_of(url)? {
             (_, Some(ip), _) => self.check(None, &[ip]),
             (Some(name), None, _) if self.broken.is_none() => {
                 if self.deny.iter().any(|r| r.matches_name(&name)) {
-                    Err("its host is in alert.deny_hosts".into())
+                    Err(Refusal::DeniedName)
                 } else {
                     Ok(())
                 }
@@ -253,10 +298,10 @@ impl HostPolicy {
 }
 
 /// A URL's host: its name (lowercase) or literal address, and its port.
-pub fn host_of(url: &str) -> Result<(Option<String>, Option<IpAddr>, u16), String> {
-    let u = reqwest::Url::parse(url).map_err(|e| format!("its URL does not parse: {e}"))?;
-    let host = u.host_str().ok_or("its URL has no host")?;
-    let port = u.port_or_known_default().ok_or("its URL has no port")?;
+pub fn host_of(url: &str) -> Result<(Option<String>, Option<IpAddr>, u16), Refusal> {
+    let u = reqwest::Url::parse(url).map_err(Refusal::Url)?;
+    let host = u.host_str().ok_or(Refusal::NoHost)?;
+    let port = u.port_or_known_default().ok_or(Refusal::NoPort)?;
     match host.trim_matches(['[', ']']).parse::<IpAddr>() {
         Ok(ip) => Ok((None, Some(canonical(ip)), port)),
         Err(_) => Ok((Some(host.to_ascii_lowercase()), None, port)),
@@ -279,13 +324,13 @@ pub enum HostError {
     #[error("its host does not resolve: {0}")]
     Unresolved(String),
     #[error("{0}")]
-    Refused(String),
+    Refused(#[from] Refusal),
 }
 
 impl Guard {
     /// Check `url` (resolving its name); errors say why, never the URL.
     pub async fn check(&self, url: &str) -> Result<(), HostError> {
-        let (name, literal, port) = host_of(url).map_err(HostError::Refused)?;
+        let (name, literal, port) = host_of(url)?;
         let addrs: Vec<IpAddr> = match (&name, literal) {
             (_, Some(ip)) => vec![ip],
             (Some(n), None) => tokio::net::lookup_host((n.as_str(), port))
@@ -302,7 +347,7 @@ impl Guard {
     }
 
     /// Refused when an address and port reach one of this process's listeners.
-    pub fn not_own(&self, addrs: &[IpAddr], port: u16) -> Result<(), String> {
+    pub fn not_own(&self, addrs: &[IpAddr], port: u16) -> Result<(), Refusal> {
         for ip in addrs.iter().map(|a| canonical(*a)) {
             for (what, l) in &self.own {
                 let l_ip = canonical(l.ip());
@@ -311,9 +356,12 @@ impl Guard {
                         || ip.is_unspecified()
                         || (l_ip.is_unspecified() && is_local(ip)));
                 if reaches {
-                    return Err(format!(
-                        "{ip}:{port} is this server's own {what} listener ({l}); an alert posted there would call this server's own routes, so no allow_hosts entry lifts this"
-                    ));
+                    return Err(Refusal::OwnListener {
+                        ip,
+                        port,
+                        what,
+                        listener: *l,
+                    });
                 }
             }
         }

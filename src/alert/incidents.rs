@@ -126,108 +126,31 @@ pub fn decide(
     now_ns: i64,
     t: Timing,
 ) -> (Vec<IncidentNotice>, BTreeMap<String, IncidentTold>) {
-    use IncidentEvent as E;
-    use IncidentState as S;
     let mut notices = Vec::new();
     let mut remember = BTreeMap::new();
     for inc in incidents {
         let change = changes.get(&inc.id);
         let before = told.get(&inc.id);
         let heard = before.map(|b| b.state);
-        if change.is_none() && heard.is_none_or(|h| h == S::Resolved) && !inc.is_open() {
+        if change.is_none() && heard.is_none_or(|h| h == IncidentState::Resolved) && !inc.is_open()
+        {
             // Nothing told, nothing to tell.
             if heard.is_none() {
                 remember.insert(inc.id.clone(), untold(inc));
             }
             continue;
         }
-        let now = inc.state;
-        let severity = severity_of(&inc.severity);
-        let findings = inc.findings as u64;
-        let cooling = before.is_some_and(|b| now_ns.saturating_sub(b.last_fire_ns) < t.cooldown_ns);
-        let mut quiet = before.is_some_and(|b| b.quiet);
-        let mut why = Vec::new();
-        let opened = change.is_some_and(|c| c.from.is_none()) && heard.is_none();
-        let event = if opened {
-            // Born muted (its signals were muted before it): nothing to
-            // page about until one is open again.
-            (now == S::Open).then_some(E::Opened)
-        } else if now == S::Resolved {
-            match heard {
-                // Never told (or already told resolved): nothing to take back.
-                None | Some(S::Resolved) => None,
-                Some(_) if quiet => {
-                    quiet = false;
-                    None
-                }
-                Some(_) => Some(E::Resolved),
-            }
-        } else if heard == Some(S::Resolved) || change.is_some_and(|c| c.from == Some(S::Resolved))
-        {
-            why = reopened_by(inc);
-            if cooling {
-                quiet = true;
-                None
-            } else {
-                quiet = false;
-                Some(E::Reopened)
-            }
-        } else if heard.is_none() {
-            // Opened before the alerter knew it: told once, as a reminder.
-            (now == S::Open).then_some(E::Reminder)
-        } else if quiet {
-            // A reopening the cooldown held back: told once the cooldown
-            // ends, if it is still open and nobody muted it.
-            if !cooling && now == S::Open {
-                quiet = false;
-                why = reopened_by(inc);
-                Some(E::Reopened)
-            } else {
-                None
-            }
-        } else if now == S::Acknowledged {
-            (heard == Some(S::Open)).then_some(E::Acknowledged)
-        } else if heard == Some(S::Acknowledged) && before.is_some_and(|b| b.last_ns == 0) {
-            // Born muted, never told: a member open again is its opening.
-            quiet = false;
-            Some(E::Opened)
-        } else {
-            let b = before.expect("told");
-            if heard == Some(S::Acknowledged) {
-                why.push("a muted member is open again".to_string());
-            }
-            if let Some(c) = change {
-                for sid in &c.joined {
-                    why.push(joined_words(inc, sid));
-                }
-            }
-            if severity > b.severity || change.is_some_and(|c| c.escalated) {
-                why.push(format!("severity rose to {}", inc.severity));
-            }
-            if b.findings > 0 && findings >= 2 * b.findings {
-                why.push(format!("findings doubled: {} → {findings}", b.findings));
-            }
-            if !why.is_empty() {
-                Some(E::Updated)
-            } else if now_ns.saturating_sub(b.last_ns) >= t.repeat_interval_ns {
-                Some(E::Reminder)
-            } else {
-                None
-            }
+        let case = Case {
+            inc,
+            change,
+            before,
+            now_ns,
+            t,
         };
-        let mut next = before.cloned().unwrap_or_else(|| untold(inc));
-        next.state = now;
-        next.quiet = quiet;
+        let mut quiet = before.is_some_and(|b| b.quiet);
+        let (event, why) = case.event(&mut quiet);
+        let next = case.next(event, quiet);
         if let Some(event) = event {
-            next.last_ns = now_ns;
-            next.findings = findings;
-            next.severity = severity;
-            if matches!(event, E::Opened | E::Reopened) {
-                next.last_fire_ns = now_ns;
-            }
-            if event == E::Resolved {
-                next.quiet = false;
-            }
             notices.push(IncidentNotice {
                 event,
                 why,
@@ -239,6 +162,124 @@ pub fn decide(
         }
     }
     (notices, remember)
+}
+
+/// One incident to decide about: as it stands, this sweep's change to it
+/// and what was last told.
+struct Case<'a> {
+    inc: &'a Incident,
+    change: Option<&'a IncidentChange>,
+    before: Option<&'a IncidentTold>,
+    now_ns: i64,
+    t: Timing,
+}
+
+impl Case<'_> {
+    /// The event to tell (if any) and why; `quiet` whether a reopening is
+    /// held back by the cooldown, updated.
+    fn event(&self, quiet: &mut bool) -> (Option<IncidentEvent>, Vec<String>) {
+        use IncidentEvent as E;
+        use IncidentState as S;
+        let (inc, change, before) = (self.inc, self.change, self.before);
+        let now = inc.state;
+        let heard = before.map(|b| b.state);
+        let cooling =
+            before.is_some_and(|b| self.now_ns.saturating_sub(b.last_fire_ns) < self.t.cooldown_ns);
+        let opened = change.is_some_and(|c| c.from.is_none()) && heard.is_none();
+        if opened {
+            // Born muted (its signals were muted before it): nothing to
+            // page about until one is open again.
+            ((now == S::Open).then_some(E::Opened), Vec::new())
+        } else if now == S::Resolved {
+            let event = match heard {
+                // Never told (or already told resolved): nothing to take back.
+                None | Some(S::Resolved) => None,
+                Some(_) if *quiet => {
+                    *quiet = false;
+                    None
+                }
+                Some(_) => Some(E::Resolved),
+            };
+            (event, Vec::new())
+        } else if heard == Some(S::Resolved) || change.is_some_and(|c| c.from == Some(S::Resolved))
+        {
+            *quiet = cooling;
+            ((!cooling).then_some(E::Reopened), reopened_by(inc))
+        } else if heard.is_none() {
+            // Opened before the alerter knew it: told once, as a reminder.
+            ((now == S::Open).then_some(E::Reminder), Vec::new())
+        } else if *quiet {
+            // A reopening the cooldown held back: told once the cooldown
+            // ends, if it is still open and nobody muted it.
+            if !cooling && now == S::Open {
+                *quiet = false;
+                (Some(E::Reopened), reopened_by(inc))
+            } else {
+                (None, Vec::new())
+            }
+        } else if now == S::Acknowledged {
+            (
+                (heard == Some(S::Open)).then_some(E::Acknowledged),
+                Vec::new(),
+            )
+        } else if heard == Some(S::Acknowledged) && before.is_some_and(|b| b.last_ns == 0) {
+            // Born muted, never told: a member open again is its opening.
+            *quiet = false;
+            (Some(E::Opened), Vec::new())
+        } else {
+            self.update(before.expect("told"))
+        }
+    }
+
+    /// An incident told before and still open: `updated` when something
+    /// changed since (`why`), else a `reminder` when one is due.
+    fn update(&self, b: &IncidentTold) -> (Option<IncidentEvent>, Vec<String>) {
+        let inc = self.inc;
+        let mut why = Vec::new();
+        if b.state == IncidentState::Acknowledged {
+            why.push("a muted member is open again".to_string());
+        }
+        if let Some(c) = self.change {
+            for sid in &c.joined {
+                why.push(joined_words(inc, sid));
+            }
+        }
+        if severity_of(&inc.severity) > b.severity || self.change.is_some_and(|c| c.escalated) {
+            why.push(format!("severity rose to {}", inc.severity));
+        }
+        let findings = inc.findings as u64;
+        if b.findings > 0 && findings >= 2 * b.findings {
+            why.push(format!("findings doubled: {} → {findings}", b.findings));
+        }
+        let event = if !why.is_empty() {
+            Some(IncidentEvent::Updated)
+        } else if self.now_ns.saturating_sub(b.last_ns) >= self.t.repeat_interval_ns {
+            Some(IncidentEvent::Reminder)
+        } else {
+            None
+        };
+        (event, why)
+    }
+
+    /// What to remember of the incident after telling `event` (if any).
+    fn next(&self, event: Option<IncidentEvent>, quiet: bool) -> IncidentTold {
+        let inc = self.inc;
+        let mut next = self.before.cloned().unwrap_or_else(|| untold(inc));
+        next.state = inc.state;
+        next.quiet = quiet;
+        if let Some(event) = event {
+            next.last_ns = self.now_ns;
+            next.findings = inc.findings as u64;
+            next.severity = severity_of(&inc.severity);
+            if matches!(event, IncidentEvent::Opened | IncidentEvent::Reopened) {
+                next.last_fire_ns = self.now_ns;
+            }
+            if event == IncidentEvent::Resolved {
+                next.quiet = false;
+            }
+        }
+        next
+    }
 }
 
 /// What is remembered of an incident nobody was told about yet.

@@ -27,6 +27,7 @@ pub mod sender;
 pub mod sign;
 pub mod slack;
 pub mod stats;
+pub mod target;
 pub mod teams;
 pub mod webhook;
 
@@ -39,10 +40,11 @@ use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 
-pub use config::{AlertConfig, GroupBy, Target, TargetKind};
+pub use config::AlertConfig;
 pub use incidents::{IncidentEvent, IncidentNotice};
 pub use notify::{Event, Notice};
 pub use sender::{Clock, Mode, Sender, SenderError};
+pub use target::{GroupBy, Target, TargetKind};
 
 use crate::signal::{Lifecycle, Signal};
 
@@ -113,8 +115,27 @@ pub fn render_incident(
     }
 }
 
+/// A rendered body that breaks its target's documented limits.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitError {
+    /// The body does not serialize.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    #[error("{bytes} bytes > {max}")]
+    Bytes { bytes: usize, max: usize },
+    /// Any other limit or required part, in words ("3 embeds", "no source").
+    #[error("{0}")]
+    Breach(String),
+}
+
+impl LimitError {
+    fn breach(what: impl Into<String>) -> LimitError {
+        LimitError::Breach(what.into())
+    }
+}
+
 /// The documented limits of `kind`, checked on a rendered body.
-pub fn check_limits(kind: TargetKind, body: &serde_json::Value) -> Result<(), String> {
+pub fn check_limits(kind: TargetKind, body: &serde_json::Value) -> Result<(), LimitError> {
     match kind {
         TargetKind::Slack => slack::check(body),
         TargetKind::Discord => discord::check(body),
@@ -142,7 +163,6 @@ impl Alerting {
         sweep_now_ns: i64,
         wall_ns: i64,
     ) -> rusqlite::Result<Vec<Queued>> {
-        outbox::ensure(c)?;
         let timing = notify::Timing {
             repeat_interval_ns: (self.cfg.repeat_interval_secs as i64)
                 .saturating_mul(1_000_000_000),

@@ -3,7 +3,9 @@
 //! it, worked by a sender, kept after delivery for `alerts list`. Also what
 //! was last told per signal and per incident, and which targets a person
 //! must re-enable.
-//! Every function takes a `Connection` (a `Transaction` derefs to one).
+//! Every function takes a `Connection` (a `Transaction` derefs to one) on
+//! `state.sqlite` as [`crate::state::open`] opens it: the tables are
+//! declared in `crate::state::schema`.
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -11,57 +13,6 @@ use serde::Serialize;
 use super::incidents::IncidentTold;
 use super::notify::Told;
 use crate::incident::IncidentState;
-
-pub const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS outbox (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    webhook_id TEXT NOT NULL UNIQUE,
-    target TEXT NOT NULL,
-    signals TEXT NOT NULL,
-    body TEXT NOT NULL,
-    created_ns INTEGER NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    next_at_ns INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    last_error TEXT,
-    done_ns INTEGER,
-    lease_until_ns INTEGER
-);
-CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (target, status, id);
-CREATE TABLE IF NOT EXISTS alert_told (
-    signal_id TEXT PRIMARY KEY,
-    last_ns INTEGER NOT NULL,
-    last_fire_ns INTEGER NOT NULL,
-    findings INTEGER NOT NULL,
-    quiet INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS alert_incident_told (
-    incident_id TEXT PRIMARY KEY,
-    last_ns INTEGER NOT NULL,
-    last_fire_ns INTEGER NOT NULL,
-    findings INTEGER NOT NULL,
-    severity TEXT NOT NULL,
-    state TEXT NOT NULL,
-    quiet INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS alert_targets (
-    name TEXT PRIMARY KEY,
-    disabled_reason TEXT,
-    disabled_ns INTEGER
-);
-";
-
-/// Create the tables (and add columns a file from an older version lacks).
-pub fn ensure(c: &Connection) -> rusqlite::Result<()> {
-    c.execute_batch(SCHEMA)?;
-    let has_lease: bool = c
-        .prepare("SELECT 1 FROM pragma_table_info('outbox') WHERE name = 'lease_until_ns'")?
-        .exists([])?;
-    if !has_lease {
-        c.execute_batch("ALTER TABLE outbox ADD COLUMN lease_until_ns INTEGER")?;
-    }
-    Ok(())
-}
 
 /// Take the row for one attempt until `until_ns`, unless another sender
 /// holds it; true when taken.

@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 
 use super::incidents::IncidentEvent;
 use super::message::{cut, evidence_line, short_trace, IncidentMessage};
-use crate::incident::Incident;
+use super::LimitError;
+use crate::incident::{Incident, IncidentEvidence};
 use crate::model::ErrorClass;
 use crate::signal::Severity;
 use crate::time::rfc3339;
@@ -88,11 +89,55 @@ pub fn render(m: &IncidentMessage<'_>) -> Value {
     if action != "trigger" {
         return json!({"event_action": action, "dedup_key": dedup_key(i)});
     }
+    let (shown, more) = m.evidence();
+    let mut event = json!({
+        "event_action": action,
+        "dedup_key": dedup_key(i),
+        "payload": payload(m, details(m, shown, more)),
+        "links": links(m, shown),
+        "client": "stormwatch",
+    });
+    if let Some(url) = m.incident_url().or_else(|| {
+        (!m.public_url.is_empty()).then(|| m.public_url.trim_end_matches('/').to_string())
+    }) {
+        event["client_url"] = json!(url);
+    }
+    fit(&mut event, i.members.len());
+    event
+}
+
+/// `payload`: the summary, where it is and how bad, and `details`.
+fn payload(m: &IncidentMessage<'_>, details: Value) -> Value {
+    let i = &m.notice.incident;
     let mut summary = i.title.clone();
     if m.notice.event == IncidentEvent::Reopened {
         summary = format!("Reopened: {summary}");
     }
-    let (shown, more) = m.evidence();
+    let mut payload = json!({
+        "summary": cut(&summary, MAX_SUMMARY),
+        "source": source(m.public_url),
+        "severity": severity(i),
+        "timestamp": rfc3339(i.last_seen_ns),
+        "class": class(i),
+        "custom_details": details,
+    });
+    let component = i
+        .dependency
+        .clone()
+        .or_else(|| (i.tools.len() == 1).then(|| i.tools[0].clone()));
+    if let Some(c) = component {
+        payload["component"] = json!(cut(&c, 255));
+    }
+    if let Some(g) = &i.service {
+        payload["group"] = json!(cut(g, 255));
+    }
+    payload
+}
+
+/// `payload.custom_details`: the incident whole — members, timeline,
+/// impact, remedies and the `shown` evidence — lists cut to `MAX_LISTED`.
+fn details(m: &IncidentMessage<'_>, shown: &[IncidentEvidence], more: usize) -> Value {
+    let i = &m.notice.incident;
     let evidence: Vec<Value> = shown
         .iter()
         .map(|e| {
@@ -156,27 +201,14 @@ pub fn render(m: &IncidentMessage<'_>) -> Value {
     if i.members.len() > MAX_LISTED {
         details["members_more"] = json!(i.members.len() - MAX_LISTED);
     }
-    let mut payload = json!({
-        "summary": cut(&summary, MAX_SUMMARY),
-        "source": source(m.public_url),
-        "severity": severity(i),
-        "timestamp": rfc3339(i.last_seen_ns),
-        "class": class(i),
-        "custom_details": details,
-    });
-    let component = i
-        .dependency
-        .clone()
-        .or_else(|| (i.tools.len() == 1).then(|| i.tools[0].clone()));
-    if let Some(c) = component {
-        payload["component"] = json!(cut(&c, 255));
-    }
-    if let Some(g) = &i.service {
-        payload["group"] = json!(cut(g, 255));
-    }
+    details
+}
+
+/// `links`: the incident's page, then each `shown` trace's.
+fn links(m: &IncidentMessage<'_>, shown: &[IncidentEvidence]) -> Vec<Value> {
     let mut links = Vec::new();
     if let Some(url) = m.incident_url() {
-        links.push(json!({"href": url, "text": format!("{} in stormwatch", i.id)}));
+        links.push(json!({"href": url, "text": format!("{} in stormwatch", m.notice.incident.id)}));
     }
     for e in shown {
         if let Some(url) = m.trace_url(&e.evidence.trace_id) {
@@ -186,29 +218,21 @@ pub fn render(m: &IncidentMessage<'_>) -> Value {
             }));
         }
     }
-    let mut event = json!({
-        "event_action": action,
-        "dedup_key": dedup_key(i),
-        "payload": payload,
-        "links": links,
-        "client": "stormwatch",
-    });
-    if let Some(url) = m.incident_url().or_else(|| {
-        (!m.public_url.is_empty()).then(|| m.public_url.trim_end_matches('/').to_string())
-    }) {
-        event["client_url"] = json!(url);
-    }
-    // Never past the size limit, whatever the members' titles hold.
-    if serde_json::to_vec(&event).map_or(0, |b| b.len()) > MAX_BYTES - 4096 {
+    links
+}
+
+/// Never past the size limit, whatever the members' titles hold: an
+/// event too big loses its lists (the `members` counted instead).
+fn fit(event: &mut Value, members: usize) {
+    if serde_json::to_vec(&*event).map_or(0, |b| b.len()) > MAX_BYTES - 4096 {
         let d = &mut event["payload"]["custom_details"];
         d["members"] = json!([]);
         d["timeline"] = json!([]);
         d["changes"] = json!([]);
         d["tools"] = json!([]);
         d["remedies"] = json!([]);
-        d["members_more"] = json!(i.members.len());
+        d["members_more"] = json!(members);
     }
-    event
 }
 
 /// Signal notices as one event (a PagerDuty target is told per incident,
@@ -267,50 +291,67 @@ fn class(i: &Incident) -> String {
     kinds.join(", ")
 }
 
+/// Why a stored event cannot be sent.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredEventError {
+    #[error("the stored event is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("the stored event is not a JSON object")]
+    NotObject,
+}
+
 /// The body as sent: `stored` with `routing_key` added.
-pub fn with_routing_key(stored: &str, key: &str) -> Result<String, String> {
-    let mut v: Value =
-        serde_json::from_str(stored).map_err(|e| format!("the stored event is not JSON: {e}"))?;
-    let o = v
-        .as_object_mut()
-        .ok_or("the stored event is not a JSON object")?;
+pub fn with_routing_key(stored: &str, key: &str) -> Result<String, StoredEventError> {
+    let mut v: Value = serde_json::from_str(stored).map_err(StoredEventError::NotJson)?;
+    let o = v.as_object_mut().ok_or(StoredEventError::NotObject)?;
     o.insert("routing_key".into(), json!(key));
     Ok(v.to_string())
 }
 
 /// The Events API v2 contract, checked on a rendered (stored) event.
-pub fn check(v: &Value) -> Result<(), String> {
-    let bytes = serde_json::to_vec(v).map_err(|e| e.to_string())?.len();
+pub fn check(v: &Value) -> Result<(), LimitError> {
+    let bytes = serde_json::to_vec(v).map_err(LimitError::Json)?.len();
     if bytes > MAX_BYTES {
-        return Err(format!("{bytes} bytes > {MAX_BYTES}"));
+        return Err(LimitError::Bytes {
+            bytes,
+            max: MAX_BYTES,
+        });
     }
     if v.get("routing_key").is_some() {
-        return Err("a stored event must not hold routing_key".into());
+        return Err(LimitError::breach(
+            "a stored event must not hold routing_key",
+        ));
     }
     let action = v["event_action"].as_str().unwrap_or("");
     if !["trigger", "acknowledge", "resolve"].contains(&action) {
-        return Err(format!("event_action {action:?}"));
+        return Err(LimitError::breach(format!("event_action {action:?}")));
     }
     let key = v["dedup_key"].as_str().unwrap_or("");
     if key.is_empty() || key.chars().count() > MAX_DEDUP_KEY {
-        return Err(format!("dedup_key of {} chars", key.chars().count()));
+        return Err(LimitError::breach(format!(
+            "dedup_key of {} chars",
+            key.chars().count()
+        )));
     }
     if action == "trigger" {
         let p = &v["payload"];
         let summary = p["summary"].as_str().unwrap_or("");
         if summary.is_empty() || summary.chars().count() > MAX_SUMMARY {
-            return Err(format!("summary of {} chars", summary.chars().count()));
+            return Err(LimitError::breach(format!(
+                "summary of {} chars",
+                summary.chars().count()
+            )));
         }
         if p["source"].as_str().unwrap_or("").is_empty() {
-            return Err("no source".into());
+            return Err(LimitError::breach("no source"));
         }
         let sev = p["severity"].as_str().unwrap_or("");
         if !["critical", "error", "warning", "info"].contains(&sev) {
-            return Err(format!("severity {sev:?}"));
+            return Err(LimitError::breach(format!("severity {sev:?}")));
         }
         for l in v["links"].as_array().into_iter().flatten() {
             if l["href"].as_str().unwrap_or("").is_empty() {
-                return Err("a link without href".into());
+                return Err(LimitError::breach("a link without href"));
             }
         }
     }

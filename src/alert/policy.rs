@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::config::TargetKind;
+use super::target::TargetKind;
 
 /// How long a PagerDuty 429 without `Retry-After` waits at least:
 /// PagerDuty asks for "a backoff of a few minutes" on throttling.

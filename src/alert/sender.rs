@@ -23,10 +23,11 @@ use tokio::time::Instant;
 pub use super::answer::{Answer, BODY_CAP};
 
 use super::answer;
-use super::config::{AlertConfig, Target, TargetKind};
+use super::config::AlertConfig;
 use super::outbox::{self, Row};
 use super::policy::{self, Budget, Verdict};
 use super::stats::Stats;
+use super::target::{Target, TargetKind};
 
 /// The sender's wall clock: the system clock, or (for tests on a paused
 /// tokio clock) a start time plus tokio's virtual elapsed time.
@@ -107,7 +108,7 @@ pub struct Sender {
 /// The HTTP client the sender uses: no redirects, a per-request timeout,
 /// a DNS resolver that drops the addresses `deny_hosts` refuses.
 pub fn client(cfg: &AlertConfig) -> reqwest::Client {
-    let policy = Arc::new(super::hosts::HostPolicy::of(cfg));
+    let policy = Arc::new(cfg.host_policy());
     reqwest::Client::builder()
         .dns_resolver(Arc::new(super::hosts::Resolver(policy)))
         .redirect(reqwest::redirect::Policy::none())

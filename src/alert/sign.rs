@@ -8,21 +8,35 @@ use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
+/// Why a signing secret cannot sign.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("expected whsec_ followed by base64")]
+    NotBase64(#[source] base64::DecodeError),
+    #[error("the key is shorter than 16 bytes")]
+    TooShort,
+    #[error("{0}")]
+    Key(#[source] hmac::digest::InvalidLength),
+}
+
 /// The HMAC key of a secret: base64 after an optional `whsec_` prefix.
-pub fn key(secret: &str) -> Result<Vec<u8>, String> {
+pub fn key(secret: &str) -> Result<Vec<u8>, SecretError> {
     let b64 = secret.strip_prefix("whsec_").unwrap_or(secret);
-    let key = STANDARD
-        .decode(b64)
-        .map_err(|_| "expected whsec_ followed by base64".to_string())?;
+    let key = STANDARD.decode(b64).map_err(SecretError::NotBase64)?;
     if key.len() < 16 {
-        return Err("the key is shorter than 16 bytes".into());
+        return Err(SecretError::TooShort);
     }
     Ok(key)
 }
 
 /// The `webhook-signature` value for one delivery attempt.
-pub fn signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> Result<String, String> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(&key(secret)?).map_err(|e| e.to_string())?;
+pub fn signature(
+    secret: &str,
+    id: &str,
+    timestamp: i64,
+    body: &[u8],
+) -> Result<String, SecretError> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key(secret)?).map_err(SecretError::Key)?;
     mac.update(id.as_bytes());
     mac.update(b".");
     mac.update(timestamp.to_string().as_bytes());

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::message::{
     cut, evidence, evidence_line, numbers, remedy_line, short_trace, Fit, IncidentMessage, Message,
 };
+use super::LimitError;
 
 pub const MAX_BLOCKS: usize = 50;
 pub const MAX_SECTION: usize = 3000;
@@ -150,10 +151,15 @@ fn mrkdwn_safe(s: &str) -> String {
 }
 
 /// Slack's documented limits, checked on a rendered payload.
-pub fn check(v: &Value) -> Result<(), String> {
-    let blocks = v["blocks"].as_array().ok_or("no blocks")?;
+pub fn check(v: &Value) -> Result<(), LimitError> {
+    let blocks = v["blocks"]
+        .as_array()
+        .ok_or_else(|| LimitError::breach("no blocks"))?;
     if blocks.len() > MAX_BLOCKS {
-        return Err(format!("{} blocks > {MAX_BLOCKS}", blocks.len()));
+        return Err(LimitError::breach(format!(
+            "{} blocks > {MAX_BLOCKS}",
+            blocks.len()
+        )));
     }
     for b in blocks {
         let t = b["text"]["text"].as_str().unwrap_or("");
@@ -163,16 +169,23 @@ pub fn check(v: &Value) -> Result<(), String> {
             MAX_SECTION
         };
         if t.chars().count() > max {
-            return Err(format!("{} text of {} chars", b["type"], t.chars().count()));
+            return Err(LimitError::breach(format!(
+                "{} text of {} chars",
+                b["type"],
+                t.chars().count()
+            )));
         }
         if let Some(els) = b["elements"].as_array() {
             if els.len() > 10 {
-                return Err(format!("context with {} elements", els.len()));
+                return Err(LimitError::breach(format!(
+                    "context with {} elements",
+                    els.len()
+                )));
             }
         }
     }
     if v["text"].as_str().unwrap_or("").chars().count() > MAX_SECTION {
-        return Err("text too long".into());
+        return Err(LimitError::breach("text too long"));
     }
     Ok(())
 }

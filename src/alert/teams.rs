@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::message::{
     cut, evidence, evidence_line, numbers, remedy_line, short_trace, IncidentMessage, Message,
 };
+use super::LimitError;
 
 pub const MAX_BYTES: usize = 24 * 1024;
 
@@ -223,10 +224,13 @@ pub fn render_incident(m: &IncidentMessage<'_>) -> Value {
 }
 
 /// The Adaptive Card shape and the size limit, checked on a rendered payload.
-pub fn check(v: &Value) -> Result<(), String> {
-    let bytes = serde_json::to_vec(v).map_err(|e| e.to_string())?.len();
+pub fn check(v: &Value) -> Result<(), LimitError> {
+    let bytes = serde_json::to_vec(v).map_err(LimitError::Json)?.len();
     if bytes > MAX_BYTES {
-        return Err(format!("{bytes} bytes > {MAX_BYTES}"));
+        return Err(LimitError::Bytes {
+            bytes,
+            max: MAX_BYTES,
+        });
     }
     let content = &v["attachments"][0]["content"];
     if v["type"] != "message"
@@ -234,7 +238,9 @@ pub fn check(v: &Value) -> Result<(), String> {
         || content["type"] != "AdaptiveCard"
         || content["version"] != "1.4"
     {
-        return Err("not a message with an Adaptive Card 1.4".into());
+        return Err(LimitError::breach(
+            "not a message with an Adaptive Card 1.4",
+        ));
     }
     Ok(())
 }

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use super::config::{Severity, TargetConfig, TargetKind};
 use super::notify::{decide, Event, Timing, Told};
 use super::policy::{classify, next_wait, parse_retry_after, Budget, Verdict};
+use super::target::{TargetConfig, TargetKind};
 use super::*;
+use crate::signal::Severity;
 use crate::signal::{Evidence, Kind, Lifecycle, Signal, SignalDraft};
 
 const HOUR: i64 = 3_600_000_000_000;
@@ -377,7 +378,7 @@ fn targets_filter_by_kind_tool_and_severity_and_never_show_their_secrets() {
         !shown.contains("whsec") && !shown.contains("hooks.example"),
         "{shown}"
     );
-    let err = cfg.resolve(|_| None).unwrap_err();
+    let err = cfg.resolve(|_| None).unwrap_err().to_string();
     assert!(
         err.contains("SW_TEST_SECRET") && err.contains("pager"),
         "{err}"

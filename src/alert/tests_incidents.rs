@@ -8,10 +8,10 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::Connection;
 
-use super::config::{GroupBy, TargetConfig, TargetKind};
 use super::incidents::{decide, IncidentEvent, IncidentNotice, IncidentTold};
 use super::notify::Timing;
 use super::policy::{classify, Verdict};
+use super::target::{GroupBy, TargetConfig, TargetKind};
 use super::*;
 use crate::incident::body::{build, Joined};
 use crate::incident::{Cause, Facts, Incident, IncidentChange, IncidentState};
@@ -502,7 +502,7 @@ fn sweep(
 
 #[test]
 fn members_are_inhibited_for_incident_targets_and_signal_targets_keep_their_notices() {
-    let c = Connection::open_in_memory().unwrap();
+    let c = crate::state::open_in_memory().unwrap();
     let a = alerting(vec![
         target("slack", TargetKind::Slack, GroupBy::Incident),
         target("pd", TargetKind::PagerDuty, GroupBy::Incident),
@@ -561,7 +561,7 @@ fn members_are_inhibited_for_incident_targets_and_signal_targets_keep_their_noti
 
 #[test]
 fn a_target_gets_an_incident_when_an_open_member_passes_its_filters() {
-    let c = Connection::open_in_memory().unwrap();
+    let c = crate::state::open_in_memory().unwrap();
     let mut critical_only = target("pager", TargetKind::Webhook, GroupBy::Incident);
     critical_only.min_severity = Some(crate::signal::Severity::Critical);
     let mut other_tool = target("other", TargetKind::Slack, GroupBy::Incident);
@@ -945,7 +945,7 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
     ))
     .unwrap();
     let r = t.resolve(|_| None).unwrap();
-    assert_eq!(r.url, config::PAGERDUTY_URL);
+    assert_eq!(r.url, super::target::PAGERDUTY_URL);
     assert_eq!(r.routing_key.as_deref(), Some(key));
     assert_eq!(r.group_by, GroupBy::Incident);
     for shown in [format!("{t:?}"), format!("{r:?}")] {
@@ -957,7 +957,7 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
         .resolve(|k| (k == "SW_PD_KEY").then(|| key.to_string()))
         .unwrap();
     assert_eq!(r.routing_key.as_deref(), Some(key));
-    let err = t.resolve(|_| None).unwrap_err();
+    let err = t.resolve(|_| None).unwrap_err().to_string();
     assert!(err.contains("SW_PD_KEY") && err.contains("\"pd\""), "{err}");
     let cfg = AlertConfig {
         targets: vec![t],
@@ -992,7 +992,11 @@ fn a_pagerduty_target_needs_exactly_one_routing_key_and_never_shows_it() {
         ),
         ("name = \"s\"\nkind = \"slack\"\n", "needs url or url_env"),
     ] {
-        let err = parse(text).unwrap().resolve(|_| None).unwrap_err();
+        let err = parse(text)
+            .unwrap()
+            .resolve(|_| None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(says), "{text}: {err}");
         assert!(!err.contains("has a space"), "{err}");
     }

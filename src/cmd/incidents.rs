@@ -7,9 +7,9 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{Format, Status};
-use crate::dash::incidents::{ordered, IncidentAnswer, IncidentLine, StateCounts, Which};
 use crate::incident::body::minute;
 use crate::incident::{Impact, IncidentError};
+use crate::read::incidents::{ordered, IncidentAnswer, IncidentLine, StateCounts, Which};
 use crate::signal::StateDb;
 
 /// The state of the store at `data_dir` (which must be a store).
@@ -115,7 +115,7 @@ pub fn show(
     out: &mut dyn Write,
 ) -> anyhow::Result<Status> {
     let db = state(data_dir)?;
-    let a = crate::dash::incidents::answer(&db, id)?
+    let a = crate::read::incidents::answer(&db, id)?
         .ok_or_else(|| IncidentError::NoSuchIncident(id.to_string()))?;
     match format {
         Format::Json => writeln!(out, "{:#}", serde_json::to_value(&a)?)?,

@@ -26,7 +26,6 @@ pub fn stdio(
     let now = now
         .map(crate::time::parse_now)
         .transpose()
-        .map_err(anyhow::Error::msg)
         .context("--now")?;
     let reader = crate::store::Reader::open(data_dir)?;
     let sweeps = crate::mcp::DirectSweeps::new(
@@ -36,7 +35,7 @@ pub fn stdio(
         now,
     );
     let ctx = Arc::new(crate::mcp::Context::new(
-        Arc::new(crate::dash::cache::Reads::new(reader)),
+        Arc::new(crate::read::cache::Reads::new(reader)),
         config.detect.error_spike.clone(),
         Arc::new(sweeps),
         crate::mcp::QueryLimits::from_config(&config.mcp),

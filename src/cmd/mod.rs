@@ -68,7 +68,7 @@ impl From<cli::OutputFormat> for Format {
 /// A shared store (`--store s3://…`) and this node's id in it.
 #[derive(Debug, Clone)]
 pub struct Shared {
-    pub remote: crate::store::remote::Remote,
+    pub remote: crate::cluster::Remote,
     pub node_id: String,
 }
 
@@ -85,14 +85,17 @@ pub fn shared_store(
         return Ok((data_dir.to_path_buf(), None));
     };
     if store.starts_with("s3://") {
-        let remote = crate::store::remote::Remote::open(store)?;
-        crate::store::remote::Remote::block(remote.check())?;
+        // The CLI prints the error's text, as it always read (its sources
+        // are in it already).
+        let text = |e: crate::cluster::ClusterError| anyhow::Error::msg(e.to_string());
+        let remote = crate::cluster::Remote::open(store).map_err(text)?;
+        crate::cluster::Remote::block(remote.check()).map_err(text)?;
         let node_id = match node_id {
             Some(n) => n.to_string(),
             None => host_name().context("--node-id: no host name to default to; name this node")?,
         };
-        crate::store::remote::check_node_id(&node_id)
-            .map_err(anyhow::Error::msg)
+        crate::cluster::check_node_id(&node_id)
+            .map_err(text)
             .context("--node-id (STORMWATCH_NODE_ID, default: the host name)")?;
         return Ok((data_dir.to_path_buf(), Some(Shared { remote, node_id })));
     }
@@ -140,9 +143,7 @@ pub(crate) fn now_ns() -> i64 {
 /// `STORMWATCH_FAULTS`, when set: install its faults (tests only).
 pub fn install_faults_from_env() -> anyhow::Result<()> {
     if let Ok(spec) = std::env::var("STORMWATCH_FAULTS") {
-        crate::faults::install(&spec)
-            .map_err(anyhow::Error::msg)
-            .context("STORMWATCH_FAULTS")?;
+        crate::faults::install(&spec).context("STORMWATCH_FAULTS")?;
     }
     Ok(())
 }
@@ -173,31 +174,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
         cli.node_id.as_deref(),
     )?;
     match &cli.command {
-        Command::Serve(a) => serve::run(
-            &data_dir,
-            shared,
-            &config,
-            serve::Options {
-                role: match a.role {
-                    cli::Role::Ingest => serve::Role::Ingest,
-                    cli::Role::Detect => serve::Role::Detect,
-                    cli::Role::All => serve::Role::All,
-                },
-                public_url: cli.public_url.clone(),
-                demo: a.demo,
-                retention_days: a.retention_days,
-                otlp_addr: a.otlp_addr,
-                otlp_grpc_addr: a.otlp_grpc_addr.0,
-                http_addr: a.http_addr,
-                shutdown_timeout_secs: a.shutdown_timeout,
-                dashboard: a.dashboard.clone(),
-                ingest_token: a.ingest_token.clone(),
-                api_token: a.api_token.clone(),
-                insecure: a.insecure,
-                sweep_interval_secs: a.sweep_interval,
-                now: a.now.clone(),
-            },
-        ),
+        Command::Serve(a) => serve::run(&data_dir, shared, &config, serve_options(cli, a)),
         Command::Import(a) => import::run(
             &data_dir,
             shared,
@@ -234,52 +211,97 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
                 .map_err(|e| anyhow::anyhow!("--{e}"))?;
             coverage::run(&data_dir, span, a.format.into(), out)
         }
-        Command::Incidents(a) => {
-            let format = a.format.into();
-            match &a.action {
-                IncidentsAction::List { state } => {
-                    use crate::dash::incidents::Which;
-                    use crate::incident::IncidentState;
-                    let which = match state {
-                        None => Which::Unresolved,
-                        Some(IncidentStateArg::Open) => Which::Only(IncidentState::Open),
-                        Some(IncidentStateArg::Acknowledged) => {
-                            Which::Only(IncidentState::Acknowledged)
-                        }
-                        Some(IncidentStateArg::Resolved) => Which::Only(IncidentState::Resolved),
-                        Some(IncidentStateArg::All) => Which::All,
-                    };
-                    incidents::list(&data_dir, which, format, out)
-                }
-                IncidentsAction::Show { id } => incidents::show(&data_dir, id, format, out),
-            }
-        }
-        Command::Signals(a) => {
-            let format = a.format.into();
-            match &a.action {
-                SignalsAction::List => signals::list(&data_dir, format, out),
-                SignalsAction::Show { id } => signals::show(&data_dir, id, format, out),
-                SignalsAction::Mute {
-                    id,
-                    until,
-                    until_escalates,
-                } => signals::mute(&data_dir, id, until.as_deref(), *until_escalates, out),
-                SignalsAction::Unmute { id } => signals::unmute(&data_dir, id, out),
-                SignalsAction::Resolve { id } => signals::resolve(&data_dir, id, out),
-            }
-        }
-        Command::Alerts(a) => {
-            let db = crate::store::Layout::new(&data_dir).state_db();
-            let cfg = &config.alert;
-            match &a.action {
-                AlertsAction::List { limit } => alerts::list(&db, *limit, a.format.into(), out),
-                AlertsAction::Flush { wait } => alerts::flush(&db, cfg, *wait, out),
-                AlertsAction::Retry { id } => alerts::retry(&db, *id, out),
-                AlertsAction::Test { target } => alerts::test(&db, cfg, public_url, target, out),
-                AlertsAction::Enable { target } => alerts::enable(&db, target, out),
-            }
-        }
+        Command::Incidents(a) => run_incidents(&data_dir, a, out),
+        Command::Signals(a) => run_signals(&data_dir, a, out),
+        Command::Alerts(a) => run_alerts(&data_dir, &config, public_url, a, out),
         Command::Mcp(a) => mcp::stdio(&data_dir, &config, public_url, a.stdio, a.now.as_deref()),
         Command::Config(_) => unreachable!("handled before the config is loaded"),
+    }
+}
+
+/// `serve`'s flags as its options.
+fn serve_options(cli: &Cli, a: &cli::ServeArgs) -> serve::Options {
+    serve::Options {
+        role: match a.role {
+            cli::Role::Ingest => serve::Role::Ingest,
+            cli::Role::Detect => serve::Role::Detect,
+            cli::Role::All => serve::Role::All,
+        },
+        public_url: cli.public_url.clone(),
+        demo: a.demo,
+        retention_days: a.retention_days,
+        otlp_addr: a.otlp_addr,
+        otlp_grpc_addr: a.otlp_grpc_addr.0,
+        http_addr: a.http_addr,
+        shutdown_timeout_secs: a.shutdown_timeout,
+        dashboard: a.dashboard.clone(),
+        ingest_token: a.ingest_token.clone(),
+        api_token: a.api_token.clone(),
+        insecure: a.insecure,
+        sweep_interval_secs: a.sweep_interval,
+        now: a.now.clone(),
+    }
+}
+
+/// `incidents list|show`.
+fn run_incidents(
+    data_dir: &std::path::Path,
+    a: &cli::IncidentsArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<Status> {
+    let format = a.format.into();
+    match &a.action {
+        IncidentsAction::List { state } => {
+            use crate::incident::IncidentState;
+            use crate::read::incidents::Which;
+            let which = match state {
+                None => Which::Unresolved,
+                Some(IncidentStateArg::Open) => Which::Only(IncidentState::Open),
+                Some(IncidentStateArg::Acknowledged) => Which::Only(IncidentState::Acknowledged),
+                Some(IncidentStateArg::Resolved) => Which::Only(IncidentState::Resolved),
+                Some(IncidentStateArg::All) => Which::All,
+            };
+            incidents::list(data_dir, which, format, out)
+        }
+        IncidentsAction::Show { id } => incidents::show(data_dir, id, format, out),
+    }
+}
+
+/// `signals list|show|mute|unmute|resolve`.
+fn run_signals(
+    data_dir: &std::path::Path,
+    a: &cli::SignalsArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<Status> {
+    let format = a.format.into();
+    match &a.action {
+        SignalsAction::List => signals::list(data_dir, format, out),
+        SignalsAction::Show { id } => signals::show(data_dir, id, format, out),
+        SignalsAction::Mute {
+            id,
+            until,
+            until_escalates,
+        } => signals::mute(data_dir, id, until.as_deref(), *until_escalates, out),
+        SignalsAction::Unmute { id } => signals::unmute(data_dir, id, out),
+        SignalsAction::Resolve { id } => signals::resolve(data_dir, id, out),
+    }
+}
+
+/// `alerts list|flush|retry|test|enable`.
+fn run_alerts(
+    data_dir: &std::path::Path,
+    config: &crate::config::Config,
+    public_url: Option<&str>,
+    a: &cli::AlertsArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<Status> {
+    let db = crate::store::Layout::new(data_dir).state_db();
+    let cfg = &config.alert;
+    match &a.action {
+        AlertsAction::List { limit } => alerts::list(&db, *limit, a.format.into(), out),
+        AlertsAction::Flush { wait } => alerts::flush(&db, cfg, *wait, out),
+        AlertsAction::Retry { id } => alerts::retry(&db, *id, out),
+        AlertsAction::Test { target } => alerts::test(&db, cfg, public_url, target, out),
+        AlertsAction::Enable { target } => alerts::enable(&db, target, out),
     }
 }

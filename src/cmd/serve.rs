@@ -60,7 +60,8 @@ pub fn open_ingest(
     opts.node_id = Some(shared.node_id.clone());
     opts.retention_days = Some(opts.dedup_days as u32 + 1);
     opts.seal_after = None;
-    let layout = crate::store::Layout::shipping(data_dir, shared.remote.clone());
+    let ship = crate::cluster::ship::Ship::new(shared.remote.clone());
+    let layout = crate::store::Layout::shipping(data_dir, Arc::new(ship));
     Store::open_layout(layout, opts).with_context(|| {
         format!(
             "opening {} as an ingest node of {}",
@@ -78,15 +79,15 @@ fn open_copy(
     data_dir: &Path,
     shared: &super::Shared,
     config: &Config,
-    lease: Option<Arc<crate::store::remote::lease::Lease>>,
+    lease: Option<Arc<crate::cluster::lease::Lease>>,
 ) -> anyhow::Result<Store> {
     let mut opts = config.store_options(None);
-    opts.mirror = Some(crate::store::remote::mirror::Mirror {
+    opts.mirror = Some(Arc::new(crate::cluster::mirror::Mirror {
         remote: shared.remote.clone(),
         lease,
         pull_every: Duration::from_secs(config.cluster.pull_interval_secs),
         retention_days: opts.retention_days,
-    });
+    }));
     opts.retention_days = None;
     opts.compact_parts = usize::MAX;
     Store::open(data_dir, opts).with_context(|| {
@@ -135,11 +136,46 @@ pub fn run(
             "ingest.result_failures: tool results of this shape are read as failures"
         );
     }
-    let stores = match (&shared, o.role) {
-        (None, Role::All) => crate::serve::Stores::single(Arc::new(Store::open(
-            data_dir,
-            config.store_options(retention),
-        )?)),
+    let stores = open_stores(data_dir, shared.as_ref(), config, &o, retention)?;
+    if o.demo {
+        let store = stores
+            .detect
+            .as_ref()
+            .expect("a local store detects on itself");
+        load_demo(store, config, o.http_addr)?;
+    }
+    let opts = serve_options(config, o)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let result = runtime.block_on(crate::serve::run(
+        stores,
+        opts,
+        crate::serve::shutdown_signal(),
+    ));
+    // A final flush that overran the shutdown timeout is abandoned
+    // here; its spans are in the WAL and recovered on the next start.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result.map(|()| Status::Success)
+}
+
+/// The stores `o.role` serves: one local store, or over a shared store an
+/// ingest node's store, a detect node's copy and its lease keeper, or both.
+fn open_stores(
+    data_dir: &Path,
+    shared: Option<&super::Shared>,
+    config: &Config,
+    o: &Options,
+    retention: Option<u32>,
+) -> anyhow::Result<crate::serve::Stores> {
+    let shared = match (shared, o.role) {
+        (None, Role::All) => {
+            return Ok(crate::serve::Stores::single(Arc::new(Store::open(
+                data_dir,
+                config.store_options(retention),
+            )?)))
+        }
         (None, role) => anyhow::bail!(
             "--role {} needs a shared store: --store s3://bucket/prefix (a local store is served by one process, --role all)",
             if role == Role::Ingest { "ingest" } else { "detect" }
@@ -147,70 +183,73 @@ pub fn run(
         (Some(_), _) if o.demo => {
             anyhow::bail!("--demo loads a local store; run it without --store")
         }
-        (Some(shared), role) => {
-            let config = &Config {
-                store: crate::config::StoreConfig {
-                    retention_days: retention.unwrap_or(config.store.retention_days),
-                    ..config.store.clone()
-                },
-                ..config.clone()
-            };
-            let ingest = match role {
-                Role::Detect => None,
-                // An `all` node keeps its WAL and parts apart from its copy.
-                Role::All => Some(open_ingest(&data_dir.join("ingest"), shared, config)?),
-                Role::Ingest => Some(open_ingest(data_dir, shared, config)?),
-            };
-            let (detect, leader) = if role == Role::Ingest {
-                (None, None)
-            } else {
-                let lease = Arc::new(crate::store::remote::lease::Lease::new(
-                    shared.remote.clone(),
-                    &shared.node_id,
-                    Duration::from_secs(config.cluster.lease_secs),
-                ));
-                let copy = open_copy(data_dir, shared, config, Some(Arc::clone(&lease)))?;
-                let leader = crate::serve::leader::Leader::new(
-                    lease,
-                    shared.remote.clone(),
-                    copy.layout().state_db(),
-                );
-                (Some(Arc::new(copy)), Some(Arc::new(leader)))
-            };
-            tracing::info!(
-                store = %shared.remote.url(),
-                node = %shared.node_id,
-                role = ?role,
-                "serving a shared store"
-            );
-            crate::serve::Stores {
-                ingest: ingest.map(Arc::new),
-                detect,
-                leader,
-            }
-        }
+        (Some(shared), _) => shared,
     };
-    if o.demo {
-        let store = stores
-            .detect
-            .as_ref()
-            .expect("a local store detects on itself");
-        let stored = crate::demo::load(store).context("loading the demo incident")?;
-        tracing::info!(
-            spans = stored,
-            "demo incident loaded (July 7 - August 12, 2026)"
+    let role = o.role;
+    let config = &Config {
+        store: crate::config::StoreConfig {
+            retention_days: retention.unwrap_or(config.store.retention_days),
+            ..config.store.clone()
+        },
+        ..config.clone()
+    };
+    let ingest = match role {
+        Role::Detect => None,
+        // An `all` node keeps its WAL and parts apart from its copy.
+        Role::All => Some(open_ingest(&data_dir.join("ingest"), shared, config)?),
+        Role::Ingest => Some(open_ingest(data_dir, shared, config)?),
+    };
+    let (detect, leader) = if role == Role::Ingest {
+        (None, None)
+    } else {
+        let lease = Arc::new(crate::cluster::lease::Lease::new(
+            shared.remote.clone(),
+            &shared.node_id,
+            Duration::from_secs(config.cluster.lease_secs),
+        ));
+        let copy = open_copy(data_dir, shared, config, Some(Arc::clone(&lease)))?;
+        let leader = crate::cluster::leader::Leader::new(
+            lease,
+            shared.remote.clone(),
+            copy.layout().state_db(),
         );
-        let signals = crate::demo::sweep(store, config).context("sweeping the demo incident")?;
-        tracing::info!(
-            signals,
-            "demo swept as of 2026-08-13; open http://{}/",
-            o.http_addr
-        );
-    }
+        (Some(Arc::new(copy)), Some(Arc::new(leader)))
+    };
+    tracing::info!(
+        store = %shared.remote.url(),
+        node = %shared.node_id,
+        role = ?role,
+        "serving a shared store"
+    );
+    Ok(crate::serve::Stores {
+        ingest: ingest.map(Arc::new),
+        detect,
+        leader,
+    })
+}
+
+/// `--demo`: load the demo incident into `store` and sweep it.
+fn load_demo(store: &Store, config: &Config, http_addr: SocketAddr) -> anyhow::Result<()> {
+    let stored = crate::demo::load(store).context("loading the demo incident")?;
+    tracing::info!(
+        spans = stored,
+        "demo incident loaded (July 7 - August 12, 2026)"
+    );
+    let signals = crate::demo::sweep(store, config).context("sweeping the demo incident")?;
+    tracing::info!(
+        signals,
+        "demo swept as of 2026-08-13; open http://{}/",
+        http_addr
+    );
+    Ok(())
+}
+
+/// What the server is told: `o`'s flags over the config file's values.
+fn serve_options(config: &Config, o: Options) -> anyhow::Result<crate::serve::ServeOptions> {
     let public_url = o
         .public_url
         .unwrap_or_else(|| config.alert.public_url.clone());
-    let opts = crate::serve::ServeOptions {
+    Ok(crate::serve::ServeOptions {
         otlp_addr: o.otlp_addr,
         otlp_grpc_addr: o.otlp_grpc_addr,
         http_addr: o.http_addr,
@@ -231,34 +270,15 @@ pub fn run(
         // The demo's clock stands still, so its scheduled sweeps see
         // the incident as of the morning after.
         sweep_now_ns: match &o.now {
-            Some(now) => Some(
-                crate::time::parse_now(now)
-                    .map_err(anyhow::Error::msg)
-                    .context("--now")?,
-            ),
+            Some(now) => Some(crate::time::parse_now(now).context("--now")?),
             None => o.demo.then_some(crate::demo::NOW_NS),
         },
         ingest_token: Token::new(o.ingest_token.as_deref(), false)
-            .map_err(anyhow::Error::msg)
             .context("--ingest-token (STORMWATCH_INGEST_TOKEN)")?,
         api_token: Token::new(o.api_token.as_deref(), public_url.starts_with("https://"))
-            .map_err(anyhow::Error::msg)
             .context("--api-token (STORMWATCH_API_TOKEN)")?,
         insecure: o.insecure,
         public_url,
         state_sync: Duration::from_secs(config.cluster.state_sync_secs),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let result = runtime.block_on(crate::serve::run(
-        stores,
-        opts,
-        crate::serve::shutdown_signal(),
-    ));
-    // A final flush that overran the shutdown timeout is abandoned
-    // here; its spans are in the WAL and recovered on the next start.
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    result.map(|()| Status::Success)
+    })
 }

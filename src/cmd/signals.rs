@@ -110,7 +110,6 @@ pub fn mute(
     let until_ns = until
         .map(crate::time::parse_now)
         .transpose()
-        .map_err(anyhow::Error::msg)
         .context("--until")?;
     state.mute(id, until_ns, until_escalates, now_ns())?;
     writeln!(out, "{id} muted")?;

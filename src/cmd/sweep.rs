@@ -59,17 +59,13 @@ pub fn run(
 ) -> anyhow::Result<Status> {
     use crate::sweep;
     let now = match &o.now {
-        Some(s) => crate::time::parse_now(s)
-            .map_err(anyhow::Error::msg)
-            .context("--now")?,
+        Some(s) => crate::time::parse_now(s).context("--now")?,
         None => super::now_ns(),
     };
     let alerting = crate::alert::commands::alerting(&config.alert, public_url, false)?;
     let mut opts = sweep::SweepOptions::from_config(config, now, alerting);
     if let Some(since) = &o.since {
-        opts.since_days = crate::time::parse_since(since)
-            .map_err(anyhow::Error::msg)
-            .context("--since")?;
+        opts.since_days = crate::time::parse_since(since).context("--since")?;
     }
     opts.reuse = !o.rescan;
     if let Some(shared) = shared {

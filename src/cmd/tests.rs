@@ -387,8 +387,8 @@ fn coverage_names_what_a_default_adk_agent_leaves_unseen_and_the_switch() {
 /// unknown id names the command that lists them.
 #[test]
 fn incidents_list_and_show() {
-    use crate::dash::incidents::Which;
     use crate::incident::IncidentState;
+    use crate::read::incidents::Which;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
     storms_store(data);

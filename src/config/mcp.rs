@@ -7,6 +7,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// A bound of `[mcp]` out of its range: the key (under `mcp.`) and why.
+#[derive(Debug, thiserror::Error)]
+#[error("mcp.{key}: {why}")]
+pub struct McpBoundError {
+    pub key: &'static str,
+    pub why: String,
+}
+
 /// `[mcp]` in the config file.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -40,36 +48,42 @@ impl Default for McpConfig {
 
 impl McpConfig {
     /// Why these bounds cannot be used, naming the key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), McpBoundError> {
         if !(1..=100_000).contains(&self.max_sessions) {
-            return Err(format!(
-                "mcp.max_sessions: must be from 1 to 100000, got {}",
-                self.max_sessions
-            ));
+            return Err(McpBoundError {
+                key: "max_sessions",
+                why: format!("must be from 1 to 100000, got {}", self.max_sessions),
+            });
         }
         if !(5..=86_400).contains(&self.session_idle_secs) {
-            return Err(format!(
-                "mcp.session_idle_secs: must be from 5 to 86400 (a day), got {}",
-                self.session_idle_secs
-            ));
+            return Err(McpBoundError {
+                key: "session_idle_secs",
+                why: format!(
+                    "must be from 5 to 86400 (a day), got {}",
+                    self.session_idle_secs
+                ),
+            });
         }
         if !(1..=100_000).contains(&self.max_calls_in_flight) {
-            return Err(format!(
-                "mcp.max_calls_in_flight: must be from 1 to 100000, got {}",
-                self.max_calls_in_flight
-            ));
+            return Err(McpBoundError {
+                key: "max_calls_in_flight",
+                why: format!("must be from 1 to 100000, got {}", self.max_calls_in_flight),
+            });
         }
         if !(128..=65536).contains(&self.query_memory_mib) {
-            return Err(format!(
-                "mcp.query_memory_mib: must be 128 to 65536 (a query worker needs ~100 MiB to start), got {}",
-                self.query_memory_mib
-            ));
+            return Err(McpBoundError {
+                key: "query_memory_mib",
+                why: format!(
+                    "must be 128 to 65536 (a query worker needs ~100 MiB to start), got {}",
+                    self.query_memory_mib
+                ),
+            });
         }
         if !(1..=3600).contains(&self.query_timeout_secs) {
-            return Err(format!(
-                "mcp.query_timeout_secs: must be 1 to 3600, got {}",
-                self.query_timeout_secs
-            ));
+            return Err(McpBoundError {
+                key: "query_timeout_secs",
+                why: format!("must be 1 to 3600, got {}", self.query_timeout_secs),
+            });
         }
         Ok(())
     }

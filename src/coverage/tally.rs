@@ -9,13 +9,13 @@ use polars::prelude::*;
 
 use super::ScopeCoverage;
 use crate::detect::turns::{self, Anchor};
-use crate::store::rollup::nested_in;
-use crate::store::table::{Hex, SpanIndex, SpanTable};
+use crate::spans::nested_in;
+use crate::spans::{Hex, SpanIndex, SpanTable};
 
 /// The columns the counts read: the span table's (the scope among them),
 /// and the scope's version and whether arguments were recorded.
 pub fn columns() -> impl Iterator<Item = &'static str> {
-    crate::store::table::COLUMNS
+    crate::spans::COLUMNS
         .into_iter()
         .chain(["scope_version", "tool_args_recorded"])
 }

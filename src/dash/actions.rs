@@ -52,7 +52,7 @@ pub(super) async fn signal_action(
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
     d.reads
         .may_change_by_hand()
-        .map_err(|why| Fail(StatusCode::SERVICE_UNAVAILABLE, why))?;
+        .map_err(|why| Fail(StatusCode::SERVICE_UNAVAILABLE, why.to_string()))?;
     let id2 = id.clone();
     let d2 = Arc::clone(&d);
     let state = blocking(move || {

@@ -4,15 +4,16 @@
 //! own switch that fixes each gap ([`crate::coverage`]).
 
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Html;
 use axum::Json;
 
+use maud::{html, Markup};
+
 use super::fail::{blocking, internal, Fail};
-use super::html::{esc, page, pct};
+use super::html::{page, pct};
 use super::query::Q;
 use super::Shared;
 use crate::coverage::{Coverage, Span};
@@ -67,74 +68,77 @@ fn share(n: u64, of: u64) -> String {
 /// The page: one table row per service and scope, then each one's gaps
 /// with what they blind and the fix.
 pub fn render(c: &Coverage, span: Span) -> String {
-    let mut b = String::from("<h1>What stormwatch can see</h1>");
     let (Some(from), Some(to)) = (&c.from, &c.to) else {
-        b.push_str(r#"<p class="muted">No spans stored yet.</p>"#);
-        return page("Coverage", &b);
+        let b =
+            html! { h1 { "What stormwatch can see" } p class="muted" { "No spans stored yet." } };
+        return page("Coverage", b);
     };
-    let read = match &c.since {
-        Some(t) => format!("that started since {}", esc(t)),
-        None => format!("of {} to {}", esc(from), esc(to)),
-    };
-    let _ = write!(
-        b,
-        r#"<p>The tool calls {read}, per service and instrumentation scope: how many of them carry what the rules read. A share under {} is a gap: the rules that need it cannot run there, and its fix is the framework's own setting. After changing a setting, read only what came since (<code>?since=</code> a time).</p><div class="range">Range: "#,
-        pct(crate::coverage::GAP_BELOW)
-    );
-    for d in [1, 7, 30] {
-        let on = if span == Span::Days(d) {
-            r#" class="on""#
-        } else {
-            ""
-        };
-        let unit = if d == 1 { "day" } else { "days" };
-        let _ = write!(b, r#"<a{on} href="/coverage?days={d}">{d} {unit}</a>"#);
-    }
-    b.push_str("</div>");
-    if c.scopes.is_empty() {
-        b.push_str(r#"<p class="muted">No tool calls in these days.</p>"#);
-        return page("Coverage", &b);
-    }
-    b.push_str(r#"<table id="coverage"><tr><th>service</th><th>scope</th><th>conventions</th><th class="n">calls</th><th class="n">arguments</th><th class="n">results (of calls that did not fail)</th><th class="n">failures with a class</th><th class="n">session</th><th class="n">agent turn</th><th class="n">unknown shape</th><th class="n">gaps</th></tr>"#);
-    for s in &c.scopes {
-        let scope = s.scope_label();
-        let gaps = if s.gaps.is_empty() { "" } else { " err" };
-        let _ = write!(
-            b,
-            r#"<tr><td>{}</td><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{} of {}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n{gaps}">{}</td></tr>"#,
-            esc(&s.service),
-            esc(&scope),
-            esc(&s.conventions.join(", ")),
-            s.calls,
-            share(s.with_arguments, s.calls),
-            share(s.with_results, s.calls - s.failed),
-            share(s.failed_with_class, s.failed),
-            s.failed,
-            share(s.with_session, s.calls),
-            share(s.in_agent_turn, s.calls),
-            s.unknown_shape,
-            s.gaps.len()
-        );
-    }
-    b.push_str("</table>");
-    for s in c.scopes.iter().filter(|s| !s.gaps.is_empty()) {
-        let _ = write!(
-            b,
-            r#"<h2>{} · {}</h2><ul class="gaps">"#,
-            esc(&s.service),
-            esc(s.scope.as_deref().unwrap_or("(no scope)"))
-        );
-        for g in &s.gaps {
-            let _ = write!(
-                b,
-                r#"<li><b>{}</b> ({}): {}<br><span class="muted">Fix:</span> {}</li>"#,
-                esc(&g.what),
-                esc(&g.how_much()),
-                esc(&g.blinds),
-                esc(&g.fix)
-            );
+    let b = html! {
+        h1 { "What stormwatch can see" }
+        p {
+            "The tool calls "
+            @match &c.since {
+                Some(t) => { "that started since " (t) },
+                None => { "of " (from) " to " (to) },
+            }
+            ", per service and instrumentation scope: how many of them carry what the rules read. A share under "
+            (pct(crate::coverage::GAP_BELOW))
+            " is a gap: the rules that need it cannot run there, and its fix is the framework's own setting. After changing a setting, read only what came since ("
+            code { "?since=" } " a time)."
         }
-        b.push_str("</ul>");
+        div class="range" {
+            "Range: "
+            @for d in [1, 7, 30] {
+                a class=[(span == Span::Days(d)).then_some("on")] href={ "/coverage?days=" (d) } {
+                    (d) " " @if d == 1 { "day" } @else { "days" }
+                }
+            }
+        }
+        @if c.scopes.is_empty() {
+            p class="muted" { "No tool calls in these days." }
+        } @else {
+            (scopes(c))
+        }
+    };
+    page("Coverage", b)
+}
+
+/// The table of scopes, then each one's gaps.
+fn scopes(c: &Coverage) -> Markup {
+    html! {
+        table id="coverage" {
+            tr {
+                th { "service" } th { "scope" } th { "conventions" } th class="n" { "calls" }
+                th class="n" { "arguments" } th class="n" { "results (of calls that did not fail)" }
+                th class="n" { "failures with a class" } th class="n" { "session" }
+                th class="n" { "agent turn" } th class="n" { "unknown shape" } th class="n" { "gaps" }
+            }
+            @for s in &c.scopes {
+                tr {
+                    td { (s.service) }
+                    td { (s.scope_label()) }
+                    td { (s.conventions.join(", ")) }
+                    td class="n" { (s.calls) }
+                    td class="n" { (share(s.with_arguments, s.calls)) }
+                    td class="n" { (share(s.with_results, s.calls - s.failed)) }
+                    td class="n" { (share(s.failed_with_class, s.failed)) " of " (s.failed) }
+                    td class="n" { (share(s.with_session, s.calls)) }
+                    td class="n" { (share(s.in_agent_turn, s.calls)) }
+                    td class="n" { (s.unknown_shape) }
+                    td class=(if s.gaps.is_empty() { "n" } else { "n err" }) { (s.gaps.len()) }
+                }
+            }
+        }
+        @for s in c.scopes.iter().filter(|s| !s.gaps.is_empty()) {
+            h2 { (s.service) " · " (s.scope.as_deref().unwrap_or("(no scope)")) }
+            ul class="gaps" {
+                @for g in &s.gaps {
+                    li {
+                        b { (g.what) } " (" (g.how_much()) "): " (g.blinds) br;
+                        span class="muted" { "Fix:" } " " (g.fix)
+                    }
+                }
+            }
+        }
     }
-    page("Coverage", &b)
 }

@@ -12,10 +12,7 @@ pub(super) struct Fail(pub(super) StatusCode, pub(super) String);
 
 impl IntoResponse for Fail {
     fn into_response(self) -> Response {
-        let body = html::page(
-            "Error",
-            &format!("<h1>{}</h1><p>{}</p>", self.0, html::esc(&self.1)),
-        );
+        let body = html::page("Error", maud::html! { h1 { (self.0) } p { (self.1) } });
         (self.0, Html(body)).into_response()
     }
 }

@@ -1,10 +1,15 @@
-//! HTML, server-rendered: a layout, and the small pieces every page uses.
-//! Every piece of span data goes through [`esc`] (text and attributes) or
-//! [`seg`] (a URL path segment); nothing untrusted reaches the page raw.
+//! HTML, server-rendered with maud: a layout, and the small pieces every
+//! page uses. A template escapes every value it is given (text and
+//! attributes alike); markup enters one only as [`maud::Markup`] made by
+//! another template, or as `PreEscaped` for the charts plotters drew, so
+//! span data cannot reach a page raw. URL path segments go through [`seg`].
 //! No inline `<style>`, `<script>` or `style=`: the stylesheet and the
 //! overview's script are served files (`super::assets`).
 
-/// Escape text for HTML text and quoted attribute values.
+use maud::{html, Markup, PreEscaped};
+
+/// Escape text for HTML text and quoted attribute values, for text put into
+/// markup outside a template (the templates escape on their own).
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -35,27 +40,45 @@ pub fn seg(s: &str) -> String {
 
 /// A whole page. Its style is the served stylesheet (`super::assets`): no
 /// page carries inline style or script, which the CSP would refuse.
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{} · stormwatch</title>
-<link rel="icon" href="data:,"><meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="{}"></head><body>
-<header><a href="/">stormwatch</a><a href="/incidents">Incidents</a><a href="/signals">Signals</a><a href="/coverage">Coverage</a><a href="/api/openapi.json">API</a></header>
-<main>{body}</main></body></html>"#,
-        esc(title),
-        super::assets::css_href()
-    )
+pub fn page(title: &str, body: Markup) -> String {
+    html! {
+        (PreEscaped("<!doctype html>"))
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) " · stormwatch" }
+                "\n"
+                link rel="icon" href="data:,";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                "\n"
+                link rel="stylesheet" href=(super::assets::css_href());
+            }
+            body {
+                "\n"
+                header {
+                    a href="/" { "stormwatch" }
+                    a href="/incidents" { "Incidents" }
+                    a href="/signals" { "Signals" }
+                    a href="/coverage" { "Coverage" }
+                    a href="/api/openapi.json" { "API" }
+                }
+                "\n"
+                main { (body) }
+            }
+        }
+    }
+    .into_string()
 }
 
 /// A state pill.
-pub fn state(s: &str) -> String {
-    format!(r#"<span class="pill state-{0}">{0}</span>"#, esc(s))
+pub fn state(s: &str) -> Markup {
+    html! { span class={ "pill state-" (s) } { (s) } }
 }
 
-/// A percentage.
+/// A percentage, as text.
 pub fn pct(r: f64) -> String {
     if r > 0.0 && r < 0.001 {
-        "&lt;0.1%".into()
+        "<0.1%".into()
     } else {
         format!("{:.1}%", r * 100.0)
     }

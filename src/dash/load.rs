@@ -11,8 +11,9 @@ use axum::http::StatusCode;
 use super::fail::{internal, signal_error, Fail};
 use super::pages::Range;
 use super::query::range;
-use super::{data, trace, Dash};
+use super::Dash;
 use crate::model::day_from_str;
+use crate::read::{data, trace};
 use crate::signal::{Signal, StateDb};
 
 /// The rollup, the range asked for, and a 404 when `tool` is not in it.

@@ -9,36 +9,34 @@
 //! Here: what the handlers share ([`Dash`], with the overview's cache and
 //! its `Stamp`) and the routes ([`router`]). The handlers: `views` (the
 //! pages and chart files), `api` (the JSON reads), `incidents` (the
-//! incidents' pages and API, and the types every surface shows them with),
+//! incidents' pages and API, over `crate::read::incidents`),
 //! `actions` (the signal actions, behind `csrf`'s check), `coverage` (what the spans leave
 //! stormwatch blind to: its page and API). What they share: `query` (the path
 //! and query a request asks with), `load` (the reads behind both pages
 //! and API), `fail` (the error page, the blocking runner). What they read
-//! and draw with: [`cache`] and [`data`] (the rollup and signals kept in
-//! memory), [`trace`], [`spike`], [`panels`], [`chart`]; what they answer
+//! and draw with: [`crate::read`] (the rollup and signals kept in memory,
+//! one trace judged, the incidents' types), [`spike`], [`panels`],
+//! [`chart`]; what they answer
 //! with: [`pages`], [`incident_pages`] and [`html`], [`headers`], [`assets`],
 //! [`openapi`].
 
 pub mod assets;
-pub mod cache;
 pub mod chart;
-pub mod data;
 pub mod headers;
 pub mod html;
 pub mod incident_pages;
-pub mod incidents;
 pub mod openapi;
 pub mod pages;
 pub mod panels;
 pub mod silent;
 pub mod spike;
-pub mod trace;
 
 mod actions;
 mod api;
 mod coverage;
 mod csrf;
 mod fail;
+mod incidents;
 mod load;
 mod query;
 mod views;
@@ -62,7 +60,7 @@ use crate::store::Reader;
 pub struct Dash {
     pub reader: Reader,
     /// The rollup, signals and tools tables, shared with the MCP server.
-    pub reads: Arc<cache::Reads>,
+    pub reads: Arc<crate::read::cache::Reads>,
     pub state_path: PathBuf,
     /// Rendered overviews by query, kept while neither the rollup nor the
     /// signal state changed.
@@ -100,12 +98,12 @@ type Shared = Arc<Dash>;
 /// built-in panels when it does not exist), `spike` the parameters the
 /// sweeps judge error-rate spikes with (`[detect.error_spike]`).
 pub fn router(
-    reads: Arc<cache::Reads>,
+    reads: Arc<crate::read::cache::Reads>,
     panels_file: &std::path::Path,
     spike: crate::detect::SpikeParams,
 ) -> anyhow::Result<Router> {
     let reader = reads.reader.clone();
-    let panels = panels::load(panels_file).map_err(anyhow::Error::msg)?;
+    let panels = panels::load(panels_file)?;
     tracing::info!(panels = panels.panels.len(), from = %panels.origin, "dashboard panels");
     let state_path = reader.layout().state_db();
     let dash = Arc::new(Dash {

@@ -103,7 +103,8 @@ fn openapi_formats(v: &mut Value) {
 /// they answer with (OpenAPI 3.0 flavour: `nullable`, references into
 /// `components/schemas`), and those schemas.
 fn incidents() -> (Value, Value, serde_json::Map<String, Value>) {
-    use super::incidents::{IncidentAnswer, IncidentsPage, PAGE, PAGE_MAX};
+    use super::incidents::{PAGE, PAGE_MAX};
+    use crate::read::incidents::{IncidentAnswer, IncidentsPage};
     use schemars::generate::{Contract, SchemaSettings};
     let mut g = SchemaSettings::openapi3()
         .with(|s| s.contract = Contract::Serialize)

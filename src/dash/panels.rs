@@ -5,12 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
+use maud::{html, Markup, PreEscaped};
 use polars::prelude::*;
 use polars::sql::SQLContext;
 use serde::Deserialize;
 
 use super::chart::{self, swatch};
-use super::html::esc;
 use crate::model::day_from_str;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -60,11 +60,38 @@ const BUILTIN_SQL: [(&str, &str); 3] = [
     ),
 ];
 
+/// Why the panels could not be read: each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum PanelsError {
+    #[error("the built-in panels")]
+    Builtin(#[source] toml::de::Error),
+    #[error("{}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("{}: panel {title:?}: {}", path.display(), query.display())]
+    Query {
+        path: PathBuf,
+        title: String,
+        query: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// `path` when it exists (its queries relative to its parent's parent, as
 /// in the repository), else the built-in panels. Errors name the file.
-pub fn load(path: &Path) -> Result<Panels, String> {
+pub fn load(path: &Path) -> Result<Panels, PanelsError> {
     if !path.exists() {
-        let file: File = toml::from_str(BUILTIN).map_err(|e| e.to_string())?;
+        let file: File = toml::from_str(BUILTIN).map_err(PanelsError::Builtin)?;
         let panels = file
             .panel
             .into_iter()
@@ -82,9 +109,14 @@ pub fn load(path: &Path) -> Result<Panels, String> {
             origin: "built in".into(),
         });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let file: File = toml::from_str(&text)
-        .map_err(|e| format!("{}: {}", path.display(), e.to_string().trim()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| PanelsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file: File = toml::from_str(&text).map_err(|source| PanelsError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let base: PathBuf = path
         .parent()
         .and_then(Path::parent)
@@ -93,13 +125,11 @@ pub fn load(path: &Path) -> Result<Panels, String> {
     let mut panels = Vec::new();
     for p in file.panel {
         let q = base.join(&p.query);
-        let sql = std::fs::read_to_string(&q).map_err(|e| {
-            format!(
-                "{}: panel {:?}: {}: {e}",
-                path.display(),
-                p.title,
-                q.display()
-            )
+        let sql = std::fs::read_to_string(&q).map_err(|source| PanelsError::Query {
+            path: path.to_path_buf(),
+            title: p.title.clone(),
+            query: q.clone(),
+            source,
         })?;
         panels.push((p, sql));
     }
@@ -166,93 +196,85 @@ fn tool_rows(df: &DataFrame) -> PolarsResult<Vec<(i32, String, u64, u64)>> {
         .collect())
 }
 
-/// The legend of the all-tools volume chart.
-fn volume_legend() -> String {
-    format!(
-        r#"<p class="legend"><span>{}ok calls</span><span>{}failed calls</span></p>"#,
-        swatch(chart::OK),
-        swatch(chart::ERR)
-    )
+/// The legend of the all-tools volume chart. (The swatches are our own SVG,
+/// `chart::swatch`; the charts SVG plotters drew from numbers and names it
+/// escaped.)
+fn volume_legend() -> Markup {
+    html! {
+        p class="legend" {
+            span { (PreEscaped(swatch(chart::OK))) "ok calls" }
+            span { (PreEscaped(swatch(chart::ERR))) "failed calls" }
+        }
+    }
 }
 
 /// The per-tool chart with its legend: each band's two swatches (calls,
-/// failed calls), the tool's name (escaped) and its totals in the range.
-fn tools_chart(v: &chart::ToolVolume) -> String {
-    let mut s = chart::tools_svg(v, 1100, 300);
-    s.push_str(r#"<p class="legend tools">"#);
-    for (i, b) in v.bands.iter().enumerate() {
-        let (ok, err) = v.colours(i);
-        let name = match &b.tool {
-            Some(t) => format!("<b>{}</b>", esc(t)),
-            None => format!(
-                "<b>other</b> ({} tool{})",
-                v.others,
-                if v.others == 1 { "" } else { "s" }
-            ),
-        };
-        s.push_str(&format!(
-            r#"<span class="tool">{}{}{name} <span class="muted">{} calls, {} failed</span></span>"#,
-            swatch(ok),
-            swatch(err),
-            b.total_calls(),
-            b.total_errors()
-        ));
-    }
-    if v.bands.is_empty() {
-        s.push_str(r#"<span class="muted">No tool calls in this range.</span>"#);
-    } else {
-        s.push_str(r#"<span class="muted">The darker top of each band is that tool's failed calls.</span>"#);
-    }
-    s.push_str("</p>");
-    s
-}
-
-fn table(df: &DataFrame) -> String {
-    let mut s = String::from("<table><tr>");
-    for name in df.get_column_names() {
-        s.push_str(&format!("<th>{}</th>", esc(name)));
-    }
-    s.push_str("</tr>");
-    for i in 0..df.height().min(200) {
-        s.push_str("<tr>");
-        for c in df.columns() {
-            let v = c.get(i).map(|v| v.to_string()).unwrap_or_default();
-            let v = v.trim_matches('"');
-            s.push_str(&format!("<td>{}</td>", esc(v)));
+/// failed calls), the tool's name and its totals in the range.
+fn tools_chart(v: &chart::ToolVolume) -> Markup {
+    html! {
+        (PreEscaped(chart::tools_svg(v, 1100, 300)))
+        p class="legend tools" {
+            @for (i, b) in v.bands.iter().enumerate() {
+                @let (ok, err) = v.colours(i);
+                span class="tool" {
+                    (PreEscaped(swatch(ok))) (PreEscaped(swatch(err)))
+                    @match &b.tool {
+                        Some(t) => b { (t) },
+                        None => {
+                            b { "other" }
+                            " (" (v.others) " tool" @if v.others != 1 { "s" } ")"
+                        }
+                    }
+                    " " span class="muted" { (b.total_calls()) " calls, " (b.total_errors()) " failed" }
+                }
+            }
+            @if v.bands.is_empty() {
+                span class="muted" { "No tool calls in this range." }
+            } @else {
+                span class="muted" { "The darker top of each band is that tool's failed calls." }
+            }
         }
-        s.push_str("</tr>");
     }
-    s.push_str("</table>");
-    s
 }
 
-/// Render every panel over `rollup` (the range's rows), `from..=to`.
+fn table(df: &DataFrame) -> Markup {
+    html! {
+        table {
+            tr { @for name in df.get_column_names() { th { (name) } } }
+            @for i in 0..df.height().min(200) {
+                tr {
+                    @for c in df.columns() {
+                        @let v = c.get(i).map(|v| v.to_string()).unwrap_or_default();
+                        td { (v.trim_matches('"')) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Render every panel over `rollup` (the range's rows), `from..=to`: a
+/// template's output, as text.
 pub fn render(panels: &Panels, rollup: &DataFrame, from: i32, to: i32) -> String {
-    let mut s = String::new();
-    for (i, (p, sql)) in panels.panels.iter().enumerate() {
-        let id = if i == 0 { r#" id="volume""# } else { "" };
-        let body = run(sql, rollup).and_then(|df| match p.chart {
-            Kind::StackedDaily => daily(&df, "total", Some("errors"), from, to)
-                .map(|d| chart::volume_svg(&d, 1100, 300) + &volume_legend()),
-            Kind::ToolsDaily => tool_rows(&df).map(|rows| {
-                tools_chart(&chart::ToolVolume::top(&rows, from, to, chart::tools::TOP))
-            }),
-            Kind::BarsDaily => daily(&df, "value", Some("reference"), from, to)
-                .map(|d| chart::rate_svg(&d, 1100, 220, "")),
-            Kind::Table => Ok(table(&df)),
-        });
-        match body {
-            Ok(b) => s.push_str(&format!(
-                r#"<h2>{}</h2><div class="chart"{id}>{b}</div>"#,
-                esc(&p.title)
-            )),
-            Err(e) => s.push_str(&format!(
-                r#"<h2>{}</h2><p class="err">This panel's query ({}) failed: {}</p>"#,
-                esc(&p.title),
-                esc(&p.query),
-                esc(&e.to_string())
-            )),
+    html! {
+        @for (i, (p, sql)) in panels.panels.iter().enumerate() {
+            @let body = run(sql, rollup).and_then(|df| match p.chart {
+                Kind::StackedDaily => daily(&df, "total", Some("errors"), from, to).map(|d| {
+                    html! { (PreEscaped(chart::volume_svg(&d, 1100, 300))) (volume_legend()) }
+                }),
+                Kind::ToolsDaily => tool_rows(&df).map(|rows| {
+                    tools_chart(&chart::ToolVolume::top(&rows, from, to, chart::tools::TOP))
+                }),
+                Kind::BarsDaily => daily(&df, "value", Some("reference"), from, to)
+                    .map(|d| PreEscaped(chart::rate_svg(&d, 1100, 220, ""))),
+                Kind::Table => Ok(table(&df)),
+            });
+            h2 { (p.title) }
+            @match body {
+                Ok(b) => div class="chart" id=[(i == 0).then_some("volume")] { (b) },
+                Err(e) => p class="err" { "This panel's query (" (p.query) ") failed: " (e.to_string()) },
+            }
         }
     }
-    s
+    .into_string()
 }

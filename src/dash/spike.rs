@@ -7,11 +7,11 @@
 //! A tool reported by several services is judged per service: one chart
 //! each.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-
 use super::chart::{self, swatch, RateDay};
-use super::html::{esc, pct};
+use maud::{html, Markup, PreEscaped};
+use std::collections::BTreeMap;
+
+use super::html::pct;
 use super::pages::Range;
 use crate::detect::{Basis, DayVerdict, SpikeParams};
 use crate::model::day_to_string;
@@ -59,40 +59,65 @@ fn basis(v: &DayVerdict, p: &SpikeParams) -> String {
     }
 }
 
-fn table(verdicts: &[&DayVerdict], p: &SpikeParams, judged_before: i32) -> String {
-    let mut s = String::from(
-        r#"<table class="spike-days"><tr><th>day</th><th class="n">calls</th><th class="n">failed</th><th class="n">failed share</th><th class="n">low end</th><th class="n">baseline</th><th>baseline from</th><th class="n">threshold</th><th>verdict</th></tr>"#,
-    );
-    for v in verdicts {
-        let verdict = if v.day >= judged_before {
-            "in progress".to_string()
-        } else if v.flagged {
-            r#"<b class="err">flagged</b>"#.to_string()
-        } else if v.lower_bound > v.threshold && v.calls < p.min_calls {
-            format!("too few calls to flag ({} &lt; {})", v.calls, p.min_calls)
-        } else if v.lower_bound > v.threshold && v.errors < p.min_errors {
-            format!(
-                "too few failed to flag ({} &lt; {})",
-                v.errors, p.min_errors
-            )
-        } else {
-            String::new()
-        };
-        let _ = write!(
-            s,
-            r#"<tr><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td>{verdict}</td></tr>"#,
-            day_to_string(v.day),
-            v.calls,
-            v.errors,
-            pct(v.rate),
-            pct(v.lower_bound),
-            pct(v.baseline),
-            basis(v, p),
-            pct(v.threshold.min(1.0)),
-        );
+/// What the rule said of a day, when it is more than its numbers.
+fn verdict(v: &DayVerdict, p: &SpikeParams, judged_before: i32) -> Markup {
+    html! {
+        @if v.day >= judged_before {
+            "in progress"
+        } @else if v.flagged {
+            b class="err" { "flagged" }
+        } @else if v.lower_bound > v.threshold && v.calls < p.min_calls {
+            "too few calls to flag (" (v.calls) " < " (p.min_calls) ")"
+        } @else if v.lower_bound > v.threshold && v.errors < p.min_errors {
+            "too few failed to flag (" (v.errors) " < " (p.min_errors) ")"
+        }
     }
-    s.push_str("</table>");
-    s
+}
+
+fn table(verdicts: &[&DayVerdict], p: &SpikeParams, judged_before: i32) -> Markup {
+    html! {
+        table class="spike-days" {
+            tr {
+                th { "day" } th class="n" { "calls" } th class="n" { "failed" }
+                th class="n" { "failed share" } th class="n" { "low end" }
+                th class="n" { "baseline" } th { "baseline from" } th class="n" { "threshold" }
+                th { "verdict" }
+            }
+            @for v in verdicts {
+                tr {
+                    td { (day_to_string(v.day)) }
+                    td class="n" { (v.calls) }
+                    td class="n" { (v.errors) }
+                    td class="n" { (pct(v.rate)) }
+                    td class="n" { (pct(v.lower_bound)) }
+                    td class="n" { (pct(v.baseline)) }
+                    td { (basis(v, p)) }
+                    td class="n" { (pct(v.threshold.min(1.0))) }
+                    td { (verdict(v, p, judged_before)) }
+                }
+            }
+        }
+    }
+}
+
+/// The chart's legend: the swatches are our own SVG (`chart::swatch`).
+fn legend(p: &SpikeParams) -> Markup {
+    html! {
+        p class="legend" {
+            span { (PreEscaped(swatch(chart::ERR))) "a day the rule flagged, marked ▼" }
+            span { (PreEscaped(swatch(chart::threshold::CALM))) "a day it did not" }
+            span {
+                (PreEscaped(chart::swatch_of("sw line", chart::BASE)))
+                "threshold: " (p.multiplier) " × the day's baseline, at most 100 %"
+            }
+            span {
+                (PreEscaped(chart::swatch_of("sw line thin", chart::threshold::TICK)))
+                "low end of the day's failed share at " (format!("{:.0}", p.confidence * 100.0))
+                " % confidence: a day is flagged when it is above the threshold, with at least "
+                (p.min_calls) " calls and " (p.min_errors) " failed"
+            }
+        }
+    }
 }
 
 /// One series' chart, flagged days, legend and table; `n` numbers its ids.
@@ -102,76 +127,56 @@ fn series(
     judged_before: i32,
     p: &SpikeParams,
     n: usize,
-) -> String {
+) -> Markup {
     let pts = points(verdicts.iter().copied(), r, judged_before);
     let id = if n == 0 {
         String::new()
     } else {
         format!("-{}", n + 1)
     };
-    let mut s = format!(
-        r#"<div class="chart" id="tool-rate{id}">{}</div>"#,
-        chart::threshold_svg(&pts, r.from, r.to, 1100, 240)
-    );
-    let _ = write!(
-        s,
-        r#"<p class="legend"><span>{}a day the rule flagged, marked ▼</span><span>{}a day it did not</span><span>{}threshold: {} × the day's baseline, at most 100 %</span><span>{}low end of the day's failed share at {:.0} % confidence: a day is flagged when it is above the threshold, with at least {} calls and {} failed</span></p>"#,
-        swatch(chart::ERR),
-        swatch(chart::threshold::CALM),
-        chart::swatch_of("sw line", chart::BASE),
-        p.multiplier,
-        chart::swatch_of("sw line thin", chart::threshold::TICK),
-        p.confidence * 100.0,
-        p.min_calls,
-        p.min_errors
-    );
-    let flagged: Vec<String> = pts
-        .iter()
-        .filter(|d| d.flagged)
-        .map(|d| {
-            format!(
-                "<b>{}</b> ({:.1} % failed, low end {:.1} %, threshold {:.1} %)",
-                day_to_string(d.day),
-                d.rate,
-                d.lower,
-                d.threshold
-            )
-        })
-        .collect();
-    if flagged.is_empty() {
-        let _ = write!(
-            s,
-            r#"<p class="flagged-days" id="flagged-days{id}">The rule flagged no day in this range.</p>"#
-        );
-    } else {
-        let _ = write!(
-            s,
-            r#"<p class="flagged-days" id="flagged-days{id}">Flagged by the rule: {}.</p>"#,
-            flagged.join(" · ")
-        );
-    }
-    if let Some(d) = pts.iter().find(|d| d.day >= judged_before) {
-        let _ = write!(
-            s,
-            r#"<p class="muted">{} is not over yet (UTC): the rule judges it once it is.</p>"#,
-            day_to_string(d.day)
-        );
-    }
+    let flagged: Vec<&RateDay> = pts.iter().filter(|d| d.flagged).collect();
+    let unfinished = pts.iter().find(|d| d.day >= judged_before);
     let shown: Vec<&DayVerdict> = verdicts
         .iter()
         .copied()
         .filter(|v| (r.from..=r.to).contains(&v.day))
         .collect();
-    let _ = write!(
-        s,
-        "<details><summary>The rule's numbers, day by day</summary>{}</details>",
-        table(&shown, p, judged_before)
-    );
-    s
+    html! {
+        // An SVG plotters drew from numbers.
+        div class="chart" id={ "tool-rate" (id) } {
+            (PreEscaped(chart::threshold_svg(&pts, r.from, r.to, 1100, 240)))
+        }
+        (legend(p))
+        p class="flagged-days" id={ "flagged-days" (id) } {
+            @if flagged.is_empty() {
+                "The rule flagged no day in this range."
+            } @else {
+                "Flagged by the rule: "
+                @for (i, d) in flagged.iter().enumerate() {
+                    @if i > 0 { " · " }
+                    b { (day_to_string(d.day)) }
+                    (format!(
+                        " ({:.1} % failed, low end {:.1} %, threshold {:.1} %)",
+                        d.rate, d.lower, d.threshold
+                    ))
+                }
+                "."
+            }
+        }
+        @if let Some(d) = unfinished {
+            p class="muted" {
+                (day_to_string(d.day)) " is not over yet (UTC): the rule judges it once it is."
+            }
+        }
+        details {
+            summary { "The rule's numbers, day by day" }
+            (table(&shown, p, judged_before))
+        }
+    }
 }
 
 /// The section: a heading, then per series (busiest of the range first)
-/// its chart and numbers.
+/// its chart and numbers. Text: the tool page puts it in as it is.
 pub fn section(verdicts: &[DayVerdict], r: &Range, judged_before: i32, p: &SpikeParams) -> String {
     let mut by_service: BTreeMap<&str, Vec<&DayVerdict>> = BTreeMap::new();
     for v in verdicts {
@@ -185,37 +190,29 @@ pub fn section(verdicts: &[DayVerdict], r: &Range, judged_before: i32, p: &Spike
     };
     let mut services: Vec<(&str, Vec<&DayVerdict>)> = by_service.into_iter().collect();
     services.sort_by_key(|(_, vs)| std::cmp::Reverse(calls(vs)));
-    let mut s = format!(
-        "<h2>Error rate against the spike rule's threshold ({} × baseline)</h2>",
-        p.multiplier
-    );
-    if services.is_empty() {
-        s.push_str(
-            r#"<div class="chart" id="tool-rate"></div><p class="muted">No judged days yet.</p>"#,
-        );
-        return s;
-    }
     let several = services.len() > 1;
-    for (n, (service, vs)) in services.iter().take(MAX_SERIES).enumerate() {
-        if several {
-            let _ = write!(
-                s,
-                "<h3>Service <code>{}</code>: judged on its own</h3>",
-                esc(service)
-            );
+    html! {
+        h2 { "Error rate against the spike rule's threshold (" (p.multiplier) " × baseline)" }
+        @if services.is_empty() {
+            div class="chart" id="tool-rate" {}
+            p class="muted" { "No judged days yet." }
         }
-        s.push_str(&series(vs, r, judged_before, p, n));
+        @for (n, (service, vs)) in services.iter().take(MAX_SERIES).enumerate() {
+            @if several {
+                h3 { "Service " code { (service) } ": judged on its own" }
+            }
+            (series(vs, r, judged_before, p, n))
+        }
+        @if services.len() > MAX_SERIES {
+            p class="muted" {
+                "Also judged, not drawn: "
+                @for (i, (svc, _)) in services[MAX_SERIES..].iter().enumerate() {
+                    @if i > 0 { ", " }
+                    code { (svc) }
+                }
+                "."
+            }
+        }
     }
-    if services.len() > MAX_SERIES {
-        let rest: Vec<String> = services[MAX_SERIES..]
-            .iter()
-            .map(|(svc, _)| format!("<code>{}</code>", esc(svc)))
-            .collect();
-        let _ = write!(
-            s,
-            r#"<p class="muted">Also judged, not drawn: {}.</p>"#,
-            rest.join(", ")
-        );
-    }
-    s
+    .into_string()
 }

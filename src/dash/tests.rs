@@ -84,7 +84,7 @@ fn each_request_loop_in_a_trace_has_its_own_rhythm() {
         "end_ns" => std::iter::once(ms(9000)).chain(starts.iter().map(|s| ms(*s + 100))).collect::<Vec<_>>(),
     }
     .unwrap();
-    let v = super::trace::view(&"ab".repeat(16), &df).unwrap();
+    let v = crate::read::trace::view(&"ab".repeat(16), &df).unwrap();
     let by_id = |i: usize| {
         v.spans
             .iter()
@@ -186,7 +186,7 @@ fn demo() -> Demo {
     let store = crate::store::Store::open(dir.path(), cfg.store_options(Some(0))).unwrap();
     crate::demo::load(&store).unwrap();
     crate::demo::sweep(&store, &cfg).unwrap();
-    let reads = std::sync::Arc::new(super::cache::Reads::new(store.reader()));
+    let reads = std::sync::Arc::new(crate::read::cache::Reads::new(store.reader()));
     let app = super::router(
         reads,
         &dir.path().join("no-panels.toml"),
@@ -536,7 +536,7 @@ fn the_trace_view_marks_retries_that_ignored_retry_after() {
         "end_ns" => ends.iter().map(|e| ms(*e)).collect::<Vec<_>>(),
     }
     .unwrap();
-    let v = super::trace::view(&"cd".repeat(16), &df).unwrap();
+    let v = crate::read::trace::view(&"cd".repeat(16), &df).unwrap();
     let by_id = |i: usize| {
         v.spans
             .iter()
@@ -558,14 +558,14 @@ fn the_trace_view_marks_retries_that_ignored_retry_after() {
 }
 
 /// A captured framework run as the trace view sees it.
-fn fixture_view(name: &str) -> crate::dash::trace::TraceView {
+fn fixture_view(name: &str) -> crate::read::trace::TraceView {
     let path = format!(
         "{}/fixtures/frameworks/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let req = crate::ingest::json::decode(&std::fs::read(path).unwrap()).unwrap();
     let df = crate::store::frame::batch_to_frame(&crate::ingest::normalize(&req).batch).unwrap();
-    crate::dash::trace::view("t", &df).unwrap()
+    crate::read::trace::view("t", &df).unwrap()
 }
 
 #[test]
@@ -630,7 +630,7 @@ fn the_trace_view_labels_each_retry_by_its_round_as_the_driver_rule_does() {
         failing_tool(4, 1050),
     ];
     let df = crate::detect::tests_models::frame(spans);
-    let v = crate::dash::trace::view(&"07".repeat(16), &df).unwrap();
+    let v = crate::read::trace::view(&"07".repeat(16), &df).unwrap();
     let drivers: Vec<Option<&str>> = v
         .spans
         .iter()
@@ -638,4 +638,58 @@ fn the_trace_view_labels_each_retry_by_its_round_as_the_driver_rule_does() {
         .map(|s| s.driver.as_deref())
         .collect();
     assert_eq!(drivers, [None, Some("model"), Some("model")], "{v:?}");
+}
+
+/// Markup is made by templates only: no page builds HTML with `format!` or
+/// `push_str`, and the only markup a template takes in as it is
+/// (`PreEscaped`) is the charts' SVG, the doctype, and the panels' and the
+/// spike section's own template output.
+#[test]
+fn pages_are_templates() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/dash");
+    let mut stack = vec![dir];
+    let mut seen = 0;
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                if name != "chart" && name != "static" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if !name.ends_with(".rs") || name.starts_with("tests") {
+                continue;
+            }
+            seen += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            for bad in [
+                "format!(r#\"<",
+                "format!(\"<",
+                "push_str(\"<",
+                "push_str(r#\"<",
+            ] {
+                assert!(!text.contains(bad), "{}: {bad}", path.display());
+            }
+            for (i, _) in text.match_indices("PreEscaped(") {
+                let after = &text[i + "PreEscaped(".len()..];
+                assert!(
+                    [
+                        "chart::",
+                        "swatch(",
+                        "\"<!doctype html>\")",
+                        "panels)",
+                        "rate)"
+                    ]
+                    .iter()
+                    .any(|ok| after.starts_with(ok)),
+                    "{}: PreEscaped({}",
+                    path.display(),
+                    &after[..after.len().min(40)]
+                );
+            }
+        }
+    }
+    assert!(seen > 10, "read {seen} files");
 }

@@ -42,8 +42,14 @@ pub(super) async fn overview(State(d): State<Shared>, Query(q): Q) -> Result<Res
             Ok(list) => Ok(list.as_slice()),
             Err(e) => Err(e.as_str()),
         });
+        // The panels are a template's output (`panels::render`).
         let html = bytes::Bytes::from(pages::overview(
-            &r, &summaries, &signals, &outcomes, &panels, &incidents,
+            &r,
+            &summaries,
+            &signals,
+            &outcomes,
+            maud::PreEscaped(panels),
+            incidents,
         ));
         let mut cache = d.overviews.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= 64 {
@@ -79,8 +85,14 @@ pub(super) async fn tool_page(
         let today = day_of_ns(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
         let verdicts = rollup.spike_verdicts(&tool, today.max(r.to) + 1, &d.spike);
         let rate = spike::section(&verdicts, &r, today, &d.spike);
+        // The section is a template's output (`spike::section`).
         Ok(Html(pages::tool(
-            &tool, &rollup, &r, &signals, &outcomes, &rate,
+            &tool,
+            &rollup,
+            &r,
+            &signals,
+            &outcomes,
+            maud::PreEscaped(rate),
         )))
     })
     .await
@@ -111,9 +123,9 @@ pub(super) async fn signal_page(
                 let about = d.reads.incidents.incident(&inc).map_err(internal)?;
                 incident_pages::part_of(&inc, about.as_ref())
             }
-            None => String::new(),
+            None => maud::html! {},
         };
-        Ok(Html(pages::signal(&s, &h, &part_of)))
+        Ok(Html(pages::signal(&s, &h, part_of)))
     })
     .await
 }

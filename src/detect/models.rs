@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::driver::ModelCall;
-use crate::store::table::{SpanIndex, SpanTable};
+use crate::spans::{SpanIndex, SpanTable};
 
 /// How far up a model span's ancestors are followed (a cycle of parent ids
 /// in bad data ends there).

@@ -11,7 +11,7 @@ use opentelemetry_proto::tonic::trace::v1::{
 use super::calls::collect_table;
 use super::chains::{rounds, Attempt};
 use super::driver::{drive, CostParams, Driver, ModelCall};
-use crate::store::table::SpanTable;
+use crate::spans::SpanTable;
 
 const BASE_NS: u64 = 1_780_000_000_000_000_000;
 

@@ -322,8 +322,7 @@ fn an_mcp_client_and_server_span_are_one_call() {
     assert_eq!(storms.len(), 1);
     assert_eq!((storms[0].calls, storms[0].failures), (6, 6));
     // The rollup's rows: one per call, its failure kept.
-    let once =
-        crate::store::rollup::once_per_call(&mcp_pairs(6, "query_db", "unavailable")).unwrap();
+    let once = crate::spans::once_per_call(&mcp_pairs(6, "query_db", "unavailable")).unwrap();
     let tools = once.column("is_tool_call").unwrap().bool().unwrap().sum();
     assert_eq!(tools, Some(6));
 }
@@ -344,7 +343,7 @@ fn a_failure_only_the_server_span_saw_fails_the_call() {
         .collect();
     df.with_column(Column::new("error_class".into(), classes))
         .unwrap();
-    let once = crate::store::rollup::once_per_call(&df).unwrap();
+    let once = crate::spans::once_per_call(&df).unwrap();
     let failed = once
         .column("error_class")
         .unwrap()

@@ -10,7 +10,7 @@
 
 use polars::prelude::*;
 
-use crate::store::table::{SpanIndex, SpanTable};
+use crate::spans::{SpanIndex, SpanTable};
 
 /// Where a row's turn is anchored: the agent span or trace root (a row of
 /// the table), or a `gen_ai.agent.call.id` (its dictionary number).

@@ -53,26 +53,8 @@ struct FollowDb {
 
 impl FollowDb {
     fn open(path: &Path) -> Result<FollowDb, ImportError> {
-        let err = |source| ImportError::State {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = rusqlite::Connection::open(path).map_err(err)?;
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL;
-             CREATE TABLE IF NOT EXISTS import_files (
-                 path TEXT PRIMARY KEY,
-                 size INTEGER NOT NULL,
-                 mtime_ns INTEGER NOT NULL,
-                 offset INTEGER NOT NULL,
-                 lines INTEGER NOT NULL,
-                 done INTEGER NOT NULL,
-                 head_len INTEGER NOT NULL DEFAULT 0,
-                 head_hash INTEGER NOT NULL DEFAULT 0,
-                 updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
-             );",
-        )
-        .map_err(err)?;
+        // rusqlite's default busy timeout (5 s), as before the file had one opener.
+        let conn = crate::state::open(path, std::time::Duration::from_secs(5))?;
         Ok(FollowDb {
             conn,
             path: path.to_path_buf(),

@@ -90,6 +90,21 @@ pub enum ImportError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    /// A file whose schema could not be brought to this build's.
+    #[error(transparent)]
+    StateFile(crate::state::StateFileError),
+}
+
+impl From<crate::state::StateFileError> for ImportError {
+    /// A file that does not open reads as it always did ("import state …").
+    fn from(e: crate::state::StateFileError) -> ImportError {
+        match e {
+            crate::state::StateFileError::Open { path, source } => {
+                ImportError::State { path, source }
+            }
+            other => ImportError::StateFile(other),
+        }
+    }
 }
 
 /// What a refusal says, naming the limit that was hit.

@@ -4,12 +4,17 @@
 //! member joining, the peak day, the last finding, the resolution), the
 //! impact, the members' remedies merged and their evidence worst first.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod impact;
+mod timeline;
 
+use std::collections::BTreeMap;
+
+use self::impact::impact;
+use self::timeline::timeline;
 use super::group::{where_of, Cause, Facts};
-use super::{Impact, Incident, IncidentEvidence, IncidentState, Member, MemberRemedy, Moment};
-use crate::model::{day_from_str, day_to_string, NANOS_PER_DAY};
-use crate::signal::{Kind, Severity, Signal};
+use super::{Incident, IncidentEvidence, IncidentState, Member, MemberRemedy};
+use crate::model::day_to_string;
+use crate::signal::{Kind, Remedy, Severity, Signal};
 
 /// A member as the store keeps it: the signal, when and why it joined.
 pub struct Joined<'a> {
@@ -66,77 +71,153 @@ pub fn build(
 ) -> Incident {
     let signals: Vec<&Signal> = members.iter().map(|m| m.signal).collect();
     let state = IncidentState::of(signals.iter().map(|s| s.state));
-    // Members that still count: the open and muted ones, or all once resolved.
-    let live: Vec<&Signal> = if state == IncidentState::Resolved {
-        signals.clone()
+    let resolved_ns = resolved_ns.filter(|_| state == IncidentState::Resolved);
+    // What the incident is now: its live members while open (a resolved
+    // member from an earlier episode does not date or name it), all once
+    // resolved.
+    let live = live(&signals, state);
+    let tools = tools_of(&live);
+    let severity = live
+        .iter()
+        .map(|s| s.draft.severity())
+        .max()
+        .unwrap_or(Severity::Info);
+    let error_class = dominant_class(&live);
+    let began = Began::of(&live);
+    let last_seen_ns = live.iter().map(|s| s.draft.last_seen_ns).max().unwrap_or(0);
+    let (dependency, service) = match cause {
+        Cause::Dependency(d) => (Some(d.clone()), where_of(signals[0], facts).1),
+        Cause::Burst { service, .. } => (None, Some(service.clone())),
+        _ => where_of(signals[0], facts),
+    };
+    let title = title(cause, &signals, &tools, &error_class, &began.since);
+    let member_rows = member_rows(members, facts);
+    let (impact, per_day) = impact(&signals, facts);
+    let timeline = timeline(
+        &signals,
+        &member_rows,
+        &per_day,
+        (began.first_seen_ns, last_seen_ns),
+        resolved_ns,
+    );
+    let mut led: Vec<&Signal> = live.clone();
+    led.sort_by(|a, b| lead_order(a, b));
+    let (evidence, evidence_more) = evidence(&led, evidence_limit);
+    Incident {
+        id: id.to_string(),
+        key: cause.key(),
+        state,
+        title,
+        cause: cause.words(),
+        severity: severity.as_str().to_string(),
+        dependency,
+        service,
+        error_class,
+        first_seen_ns: began.first_seen_ns,
+        last_seen_ns,
+        findings: signals.iter().map(|s| s.draft.findings).sum(),
+        opened_ns,
+        resolved_ns,
+        members: member_rows,
+        timeline,
+        impact,
+        remedy: lead_remedy(cause, &led, &tools),
+        remedies: member_remedies(&led),
+        tools,
+        evidence,
+        evidence_more,
+    }
+}
+
+/// Members that still count: the open and muted ones, or all once resolved.
+fn live<'a>(signals: &[&'a Signal], state: IncidentState) -> Vec<&'a Signal> {
+    if state == IncidentState::Resolved {
+        signals.to_vec()
     } else {
         signals
             .iter()
             .copied()
             .filter(|s| s.state.is_open() || s.state == crate::signal::Lifecycle::Muted)
             .collect()
-    };
-    // What the incident is now: its live members while open (a resolved
-    // member from an earlier episode does not date or name it), all once
-    // resolved.
-    let basis: Vec<&Signal> = live.clone();
+    }
+}
+
+/// The members' tools, each once, in the members' order.
+fn tools_of(basis: &[&Signal]) -> Vec<String> {
     let mut tools: Vec<String> = Vec::new();
-    for s in &basis {
+    for s in basis {
         if !tools.contains(&s.draft.tool) {
             tools.push(s.draft.tool.clone());
         }
     }
-    let severity = live
-        .iter()
-        .map(|s| s.draft.severity())
-        .max()
-        .unwrap_or(Severity::Info);
-    // The dominant class: the failing class with the most findings.
+    tools
+}
+
+/// The dominant class: the failing class with the most findings (`ok`
+/// when none failed).
+fn dominant_class(basis: &[&Signal]) -> String {
     let mut classes: BTreeMap<&str, usize> = BTreeMap::new();
-    for s in &basis {
+    for s in basis {
         if s.draft.error_class != "ok" {
             *classes.entry(s.draft.error_class.as_str()).or_default() += s.draft.findings;
         }
     }
-    let error_class = classes
+    classes
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
         .map_or("ok", |(c, _)| c)
-        .to_string();
-    // When it began: the first failing call a per-turn member saw, unless a
-    // daily member flagged an earlier day (which knows only its day).
-    let is_daily = |s: &Signal| s.draft.kind.is_daily();
-    let turn_first = basis
-        .iter()
-        .filter(|s| !is_daily(s))
-        .map(|s| s.draft.first_seen_ns)
-        .min();
-    let day_first = basis
-        .iter()
-        .filter(|s| is_daily(s))
-        .map(|s| s.draft.first_seen_ns)
-        .min();
-    let first_seen_ns = match (turn_first, day_first) {
-        (Some(t), Some(d)) if crate::model::day_of_ns(t) <= crate::model::day_of_ns(d) => t,
-        (Some(t), None) => t,
-        (_, Some(d)) => d,
-        (None, None) => 0,
-    };
-    let last_seen_ns = basis
-        .iter()
-        .map(|s| s.draft.last_seen_ns)
-        .max()
-        .unwrap_or(0);
-    let since = if Some(first_seen_ns) == turn_first {
-        minute(first_seen_ns)
-    } else {
-        day_to_string(crate::model::day_of_ns(first_seen_ns))
-    };
-    let (dependency, service) = match cause {
-        Cause::Dependency(d) => (Some(d.clone()), where_of(signals[0], facts).1),
-        Cause::Burst { service, .. } => (None, Some(service.clone())),
-        _ => where_of(signals[0], facts),
-    };
+        .to_string()
+}
+
+/// When an incident began, and that moment in its title's words.
+struct Began {
+    first_seen_ns: i64,
+    /// The minute of a per-turn member's first failing call, or the day a
+    /// daily member flagged.
+    since: String,
+}
+
+impl Began {
+    /// The first failing call a per-turn member saw, unless a daily member
+    /// flagged an earlier day (which knows only its day).
+    fn of(basis: &[&Signal]) -> Began {
+        let is_daily = |s: &Signal| s.draft.kind.is_daily();
+        let turn_first = basis
+            .iter()
+            .filter(|s| !is_daily(s))
+            .map(|s| s.draft.first_seen_ns)
+            .min();
+        let day_first = basis
+            .iter()
+            .filter(|s| is_daily(s))
+            .map(|s| s.draft.first_seen_ns)
+            .min();
+        let first_seen_ns = match (turn_first, day_first) {
+            (Some(t), Some(d)) if crate::model::day_of_ns(t) <= crate::model::day_of_ns(d) => t,
+            (Some(t), None) => t,
+            (_, Some(d)) => d,
+            (None, None) => 0,
+        };
+        let since = if Some(first_seen_ns) == turn_first {
+            minute(first_seen_ns)
+        } else {
+            day_to_string(crate::model::day_of_ns(first_seen_ns))
+        };
+        Began {
+            first_seen_ns,
+            since,
+        }
+    }
+}
+
+/// The title by cause: what is broken, since when, and how.
+fn title(
+    cause: &Cause,
+    signals: &[&Signal],
+    tools: &[String],
+    error_class: &str,
+    since: &str,
+) -> String {
     let class_words = error_class.replace('_', " ");
     let kinds: Vec<&str> = {
         let mut k: Vec<Kind> = signals.iter().map(|s| s.draft.kind).collect();
@@ -144,7 +225,7 @@ pub fn build(
         k.dedup();
         k.into_iter().map(kind_words).collect()
     };
-    let title = match cause {
+    match cause {
         Cause::Dependency(d) => format!(
             "{d} down: {} failing since {since} ({class_words})",
             tools.join(", ")
@@ -163,8 +244,12 @@ pub fn build(
             tools.join(", ")
         ),
         Cause::Own(_) => signals[0].draft.title.clone(),
-    };
-    let mut member_rows: Vec<Member> = members
+    }
+}
+
+/// The members as rows, in joining order.
+fn member_rows(members: &[Joined<'_>], facts: &Facts) -> Vec<Member> {
+    let mut rows: Vec<Member> = members
         .iter()
         .map(|m| {
             let d = &m.signal.draft;
@@ -185,123 +270,18 @@ pub fn build(
             }
         })
         .collect();
-    member_rows.sort_by(|a, b| {
+    rows.sort_by(|a, b| {
         a.joined_ns
             .cmp(&b.joined_ns)
             .then_with(|| a.signal_id.cmp(&b.signal_id))
     });
-    // Impact over the members' tools and days.
-    let mut tool_days: BTreeSet<(String, i32)> = BTreeSet::new();
-    let mut reach_turns: BTreeSet<&str> = BTreeSet::new();
-    let mut reach_sessions: BTreeSet<&str> = BTreeSet::new();
-    let mut own = Impact::default();
-    for s in &signals {
-        if super::group::joins(s.draft.kind) {
-            for day in s.draft.days.iter().filter_map(|d| day_from_str(d)) {
-                tool_days.insert((s.draft.tool.clone(), day));
-            }
-        } else {
-            // A retry after success or a loop: its own repeated calls, not
-            // the tool's day (whose failures are another cause's).
-            for e in &s.draft.evidence {
-                own.calls += e.calls as u64;
-                own.failed_calls += e.failures as u64;
-                own.wasted_calls += e.calls.saturating_sub(1) as u64;
-                own.wasted_seconds += e.wasted_seconds;
-            }
-        }
-        if let Some(r) = facts.reach.get(&s.draft.key) {
-            reach_turns.extend(r.turns.iter().map(String::as_str));
-            reach_sessions.extend(r.sessions.iter().map(String::as_str));
-        }
-        for e in &s.draft.evidence {
-            reach_turns.extend(e.turn_id.as_deref());
-            reach_sessions.extend(e.session_id.as_deref());
-        }
-    }
-    let mut impact = Impact {
-        turns: reach_turns.len(),
-        sessions: reach_sessions.len(),
-        ..own
-    };
-    let mut per_day: BTreeMap<i32, (u64, u64)> = BTreeMap::new();
-    for key in &tool_days {
-        if let Some(f) = facts.daily.get(key) {
-            impact.calls += f.calls;
-            impact.failed_calls += f.errors;
-            impact.wasted_calls += f.wasted;
-            impact.wasted_seconds += f.wasted_seconds;
-            let e = per_day.entry(key.1).or_default();
-            e.0 += f.errors;
-            e.1 += f.calls;
-        }
-    }
-    impact.wasted_seconds = (impact.wasted_seconds * 10.0).round() / 10.0;
-    // The timeline.
-    let mut timeline = Vec::new();
-    if let Some(first) = signals
-        .iter()
-        .min_by_key(|s| (s.draft.first_seen_ns, &s.draft.id))
-    {
-        timeline.push(Moment {
-            at_ns: first.draft.first_seen_ns.max(first_seen_ns),
-            what: "first_finding".into(),
-            text: format!("first finding: {}", first.draft.title),
-            signal_id: Some(first.draft.id.clone()),
-        });
-    }
-    for m in member_rows.iter().filter(|m| m.reason != "first finding") {
-        timeline.push(Moment {
-            at_ns: m.joined_ns,
-            what: "joined".into(),
-            text: format!("{} joined ({}): {}", m.signal_id, m.reason, m.title),
-            signal_id: Some(m.signal_id.clone()),
-        });
-    }
-    if let Some((day, (errors, calls))) = per_day
-        .iter()
-        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then_with(|| b.0.cmp(a.0)))
-        .filter(|(_, (errors, _))| *errors > 0)
-    {
-        // Within the incident's span, so it sorts after its first finding.
-        let at =
-            (i64::from(*day) * NANOS_PER_DAY).clamp(first_seen_ns, last_seen_ns.max(first_seen_ns));
-        timeline.push(Moment {
-            at_ns: at,
-            what: "peak".into(),
-            text: format!(
-                "peak: {errors} of {calls} calls failed on {}",
-                day_to_string(*day)
-            ),
-            signal_id: None,
-        });
-    }
-    if let Some(last) = signals
-        .iter()
-        .max_by_key(|s| (s.draft.last_seen_ns, &s.draft.id))
-    {
-        timeline.push(Moment {
-            at_ns: last.draft.last_seen_ns,
-            what: "last_finding".into(),
-            text: format!("last finding: {}", last.draft.title),
-            signal_id: Some(last.draft.id.clone()),
-        });
-    }
-    if let Some(at) = resolved_ns.filter(|_| state == IncidentState::Resolved) {
-        timeline.push(Moment {
-            at_ns: at,
-            what: "resolved".into(),
-            text: "resolved: every member is quiet".into(),
-            signal_id: None,
-        });
-    }
-    // Stable: at one instant, the order written (first finding, joins, peak, last).
-    timeline.sort_by_key(|m| m.at_ns);
-    // Remedies: the lead member's, and each member's said once.
-    let mut led: Vec<&Signal> = live.clone();
-    led.sort_by(|a, b| lead_order(a, b));
+    rows
+}
+
+/// The lead member's remedy (`led` in lead order); a dependency down
+/// behind several tools gets one breaker for all of them.
+fn lead_remedy(cause: &Cause, led: &[&Signal], tools: &[String]) -> Option<Remedy> {
     let mut remedy = led.iter().find_map(|s| s.draft.remedy.clone());
-    // A dependency down behind several tools: one breaker for all of them.
     if let (Cause::Dependency(dep), Some(r)) = (cause, remedy.as_mut()) {
         if tools.len() > 1 {
             let whole = format!(
@@ -313,8 +293,13 @@ pub fn build(
             r.summary = format!("{whole} {}", r.summary);
         }
     }
+    remedy
+}
+
+/// Each member's remedy said once, with the members that share it.
+fn member_remedies(led: &[&Signal]) -> Vec<MemberRemedy> {
     let mut remedies: Vec<MemberRemedy> = Vec::new();
-    for s in &led {
+    for s in led {
         let Some(r) = &s.draft.remedy else { continue };
         match remedies.iter_mut().find(|m| m.summary == r.summary) {
             Some(m) => m.signal_ids.push(s.draft.id.clone()),
@@ -325,9 +310,14 @@ pub fn build(
             }),
         }
     }
-    // Evidence: each trace once, worst first.
+    remedies
+}
+
+/// Evidence: each trace once, worst first, at most `limit` kept; and how
+/// many more there were (the members' own overflow included).
+fn evidence(led: &[&Signal], limit: usize) -> (Vec<IncidentEvidence>, usize) {
     let mut evidence: Vec<IncidentEvidence> = Vec::new();
-    for s in &led {
+    for s in led {
         for e in &s.draft.evidence {
             if !evidence.iter().any(|x| x.evidence.trace_id == e.trace_id) {
                 evidence.push(IncidentEvidence {
@@ -345,31 +335,8 @@ pub fn build(
             .then_with(|| b.evidence.calls.cmp(&a.evidence.calls))
             .then_with(|| a.evidence.trace_id.cmp(&b.evidence.trace_id))
     });
-    let more = evidence.len().saturating_sub(evidence_limit)
+    let more = evidence.len().saturating_sub(limit)
         + led.iter().map(|s| s.draft.evidence_more).sum::<usize>();
-    evidence.truncate(evidence_limit);
-    Incident {
-        id: id.to_string(),
-        key: cause.key(),
-        state,
-        title,
-        cause: cause.words(),
-        severity: severity.as_str().to_string(),
-        dependency,
-        service,
-        tools,
-        error_class,
-        first_seen_ns,
-        last_seen_ns,
-        findings: signals.iter().map(|s| s.draft.findings).sum(),
-        opened_ns,
-        resolved_ns: resolved_ns.filter(|_| state == IncidentState::Resolved),
-        members: member_rows,
-        timeline,
-        impact,
-        remedy,
-        remedies,
-        evidence,
-        evidence_more: more,
-    }
+    evidence.truncate(limit);
+    (evidence, more)
 }

@@ -193,14 +193,44 @@ pub fn group(signals: &[&Signal], facts: &Facts) -> Vec<Group> {
             .then_with(|| a.draft.id.cmp(&b.draft.id))
     });
     let seen: Vec<Seen<'_>> = order.iter().map(|s| seen(s, facts)).collect();
+    // Components by tool and dependency first, then bursts between them.
+    let mut edges = shared_edges(&seen);
+    let comp = components(&edges);
+    burst_edges(&seen, &comp, &mut edges);
+    let comp = components(&edges);
+    let mut out = Vec::new();
+    for (root, _) in comp.iter().enumerate().filter(|(i, c)| *i == **c) {
+        let reason = reasons(root, &edges, &seen);
+        let members: Vec<usize> = reason.keys().copied().collect();
+        let cause = cause_of(&seen, &members);
+        out.push(Group {
+            cause,
+            members: members
+                .into_iter()
+                .map(|k| (seen[k].s.draft.id.clone(), reason[&k].clone()))
+                .collect(),
+        });
+    }
+    out
+}
+
+/// Each member's edges: the other member and the attribute that made it.
+type Edges = Vec<Vec<(usize, String)>>;
+
+fn link(edges: &mut Edges, i: usize, j: usize, why: String) {
+    edges[i].push((j, why.clone()));
+    edges[j].push((i, why));
+}
+
+fn overlap(a: &Seen<'_>, b: &Seen<'_>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+/// Edges between members that overlap in time and share their tool or
+/// their dependency.
+fn shared_edges(seen: &[Seen<'_>]) -> Edges {
     let n = seen.len();
-    let overlap = |a: &Seen<'_>, b: &Seen<'_>| a.start < b.end && b.start < a.end;
-    // Edges, each with the attribute that made it.
-    let mut edges: Vec<Vec<(usize, String)>> = vec![Vec::new(); n];
-    let link = |edges: &mut Vec<Vec<(usize, String)>>, i: usize, j: usize, why: String| {
-        edges[i].push((j, why.clone()));
-        edges[j].push((i, why));
-    };
+    let mut edges: Edges = vec![Vec::new(); n];
     for i in 0..n {
         if !joins(seen[i].s.draft.kind) {
             continue;
@@ -219,30 +249,36 @@ pub fn group(signals: &[&Signal], facts: &Facts) -> Vec<Group> {
             }
         }
     }
-    // Components by tool and dependency first.
-    let component = |edges: &Vec<Vec<(usize, String)>>| -> Vec<usize> {
-        let mut comp = vec![usize::MAX; n];
-        for start in 0..n {
-            if comp[start] != usize::MAX {
-                continue;
-            }
-            let mut stack = vec![start];
-            comp[start] = start;
-            while let Some(i) = stack.pop() {
-                for (j, _) in &edges[i] {
-                    if comp[*j] == usize::MAX {
-                        comp[*j] = start;
-                        stack.push(*j);
-                    }
+    edges
+}
+
+/// Each member's component, named by its first member.
+fn components(edges: &Edges) -> Vec<usize> {
+    let n = edges.len();
+    let mut comp = vec![usize::MAX; n];
+    for start in 0..n {
+        if comp[start] != usize::MAX {
+            continue;
+        }
+        let mut stack = vec![start];
+        comp[start] = start;
+        while let Some(i) = stack.pop() {
+            for (j, _) in &edges[i] {
+                if comp[*j] == usize::MAX {
+                    comp[*j] = start;
+                    stack.push(*j);
                 }
             }
         }
-        comp
-    };
-    let comp = component(&edges);
+    }
+    comp
+}
+
+/// Bursts: per-turn failures of one class in one service within the
+/// hour, between components (`comp`) that name no dependency.
+fn burst_edges(seen: &[Seen<'_>], comp: &[usize], edges: &mut Edges) {
+    let n = seen.len();
     let has_dep = |c: usize| (0..n).any(|k| comp[k] == c && seen[k].dependency.is_some());
-    // Bursts: per-turn failures of one class in one service within the
-    // hour, between components that name no dependency.
     for i in 0..n {
         for j in i + 1..n {
             let (a, b) = (&seen[i], &seen[j]);
@@ -265,7 +301,7 @@ pub fn group(signals: &[&Signal], facts: &Facts) -> Vec<Group> {
                 continue;
             }
             link(
-                &mut edges,
+                edges,
                 i,
                 j,
                 format!(
@@ -276,35 +312,26 @@ pub fn group(signals: &[&Signal], facts: &Facts) -> Vec<Group> {
             );
         }
     }
-    let comp = component(&edges);
-    let mut out = Vec::new();
-    for (root, _) in comp.iter().enumerate().filter(|(i, c)| *i == **c) {
-        // Breadth first from the earliest member: each joins by the edge
-        // that reached it, naming the member it shares the attribute with.
-        let mut reason: BTreeMap<usize, String> = BTreeMap::new();
-        reason.insert(root, "first finding".to_string());
-        let mut queue = std::collections::VecDeque::from([root]);
-        while let Some(i) = queue.pop_front() {
-            let mut next: Vec<&(usize, String)> = edges[i].iter().collect();
-            next.sort();
-            for (j, why) in next {
-                if !reason.contains_key(j) {
-                    reason.insert(*j, format!("{why} as {}", seen[i].s.draft.id));
-                    queue.push_back(*j);
-                }
+}
+
+/// The members of `root`'s component with why each joined: breadth first
+/// from the earliest member, each joins by the edge that reached it,
+/// naming the member it shares the attribute with.
+fn reasons(root: usize, edges: &Edges, seen: &[Seen<'_>]) -> BTreeMap<usize, String> {
+    let mut reason: BTreeMap<usize, String> = BTreeMap::new();
+    reason.insert(root, "first finding".to_string());
+    let mut queue = std::collections::VecDeque::from([root]);
+    while let Some(i) = queue.pop_front() {
+        let mut next: Vec<&(usize, String)> = edges[i].iter().collect();
+        next.sort();
+        for (j, why) in next {
+            if !reason.contains_key(j) {
+                reason.insert(*j, format!("{why} as {}", seen[i].s.draft.id));
+                queue.push_back(*j);
             }
         }
-        let members: Vec<usize> = reason.keys().copied().collect();
-        let cause = cause_of(&seen, &members);
-        out.push(Group {
-            cause,
-            members: members
-                .into_iter()
-                .map(|k| (seen[k].s.draft.id.clone(), reason[&k].clone()))
-                .collect(),
-        });
     }
-    out
+    reason
 }
 
 /// The cause of a group: its dependency when a member names one (the most

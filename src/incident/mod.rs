@@ -14,10 +14,13 @@
 
 pub mod body;
 pub mod group;
+pub mod lifecycle;
 pub mod store;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_lifecycle;
 
 use serde::{Deserialize, Serialize};
 

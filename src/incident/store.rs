@@ -4,7 +4,8 @@
 //! sweep's transaction, after the signals' lifecycle: it groups the open
 //! signals again, gives each group its incident (the open one a member is
 //! in, else the one with its key, else the resolved one a member was in,
-//! reopened; else a new one), and writes what changed.
+//! reopened; else a new one), and writes what changed. The tables are
+//! declared in `crate::state::schema`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,35 +14,9 @@ use serde::Serialize;
 
 use super::body::{self, Joined};
 use super::group::{self, Cause, Facts};
+use super::lifecycle::{self, pick, Stored};
 use super::{Incident, IncidentState};
 use crate::signal::{Lifecycle, Signal};
-
-pub const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS incidents (
-    id TEXT PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    state TEXT NOT NULL,
-    cause TEXT NOT NULL,
-    body TEXT NOT NULL,
-    opened_ns INTEGER NOT NULL,
-    updated_ns INTEGER NOT NULL,
-    resolved_ns INTEGER
-);
-CREATE TABLE IF NOT EXISTS incident_members (
-    signal_id TEXT PRIMARY KEY,
-    incident_id TEXT NOT NULL,
-    joined_ns INTEGER NOT NULL,
-    reason TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS incident_members_by_incident ON incident_members (incident_id);
-CREATE TABLE IF NOT EXISTS incident_history (
-    id TEXT NOT NULL,
-    at_ns INTEGER NOT NULL,
-    from_state TEXT,
-    to_state TEXT NOT NULL,
-    reason TEXT NOT NULL
-);
-";
 
 #[derive(Debug, thiserror::Error)]
 pub enum IncidentError {
@@ -75,29 +50,14 @@ impl IncidentChange {
     }
 }
 
-/// Create the tables.
-pub fn ensure(c: &Connection) -> rusqlite::Result<()> {
-    c.execute_batch(SCHEMA)
-}
-
-struct Row {
-    id: String,
-    key: String,
-    state: IncidentState,
-    cause: Cause,
-    body: Option<Incident>,
-    opened_ns: i64,
-    resolved_ns: Option<i64>,
-}
-
-fn rows(c: &Connection) -> rusqlite::Result<Vec<Row>> {
+fn rows(c: &Connection) -> rusqlite::Result<Vec<Stored>> {
     let mut stmt = c.prepare(
         "SELECT id, key, state, cause, body, opened_ns, resolved_ns FROM incidents ORDER BY opened_ns, id",
     )?;
     let rows = stmt.query_map([], |r| {
         let cause: String = r.get(3)?;
         let body: String = r.get(4)?;
-        Ok(Row {
+        Ok(Stored {
             id: r.get(0)?,
             key: r.get(1)?,
             state: IncidentState::parse(&r.get::<_, String>(2)?).unwrap_or(IncidentState::Open),
@@ -123,7 +83,7 @@ fn memberships(c: &Connection) -> rusqlite::Result<BTreeMap<String, (String, i64
 /// The id a new key gets: `INC-` and four letters from its hash, one more
 /// for as long as that id is taken. Existing ids never change.
 pub fn free_id(c: &Connection, key: &str) -> rusqlite::Result<String> {
-    crate::signal::state::free_id_with("INC-", key, |id| {
+    crate::signal::ids::free_id_with("INC-", key, |id| {
         c.prepare_cached("SELECT 1 FROM incidents WHERE id = ?1")?
             .exists([id])
     })
@@ -139,101 +99,11 @@ pub fn apply(
     now_ns: i64,
     evidence_limit: usize,
 ) -> rusqlite::Result<Vec<IncidentChange>> {
-    ensure(c)?;
-    let stored = rows(c)?;
-    let mut members = memberships(c)?;
     let by_id: BTreeMap<&str, &Signal> = signals.iter().map(|s| (s.draft.id.as_str(), s)).collect();
-    let live: Vec<&Signal> = signals
-        .iter()
-        .filter(|s| s.state.is_open() || s.state == Lifecycle::Muted)
-        .collect();
-    let groups = group::group(&live, facts);
-    let mut used: BTreeSet<String> = BTreeSet::new();
-    let mut created: BTreeSet<String> = BTreeSet::new();
-    let mut causes: BTreeMap<String, Cause> = stored
-        .iter()
-        .map(|r| (r.id.clone(), r.cause.clone()))
-        .collect();
-    let mut joined: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for g in &groups {
-        let mine: Vec<&str> = g
-            .members
-            .iter()
-            .filter_map(|(sid, _)| members.get(sid).map(|m| m.0.as_str()))
-            .collect();
-        // An open incident keeps its members: several groups of one sweep
-        // may land in it (a bridge between them resolved by hand).
-        let open_one = stored
-            .iter()
-            .filter(|r| r.state != IncidentState::Resolved)
-            .find(|r| mine.contains(&r.id.as_str()));
-        let key = g.cause.key();
-        let by_key = || {
-            stored
-                .iter()
-                .find(|r| r.key == key && !used.contains(&r.id))
-        };
-        let resolved_one = || {
-            stored
-                .iter()
-                .filter(|r| !used.contains(&r.id) && mine.contains(&r.id.as_str()))
-                .max_by_key(|r| (r.resolved_ns.unwrap_or(0), r.id.clone()))
-        };
-        let id = match open_one.or_else(by_key).or_else(resolved_one) {
-            Some(r) => r.id.clone(),
-            None => {
-                let id = free_id(c, &key)?;
-                // Another incident may hold the key (its cause drifted, or
-                // another group of this sweep — the same tool hours apart —
-                // took it): the new one takes the key with its id.
-                let taken = c
-                    .prepare_cached("SELECT 1 FROM incidents WHERE key = ?1")?
-                    .exists([&key])?;
-                let key = if taken {
-                    format!("{key}#{id}")
-                } else {
-                    key.clone()
-                };
-                c.execute(
-                    "INSERT INTO incidents (id, key, state, cause, body, opened_ns, updated_ns) VALUES (?1, ?2, 'open', ?3, '{}', ?4, ?4)",
-                    params![id, key, serde_json::to_string(&g.cause).unwrap_or_default(), now_ns],
-                )?;
-                created.insert(id.clone());
-                id
-            }
-        };
-        used.insert(id.clone());
-        causes.insert(id.clone(), g.cause.clone());
-        for (sid, reason) in &g.members {
-            if members.get(sid).is_some_and(|m| m.0 == id) {
-                continue;
-            }
-            let s = by_id[sid.as_str()];
-            let at = if s.state == Lifecycle::Regressed {
-                s.draft.last_seen_ns
-            } else {
-                s.draft.first_seen_ns
-            };
-            c.execute(
-                "INSERT INTO incident_members (signal_id, incident_id, joined_ns, reason) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(signal_id) DO UPDATE SET incident_id = excluded.incident_id, joined_ns = excluded.joined_ns, reason = excluded.reason",
-                params![sid, id, at, reason],
-            )?;
-            members.insert(sid.clone(), (id.clone(), at, reason.clone()));
-            if !created.contains(&id) {
-                joined.entry(id.clone()).or_default().push(sid.clone());
-            }
-        }
-        // The cause of a group may have moved on (a dependency learnt):
-        // kept for the body, the key stays.
-        c.execute(
-            "UPDATE incidents SET cause = ?2 WHERE id = ?1",
-            params![id, serde_json::to_string(&g.cause).unwrap_or_default()],
-        )?;
-    }
+    let assigned = assign(c, signals, &by_id, facts, now_ns)?;
     // Every incident written again from its members as they now stand.
     let mut by_incident: BTreeMap<&str, Vec<Joined<'_>>> = BTreeMap::new();
-    for (sid, (iid, at, reason)) in &members {
+    for (sid, (iid, at, reason)) in &assigned.members {
         if let Some(s) = by_id.get(sid.as_str()) {
             by_incident.entry(iid.as_str()).or_default().push(Joined {
                 signal: s,
@@ -242,9 +112,9 @@ pub fn apply(
             });
         }
     }
+    let mut joined = assigned.joined;
     let mut changes = Vec::new();
-    let fresh = rows(c)?;
-    for r in &fresh {
+    for r in &rows(c)? {
         let Some(list) = by_incident.get_mut(r.id.as_str()) else {
             // No member left (moved into another incident, or forgotten).
             if r.state != IncidentState::Resolved {
@@ -264,75 +134,17 @@ pub fn apply(
                 .cmp(&b.joined_ns)
                 .then_with(|| a.signal.draft.id.cmp(&b.signal.draft.id))
         });
-        let state = IncidentState::of(list.iter().map(|m| m.signal.state));
-        let is_new = created.contains(&r.id);
-        let resolved_ns = match (r.state, state) {
-            (_, IncidentState::Resolved) if r.state != IncidentState::Resolved || is_new => {
-                Some(now_ns)
-            }
-            (IncidentState::Resolved, IncidentState::Resolved) => r.resolved_ns,
-            _ => None,
-        };
-        let cause = causes
+        let cause = assigned
+            .causes
             .get(&r.id)
             .cloned()
             .unwrap_or(Cause::Own(r.key.clone()));
-        let mut inc = body::build(
-            &r.id,
-            &cause,
-            list,
-            facts,
-            r.opened_ns,
-            resolved_ns,
-            evidence_limit,
-        );
-        inc.key = r.key.clone();
-        let before = r.body.as_ref();
-        let escalated = !is_new
-            && before
-                .is_some_and(|b| inc.severity() > b.severity() && state != IncidentState::Resolved);
-        let joined_here = joined.remove(&r.id).unwrap_or_default();
-        let from = if is_new { None } else { Some(r.state) };
-        if from != Some(state) {
-            let reason = match (from, state) {
-                (None, _) => "first member".to_string(),
-                (Some(IncidentState::Resolved), _) => {
-                    let back: Vec<&str> = list
-                        .iter()
-                        .filter(|m| m.signal.state == Lifecycle::Regressed)
-                        .map(|m| m.signal.draft.id.as_str())
-                        .collect();
-                    format!(
-                        "reopened by {}",
-                        if back.is_empty() {
-                            "a new member".into()
-                        } else {
-                            back.join(", ")
-                        }
-                    )
-                }
-                (_, IncidentState::Resolved) => "every member resolved".to_string(),
-                (_, IncidentState::Acknowledged) => "every open member muted".to_string(),
-                (_, IncidentState::Open) => "a member open again".to_string(),
-            };
-            c.execute(
-                "INSERT INTO incident_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![r.id, now_ns, from.map(IncidentState::as_str), state.as_str(), reason],
-            )?;
-        }
-        if before != Some(&inc) || r.state != state {
-            c.execute(
-                "UPDATE incidents SET state = ?2, body = ?3, updated_ns = ?4, resolved_ns = ?5 WHERE id = ?1",
-                params![r.id, state.as_str(), serde_json::to_string(&inc).unwrap_or_default(), now_ns, resolved_ns],
-            )?;
-        }
-        let change = IncidentChange {
-            id: r.id.clone(),
-            from,
-            to: state,
-            joined: joined_here,
-            escalated,
+        let written = Written {
+            is_new: assigned.created.contains(&r.id),
+            cause: &cause,
+            joined: joined.remove(&r.id).unwrap_or_default(),
         };
+        let change = write(c, r, list, written, facts, now_ns, evidence_limit)?;
         if change.is_news() {
             changes.push(change);
         }
@@ -340,7 +152,167 @@ pub fn apply(
     Ok(changes)
 }
 
-fn resolve_empty(c: &Connection, r: &Row, now_ns: i64) -> rusqlite::Result<()> {
+/// Which incident each group of this sweep landed in.
+struct Assigned {
+    /// Signal id → (incident id, joined at, reason): every membership.
+    members: BTreeMap<String, (String, i64, String)>,
+    /// Incidents this sweep opened.
+    created: BTreeSet<String>,
+    /// Each incident's cause as its group now has it.
+    causes: BTreeMap<String, Cause>,
+    /// Per incident, the signals that joined it in this sweep.
+    joined: BTreeMap<String, Vec<String>>,
+}
+
+/// Group the open and muted signals and give each group its incident
+/// ([`pick`], else a new one), writing new incidents and memberships.
+fn assign(
+    c: &Connection,
+    signals: &[Signal],
+    by_id: &BTreeMap<&str, &Signal>,
+    facts: &Facts,
+    now_ns: i64,
+) -> rusqlite::Result<Assigned> {
+    let stored = rows(c)?;
+    let live: Vec<&Signal> = signals
+        .iter()
+        .filter(|s| s.state.is_open() || s.state == Lifecycle::Muted)
+        .collect();
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    let mut out = Assigned {
+        members: memberships(c)?,
+        created: BTreeSet::new(),
+        causes: stored
+            .iter()
+            .map(|r| (r.id.clone(), r.cause.clone()))
+            .collect(),
+        joined: BTreeMap::new(),
+    };
+    for g in &group::group(&live, facts) {
+        let mine: Vec<&str> = g
+            .members
+            .iter()
+            .filter_map(|(sid, _)| out.members.get(sid).map(|m| m.0.as_str()))
+            .collect();
+        let key = g.cause.key();
+        let id = match pick(&stored, &mine, &key, &used) {
+            Some(r) => r.id.clone(),
+            None => {
+                let id = insert_new(c, &key, &g.cause, now_ns)?;
+                out.created.insert(id.clone());
+                id
+            }
+        };
+        used.insert(id.clone());
+        out.causes.insert(id.clone(), g.cause.clone());
+        for (sid, reason) in &g.members {
+            if out.members.get(sid).is_some_and(|m| m.0 == id) {
+                continue;
+            }
+            let s = by_id[sid.as_str()];
+            let at = if s.state == Lifecycle::Regressed {
+                s.draft.last_seen_ns
+            } else {
+                s.draft.first_seen_ns
+            };
+            c.execute(
+                "INSERT INTO incident_members (signal_id, incident_id, joined_ns, reason) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(signal_id) DO UPDATE SET incident_id = excluded.incident_id, joined_ns = excluded.joined_ns, reason = excluded.reason",
+                params![sid, id, at, reason],
+            )?;
+            out.members
+                .insert(sid.clone(), (id.clone(), at, reason.clone()));
+            if !out.created.contains(&id) {
+                out.joined.entry(id.clone()).or_default().push(sid.clone());
+            }
+        }
+        // The cause of a group may have moved on (a dependency learnt):
+        // kept for the body, the key stays.
+        c.execute(
+            "UPDATE incidents SET cause = ?2 WHERE id = ?1",
+            params![id, serde_json::to_string(&g.cause).unwrap_or_default()],
+        )?;
+    }
+    Ok(out)
+}
+
+/// A new incident for a group with cause key `key`: its id, and its row.
+fn insert_new(c: &Connection, key: &str, cause: &Cause, now_ns: i64) -> rusqlite::Result<String> {
+    let id = free_id(c, key)?;
+    // Another incident may hold the key (its cause drifted, or
+    // another group of this sweep — the same tool hours apart —
+    // took it): the new one takes the key with its id.
+    let taken = c
+        .prepare_cached("SELECT 1 FROM incidents WHERE key = ?1")?
+        .exists([key])?;
+    let key = if taken {
+        format!("{key}#{id}")
+    } else {
+        key.to_string()
+    };
+    c.execute(
+        "INSERT INTO incidents (id, key, state, cause, body, opened_ns, updated_ns) VALUES (?1, ?2, 'open', ?3, '{}', ?4, ?4)",
+        params![id, key, serde_json::to_string(cause).unwrap_or_default(), now_ns],
+    )?;
+    Ok(id)
+}
+
+/// What [`apply`] knows of one incident beyond its row and members.
+struct Written<'a> {
+    is_new: bool,
+    cause: &'a Cause,
+    joined: Vec<String>,
+}
+
+/// One incident written again from its members `list` (sorted): its body,
+/// its state by [`lifecycle::transition`], its history line.
+fn write(
+    c: &Connection,
+    r: &Stored,
+    list: &[Joined<'_>],
+    w: Written<'_>,
+    facts: &Facts,
+    now_ns: i64,
+    evidence_limit: usize,
+) -> rusqlite::Result<IncidentChange> {
+    let step = lifecycle::transition(r, w.is_new, list, now_ns);
+    let state = step.to;
+    let mut inc = body::build(
+        &r.id,
+        w.cause,
+        list,
+        facts,
+        r.opened_ns,
+        step.resolved_ns,
+        evidence_limit,
+    );
+    inc.key = r.key.clone();
+    let before = r.body.as_ref();
+    let escalated = !w.is_new
+        && before
+            .is_some_and(|b| inc.severity() > b.severity() && state != IncidentState::Resolved);
+    if let Some(reason) = &step.reason {
+        c.execute(
+            "INSERT INTO incident_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![r.id, now_ns, step.from.map(IncidentState::as_str), state.as_str(), reason],
+        )?;
+    }
+    if before != Some(&inc) || r.state != state {
+        c.execute(
+            "UPDATE incidents SET state = ?2, body = ?3, updated_ns = ?4, resolved_ns = ?5 WHERE id = ?1",
+            params![r.id, state.as_str(), serde_json::to_string(&inc).unwrap_or_default(), now_ns, step.resolved_ns],
+        )?;
+    }
+    Ok(IncidentChange {
+        id: r.id.clone(),
+        from: step.from,
+        to: state,
+        joined: w.joined,
+        escalated,
+    })
+}
+
+fn resolve_empty(c: &Connection, r: &Stored, now_ns: i64) -> rusqlite::Result<()> {
     let mut body = r.body.clone();
     if let Some(b) = body.as_mut() {
         b.state = IncidentState::Resolved;
@@ -363,7 +335,6 @@ fn resolve_empty(c: &Connection, r: &Row, now_ns: i64) -> rusqlite::Result<()> {
 /// out with a warning, not the whole list: the next sweep that groups its
 /// members writes it again.
 pub fn list(c: &Connection) -> Result<Vec<Incident>, IncidentError> {
-    ensure(c)?;
     let mut out = Vec::new();
     for r in rows(c)? {
         match r.body {
@@ -387,7 +358,6 @@ pub fn list(c: &Connection) -> Result<Vec<Incident>, IncidentError> {
 
 /// One incident by id (case as given, or upper-cased).
 pub fn get(c: &Connection, id: &str) -> Result<Incident, IncidentError> {
-    ensure(c)?;
     let body: Option<String> = c
         .query_row(
             "SELECT body FROM incidents WHERE id = ?1 OR id = upper(?1)",
@@ -404,7 +374,6 @@ pub fn get(c: &Connection, id: &str) -> Result<Incident, IncidentError> {
 
 /// The incident signal `signal_id` belongs to, if any.
 pub fn of_signal(c: &Connection, signal_id: &str) -> rusqlite::Result<Option<String>> {
-    ensure(c)?;
     c.query_row(
         "SELECT incident_id FROM incident_members WHERE signal_id = ?1",
         params![signal_id],
@@ -418,7 +387,6 @@ pub fn of_signal(c: &Connection, signal_id: &str) -> rusqlite::Result<Option<Str
 pub use crate::signal::state::HistoryEntry;
 
 pub fn history(c: &Connection, id: &str) -> rusqlite::Result<Vec<HistoryEntry>> {
-    ensure(c)?;
     let mut stmt = c.prepare(
         "SELECT at_ns, from_state, to_state, reason FROM incident_history WHERE id = ?1 ORDER BY at_ns, rowid",
     )?;

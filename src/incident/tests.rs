@@ -9,14 +9,21 @@ use super::*;
 use crate::model::{day_from_str, day_to_string, NANOS_PER_DAY};
 use crate::signal::{Kind, Lifecycle, Signal, SignalDraft};
 
-const H: i64 = 3_600_000_000_000;
+pub(super) const H: i64 = 3_600_000_000_000;
 
 fn day0() -> i32 {
     day_from_str("2026-08-02").unwrap()
 }
 
 /// A signal of `kind` on `tool`, first and last seen `at` hours into day0.
-fn sig(id: &str, kind: Kind, tool: &str, class: &str, first_h: i64, last_h: i64) -> Signal {
+pub(super) fn sig(
+    id: &str,
+    kind: Kind,
+    tool: &str,
+    class: &str,
+    first_h: i64,
+    last_h: i64,
+) -> Signal {
     let base = i64::from(day0()) * NANOS_PER_DAY;
     let (first, last) = if matches!(kind, Kind::ErrorRateSpike | Kind::LatencySpike) {
         (base, base)
@@ -292,7 +299,7 @@ fn signals_far_apart_in_time_do_not_join() {
 }
 
 fn db() -> Connection {
-    Connection::open_in_memory().unwrap()
+    crate::state::open_in_memory().unwrap()
 }
 
 #[test]
@@ -396,7 +403,6 @@ fn muted_members_acknowledge_the_incident() {
 #[test]
 fn ids_never_collide_and_never_change() {
     let c = db();
-    store::ensure(&c).unwrap();
     let key = "inc1:tool:x";
     let taken = short_id_of(key, 4);
     c.execute(

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::reads;
+use super::signal_reads;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -183,7 +183,7 @@ pub struct SweepAnswer {
     pub days_sealed: usize,
     /// The signals with findings in the sweep's window, as they stand (or
     /// would stand) after it; other signals keep their state.
-    pub signals: Vec<reads::SignalLine>,
+    pub signals: Vec<signal_reads::SignalLine>,
     /// Lifecycle changes it made (or would make).
     pub changes: Vec<ChangeLine>,
     pub alerts_queued: usize,

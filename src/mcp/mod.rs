@@ -17,7 +17,9 @@ mod limits;
 mod page;
 mod reads;
 mod sandbox;
+mod server;
 mod sessions;
+mod signal_reads;
 mod sql;
 mod tools;
 mod trace;
@@ -31,9 +33,9 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use crate::dash::cache::Reads;
-use crate::dash::data::Rollup;
 use crate::detect::{DayVerdict, SpikeParams};
+use crate::read::cache::Reads;
+use crate::read::data::Rollup;
 use crate::signal::{Signal, StateDb};
 use crate::store::Reader;
 use crate::sweep::SweepReport;
@@ -213,7 +215,9 @@ impl Context {
     /// The state, to change it by hand (mute, resolve): refused on a
     /// detect standby, whose state is the holder's.
     fn state_to_change(&self) -> Result<StateDb, McpError> {
-        self.reads.may_change_by_hand().map_err(McpError::Refused)?;
+        self.reads
+            .may_change_by_hand()
+            .map_err(|e| McpError::Refused(e.to_string()))?;
         self.state()
     }
 }

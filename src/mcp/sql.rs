@@ -74,7 +74,7 @@ type Tables = (Vec<(&'static str, LazyFrame)>, String, crate::store::Pin);
 /// rollup is the one the caches hold (in a worker, read from the store).
 fn tables(
     reader: &crate::store::Reader,
-    rollup: &crate::dash::data::Rollup,
+    rollup: &crate::read::data::Rollup,
     days: Option<u32>,
 ) -> Result<Tables, McpError> {
     let days = days.unwrap_or(1);
@@ -244,7 +244,7 @@ fn json(v: AnyValue<'_>, cut: &mut usize) -> serde_json::Value {
 /// or time than the server has to give.
 pub fn execute(
     reader: &crate::store::Reader,
-    rollup: &crate::dash::data::Rollup,
+    rollup: &crate::read::data::Rollup,
     sql: &str,
     days: Option<u32>,
 ) -> Result<QueryAnswer, McpError> {

@@ -4,21 +4,22 @@
 //! a bad argument is a tool error the agent can read, not a protocol error.
 //! The argument types, and the answers of `run_sweep`, `mute_signal` and
 //! `resolve_signal`, are in `args.rs`; the read tools' answers are in
-//! `reads`, `trace` and `sql`.
+//! `reads`, `signal_reads`, `trace` and `sql`; the server's handler
+//! (`tools/list`, the instructions, calling a tool) in `server`.
 
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
-use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
+use rmcp::{tool, tool_router, Json};
 
 use super::args::{
     ChangeLine, CoverageArgs, IncidentArgs, IncidentsArgs, MuteArgs, QueryArgs, SignalArgs,
     SignalTracesArgs, SignalsArgs, StateAnswer, StormsArgs, SweepAnswer, SweepArgs, ToolDailyArgs,
     TraceArgs, WindowArgs,
 };
-use super::reads::{self, SignalFilter};
+use super::reads;
+use super::signal_reads::{self, SignalFilter};
 use super::sql;
 use super::trace::{self, TraceAsk};
 use super::{Context, McpError};
@@ -27,7 +28,7 @@ use super::{Context, McpError};
 #[derive(Clone)]
 pub struct Stormwatch {
     ctx: Arc<Context>,
-    tool_router: ToolRouter<Stormwatch>,
+    pub(super) tool_router: ToolRouter<Stormwatch>,
 }
 
 async fn blocking<T: Send + 'static>(
@@ -42,19 +43,7 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-const INSTRUCTIONS: &str = "stormwatch watches what AI agents do with their tools. \
-Asked what is broken, call list_incidents first: each incident is the open signals with one likely cause \
-(what is down, since when, how), open ones first; get_incident gives its cause, members, timeline, impact, \
-remedy and evidence traces. \
-From 'something is wrong' to the trace that explains it: list_tools (which tool's error rate left its \
-threshold, on which day) -> list_signals (the named problems, each with a one-line remedy; get_signal for \
-its history and full remedy) -> list_signal_traces with that day -> get_trace (one turn's attempts: how \
-many, how fast, what each retry achieved). find_retry_storms goes straight to the worst turns the sweeps \
-kept; query runs read-only SQL (describe_tables first); get_coverage says what the spans leave stormwatch \
-blind to, and the framework setting that fixes it. run_sweep (dry run by default), mute_signal and \
-resolve_signal are the only tools that change anything. Windows end on the newest day with data, not today.";
-
-#[tool_router]
+#[tool_router(vis = "pub(super)")]
 impl Stormwatch {
     pub fn new(ctx: Arc<Context>) -> Stormwatch {
         // Built once: a stateless request makes a server of its own, and
@@ -93,7 +82,7 @@ impl Stormwatch {
     async fn get_incident(
         &self,
         Parameters(a): Parameters<IncidentArgs>,
-    ) -> Result<Json<crate::dash::incidents::IncidentAnswer>, String> {
+    ) -> Result<Json<crate::read::incidents::IncidentAnswer>, String> {
         blocking(&self.ctx, move |c| reads::get_incident(c, &a.id)).await
     }
 
@@ -130,7 +119,7 @@ impl Stormwatch {
     async fn list_signals(
         &self,
         Parameters(a): Parameters<SignalsArgs>,
-    ) -> Result<Json<reads::SignalsAnswer>, String> {
+    ) -> Result<Json<signal_reads::SignalsAnswer>, String> {
         blocking(&self.ctx, move |c| {
             let f = SignalFilter {
                 state: a.state.as_deref(),
@@ -138,7 +127,7 @@ impl Stormwatch {
                 tool: a.tool.as_deref(),
                 since: a.since.as_deref(),
             };
-            reads::list_signals(c, &f, a.cursor.as_deref(), a.limit)
+            signal_reads::list_signals(c, &f, a.cursor.as_deref(), a.limit)
         })
         .await
     }
@@ -150,8 +139,8 @@ impl Stormwatch {
     async fn get_signal(
         &self,
         Parameters(a): Parameters<SignalArgs>,
-    ) -> Result<Json<reads::SignalAnswer>, String> {
-        blocking(&self.ctx, move |c| reads::get_signal(c, &a.id)).await
+    ) -> Result<Json<signal_reads::SignalAnswer>, String> {
+        blocking(&self.ctx, move |c| signal_reads::get_signal(c, &a.id)).await
     }
 
     /// A signal's evidence turns, worst first (those of one day with `day`):
@@ -161,9 +150,9 @@ impl Stormwatch {
     async fn list_signal_traces(
         &self,
         Parameters(a): Parameters<SignalTracesArgs>,
-    ) -> Result<Json<reads::TracesAnswer>, String> {
+    ) -> Result<Json<signal_reads::TracesAnswer>, String> {
         blocking(&self.ctx, move |c| {
-            reads::signal_traces(c, &a.id, a.day.as_deref(), a.cursor.as_deref(), a.limit)
+            signal_reads::signal_traces(c, &a.id, a.day.as_deref(), a.cursor.as_deref(), a.limit)
         })
         .await
     }
@@ -304,7 +293,7 @@ impl Stormwatch {
                 days_reused: r.days_reused,
                 days_from_summary: r.days_from_summary,
                 days_sealed: r.days_sealed,
-                signals: r.signals.iter().map(reads::SignalLine::of).collect(),
+                signals: r.signals.iter().map(signal_reads::SignalLine::of).collect(),
                 changes: r
                     .changes
                     .iter()
@@ -346,7 +335,7 @@ impl Stormwatch {
                 )));
             }
             let mut db = c.state_to_change()?;
-            let s = reads::known_signal_in(&db, &a.id)?;
+            let s = signal_reads::known_signal_in(&db, &a.id)?;
             // Muting again as it stands changes nothing (and writes no history).
             if !(s.state == crate::signal::Lifecycle::Muted && s.muted_until_ns == until) {
                 db.mute(&a.id, until, false, now)?;
@@ -373,7 +362,7 @@ impl Stormwatch {
     ) -> Result<Json<StateAnswer>, String> {
         blocking(&self.ctx, move |c| {
             let mut db = c.state_to_change()?;
-            let s = reads::known_signal_in(&db, &a.id)?;
+            let s = signal_reads::known_signal_in(&db, &a.id)?;
             if s.state != crate::signal::Lifecycle::Resolved {
                 db.resolve(&a.id, now_ns())?;
                 c.reads.signals.invalidate();
@@ -389,136 +378,4 @@ impl Stormwatch {
 
 fn now_ns() -> i64 {
     chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
-}
-
-/// The tools as `tools/list` gives them: schemars' numeric `format`s
-/// (`uint`, `double`…), which are not JSON Schema formats and make
-/// validators such as Ajv warn, left out. Made once.
-fn listed() -> &'static [rmcp::model::Tool] {
-    fn strip(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(m) => {
-                let numeric = m.get("format").and_then(|f| f.as_str()).is_some_and(|f| {
-                    matches!(
-                        f,
-                        "uint"
-                            | "uint8"
-                            | "uint16"
-                            | "uint32"
-                            | "uint64"
-                            | "int"
-                            | "int8"
-                            | "int16"
-                            | "int32"
-                            | "int64"
-                            | "float"
-                            | "double"
-                    )
-                });
-                if numeric {
-                    m.remove("format");
-                }
-                m.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    fn clean(o: &rmcp::model::JsonObject) -> Arc<rmcp::model::JsonObject> {
-        let mut v = serde_json::Value::Object(o.clone());
-        strip(&mut v);
-        match v {
-            serde_json::Value::Object(m) => Arc::new(m),
-            _ => unreachable!("an object stays an object"),
-        }
-    }
-    static LISTED: std::sync::OnceLock<Vec<rmcp::model::Tool>> = std::sync::OnceLock::new();
-    LISTED.get_or_init(|| {
-        Stormwatch::tool_router()
-            .list_all()
-            .into_iter()
-            .map(|mut t| {
-                t.input_schema = clean(&t.input_schema);
-                t.output_schema = t.output_schema.as_deref().map(clean);
-                t
-            })
-            .collect()
-    })
-}
-
-#[tool_handler]
-impl ServerHandler for Stormwatch {
-    async fn list_tools(
-        &self,
-        _request: Option<rmcp::model::PaginatedRequestParams>,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
-        let cache_hints = context
-            .protocol_version()
-            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
-        Ok(rmcp::model::ListToolsResult {
-            result_type: Some(rmcp::model::ResultType::COMPLETE),
-            tools: listed().to_vec(),
-            meta: None,
-            next_cursor: None,
-            ttl_ms: cache_hints.then_some(0),
-            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Public),
-        })
-    }
-
-    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        listed().iter().find(|t| t.name == name).cloned()
-    }
-
-    fn get_info(&self) -> rmcp::model::ServerConfig {
-        rmcp::model::ServerConfig::new(
-            rmcp::model::ServerCapabilities::builder()
-                .enable_tools()
-                .build(),
-        )
-        .with_server_info(rmcp::model::Implementation::new(
-            "stormwatch",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(INSTRUCTIONS)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<CallToolResponse, rmcp::ErrorData> {
-        // An unknown tool is the agent's mistake to read and correct, not
-        // a broken connection.
-        if !self.tool_router.has_route(&request.name) {
-            let names: Vec<String> = self
-                .tool_router
-                .list_all()
-                .into_iter()
-                .map(|t| t.name.to_string())
-                .collect();
-            let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
-                "no tool {:?}; the tools are: {}",
-                request.name,
-                names.join(", ")
-            ))]);
-            r.is_error = Some(true);
-            let mut r = r.into();
-            super::budget::hold(&mut r);
-            return Ok(r);
-        }
-        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        // Every answer leaves within the budget, whatever its tool put in
-        // it (measured and cut on a blocking thread: it may be megabytes).
-        let answer = self.tool_router.call(tcc).await?;
-        tokio::task::spawn_blocking(move || {
-            let mut answer = answer;
-            super::budget::hold(&mut answer);
-            answer
-        })
-        .await
-        .map_err(|e| {
-            rmcp::ErrorData::internal_error(format!("the budget's thread failed: {e}"), None)
-        })
-    }
 }

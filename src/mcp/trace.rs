@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::page::{page_with, BUDGET_CHARS};
 use super::{Context, McpError};
 use crate::model::day_from_str;
+use crate::read::trace::SpanView;
 use crate::store::Reader;
 use crate::time::rfc3339;
 
@@ -115,38 +116,10 @@ fn cut(s: &str, max: usize) -> String {
     format!("{}… ({} characters cut)", &s[..end], s.len() - end)
 }
 
-pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpError> {
-    let id = ask.trace_id.to_ascii_lowercase();
-    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(McpError::Argument(format!(
-            "trace_id: expected a hex trace id, got {:?}",
-            ask.trace_id
-        )));
-    }
-    let day = ask
-        .day
-        .map(|d| {
-            day_from_str(d).ok_or_else(|| {
-                McpError::Argument(format!("day: expected a date like 2026-07-29, got {d:?}"))
-            })
-        })
-        .transpose()?;
-    let view = ctx.traces.view(&ctx.reader, &id, day)?;
-    let spans: Vec<&crate::dash::trace::SpanView> = view
-        .spans
-        .iter()
-        .filter(|s| ask.turn_id.is_none_or(|t| s.turn == t))
-        .collect();
-    if spans.is_empty() {
-        let turns: std::collections::BTreeSet<&str> =
-            view.spans.iter().map(|s| s.turn.as_str()).collect();
-        return Err(McpError::NotFound(format!(
-            "trace {id} has no turn {:?}; its turns: {:?}",
-            ask.turn_id.unwrap_or_default(),
-            turns
-        )));
-    }
-    let mut loops: BTreeMap<(String, String), Vec<&crate::dash::trace::SpanView>> = BTreeMap::new();
+/// The request loops among `spans`: per (turn, tool), its attempts, what
+/// they achieved, their gaps, rhythm and driver; the longest first.
+fn loop_lines(spans: &[&SpanView]) -> Vec<LoopLine> {
+    let mut loops: BTreeMap<(String, String), Vec<&SpanView>> = BTreeMap::new();
     for s in spans.iter().filter(|s| s.attempt.is_some()) {
         if let Some(t) = &s.tool {
             loops
@@ -206,7 +179,42 @@ pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpEr
             .cmp(&a.attempts)
             .then_with(|| a.turn.cmp(&b.turn))
     });
-    let span_line = |s: &&crate::dash::trace::SpanView| SpanLine {
+    loop_lines
+}
+
+pub fn get_trace(ctx: &Context, ask: &TraceAsk<'_>) -> Result<TraceAnswer, McpError> {
+    let id = ask.trace_id.to_ascii_lowercase();
+    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(McpError::Argument(format!(
+            "trace_id: expected a hex trace id, got {:?}",
+            ask.trace_id
+        )));
+    }
+    let day = ask
+        .day
+        .map(|d| {
+            day_from_str(d).ok_or_else(|| {
+                McpError::Argument(format!("day: expected a date like 2026-07-29, got {d:?}"))
+            })
+        })
+        .transpose()?;
+    let view = ctx.traces.view(&ctx.reader, &id, day)?;
+    let spans: Vec<&SpanView> = view
+        .spans
+        .iter()
+        .filter(|s| ask.turn_id.is_none_or(|t| s.turn == t))
+        .collect();
+    if spans.is_empty() {
+        let turns: std::collections::BTreeSet<&str> =
+            view.spans.iter().map(|s| s.turn.as_str()).collect();
+        return Err(McpError::NotFound(format!(
+            "trace {id} has no turn {:?}; its turns: {:?}",
+            ask.turn_id.unwrap_or_default(),
+            turns
+        )));
+    }
+    let loop_lines = loop_lines(&spans);
+    let span_line = |s: &&SpanView| SpanLine {
         span_id: s.span_id.clone(),
         parent_span_id: s.parent_span_id.clone(),
         name: s.name.clone(),
@@ -263,7 +271,7 @@ struct Judged {
     trace_id: String,
     day: Option<i32>,
     parts: Vec<PartStamp>,
-    view: Arc<crate::dash::trace::TraceView>,
+    view: Arc<crate::read::trace::TraceView>,
 }
 
 /// A part's path, size and modification time.
@@ -300,7 +308,7 @@ impl TraceCache {
         reader: &Reader,
         trace_id: &str,
         day: Option<i32>,
-    ) -> Result<Arc<crate::dash::trace::TraceView>, McpError> {
+    ) -> Result<Arc<crate::read::trace::TraceView>, McpError> {
         let stamp = parts(reader, day)?;
         {
             let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -311,7 +319,7 @@ impl TraceCache {
                 return Ok(Arc::clone(&j.view));
             }
         }
-        let (df, _) = crate::dash::data::trace_spans(reader, trace_id, day)?;
+        let (df, _) = crate::read::data::trace_spans(reader, trace_id, day)?;
         if df.height() == 0 {
             return Err(McpError::NotFound(format!(
                 "no spans of trace {trace_id} are stored{}",
@@ -324,7 +332,7 @@ impl TraceCache {
         }
         let view =
             Arc::new(
-                crate::dash::trace::view(trace_id, &df).map_err(|source| McpError::Data {
+                crate::read::trace::view(trace_id, &df).map_err(|source| McpError::Data {
                     context: format!("reading trace {trace_id}"),
                     source,
                 })?,

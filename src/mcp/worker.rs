@@ -37,7 +37,7 @@ fn answer(data_dir: &Path, request: &Request) -> Result<super::sql::QueryAnswer,
     crate::faults::check("query_worker")
         .map_err(|e| super::McpError::Refused(format!("query failed: {e}")))?;
     let reader = crate::store::Reader::open(data_dir)?;
-    let rollup = crate::dash::data::RollupCache::default().get(&reader)?;
+    let rollup = crate::read::data::RollupCache::default().get(&reader)?;
     super::sql::execute(&reader, &rollup, &request.sql, request.days)
 }
 

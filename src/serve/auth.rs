@@ -47,6 +47,19 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// A token or listener the server refuses to start with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthSetupError {
+    #[error("a token must be at least {min} characters (got {len}); e.g. `openssl rand -hex 24`", min = Token::MIN_LEN)]
+    ShortToken { len: usize },
+    #[error("refusing to serve {what} on {addr} without a token: anyone who reaches it could use it. Set {flag}, bind to 127.0.0.1, or pass --insecure to accept the risk")]
+    Unprotected {
+        what: String,
+        addr: SocketAddr,
+        flag: String,
+    },
+}
+
 impl Token {
     /// Tokens shorter than this are refused: they could be guessed.
     pub const MIN_LEN: usize = 16;
@@ -54,7 +67,10 @@ impl Token {
     /// `Ok(None)` for no token (or an empty one, as an unset env var gives);
     /// an error for one too short to be a secret.
     /// `secure_cookie`: the dashboard is reached over https.
-    pub fn new(secret: Option<&str>, secure_cookie: bool) -> Result<Option<Arc<Token>>, String> {
+    pub fn new(
+        secret: Option<&str>,
+        secure_cookie: bool,
+    ) -> Result<Option<Arc<Token>>, AuthSetupError> {
         Token::with_clock(secret, secure_cookie, Arc::new(system_clock))
     }
 
@@ -63,16 +79,12 @@ impl Token {
         secret: Option<&str>,
         secure_cookie: bool,
         clock: Clock,
-    ) -> Result<Option<Arc<Token>>, String> {
+    ) -> Result<Option<Arc<Token>>, AuthSetupError> {
         let Some(secret) = secret.map(str::trim).filter(|s| !s.is_empty()) else {
             return Ok(None);
         };
         if secret.len() < Token::MIN_LEN {
-            return Err(format!(
-                "a token must be at least {} characters (got {}); e.g. `openssl rand -hex 24`",
-                Token::MIN_LEN,
-                secret.len()
-            ));
+            return Err(AuthSetupError::ShortToken { len: secret.len() });
         }
         Ok(Some(Arc::new(Token {
             digest: Sha256::digest(secret.as_bytes()).into(),
@@ -119,7 +131,7 @@ pub fn check_bind(
     what: &str,
     flag: &str,
     insecure: bool,
-) -> Result<(), String> {
+) -> Result<(), AuthSetupError> {
     if addr.ip().is_loopback() || token.is_some() {
         return Ok(());
     }
@@ -127,10 +139,11 @@ pub fn check_bind(
         tracing::warn!(%addr, "{what} listens on a non-loopback address without a token (--insecure)");
         return Ok(());
     }
-    Err(format!(
-        "refusing to serve {what} on {addr} without a token: anyone who reaches it could use it. \
-         Set {flag}, bind to 127.0.0.1, or pass --insecure to accept the risk"
-    ))
+    Err(AuthSetupError::Unprotected {
+        what: what.to_string(),
+        addr,
+        flag: flag.to_string(),
+    })
 }
 
 /// Whether a `Host` header names this machine's loopback: `localhost`,
@@ -301,19 +314,28 @@ fn safe_next(next: &str) -> &str {
 }
 
 fn login_page(next: &str, error: Option<&str>) -> String {
-    use crate::dash::html::esc;
-    let error = error.map_or(String::new(), |e| {
-        format!(r#"<p class="bad">{}</p>"#, esc(e))
-    });
     crate::dash::html::page(
         "Sign in",
-        &format!(
-            r#"<h1>Sign in</h1>{error}<form method="post" action="/login">
-<label>API token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
-<input type="hidden" name="next" value="{}"> <button type="submit">Sign in</button></form>
-<p>The token is the server's <code>--api-token</code> (<code>STORMWATCH_API_TOKEN</code>).</p>"#,
-            esc(safe_next(next))
-        ),
+        maud::html! {
+            h1 { "Sign in" }
+            @if let Some(e) = error { p class="bad" { (e) } }
+            form method="post" action="/login" {
+                "\n"
+                label {
+                    "API token "
+                    input type="password" name="token" autocomplete="current-password" required autofocus;
+                }
+                "\n"
+                input type="hidden" name="next" value=(safe_next(next));
+                " "
+                button type="submit" { "Sign in" }
+            }
+            "\n"
+            p {
+                "The token is the server's " code { "--api-token" }
+                " (" code { "STORMWATCH_API_TOKEN" } ")."
+            }
+        },
     )
 }
 
@@ -383,6 +405,13 @@ async fn logout(State(token): State<Arc<Token>>) -> Response {
         .into_response()
 }
 
+/// The host (with port, as a `Host` header carries it) of a URL.
+pub(super) fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let host = rest.split(['/', '?', '#']).next()?;
+    (!host.is_empty()).then(|| host.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,7 +434,10 @@ mod tests {
             .contains("s3cret"));
         assert!(Token::new(Some("  "), false).unwrap().is_none());
         assert!(Token::new(None, false).unwrap().is_none());
-        assert!(Token::new(Some("short"), false).unwrap_err().contains("16"));
+        assert!(Token::new(Some("short"), false)
+            .unwrap_err()
+            .to_string()
+            .contains("16"));
         let mut h = HeaderMap::new();
         h.insert(
             header::AUTHORIZATION,
@@ -427,7 +459,9 @@ mod tests {
         let public: SocketAddr = "0.0.0.0:8080".parse().unwrap();
         let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
         assert!(check_bind(local, None, "the API", "--api-token", false).is_ok());
-        let err = check_bind(public, None, "the API", "--api-token", false).unwrap_err();
+        let err = check_bind(public, None, "the API", "--api-token", false)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("--api-token") && err.contains("0.0.0.0:8080"),
             "{err}"

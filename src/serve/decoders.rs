@@ -65,34 +65,44 @@ impl Decoders {
 
     /// Run `f` on a decoding thread and wait for its result; `Err` with
     /// the panic's text when it panicked.
-    pub async fn run<T, F>(&self, f: F) -> Result<T, String>
+    pub async fn run<T, F>(&self, f: F) -> Result<T, DecoderError>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
         if self.threads == 0 {
-            return tokio::task::spawn_blocking(f)
-                .await
-                .map_err(|e| e.to_string());
+            return Ok(tokio::task::spawn_blocking(f).await?);
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-                .map_err(|p| panic_text(p.as_ref()));
+                .map_err(|p| DecoderError::Panicked(panic_text(p.as_ref())));
             // The caller may have gone (its client disconnected): the
             // result is dropped here, on this thread, like its input.
             let _ = tx.send(out);
         });
-        self.jobs
-            .send(job)
-            .map_err(|_| "the decoding threads have stopped".to_string())?;
-        rx.await
-            .map_err(|_| "the decoding thread dropped the job".to_string())?
+        self.jobs.send(job).map_err(|_| DecoderError::Stopped)?;
+        rx.await.map_err(|_| DecoderError::Dropped)?
     }
 }
 
+/// A job that did not give its result.
+#[derive(Debug, thiserror::Error)]
+pub enum DecoderError {
+    /// It panicked: the panic's text.
+    #[error("{0}")]
+    Panicked(String),
+    /// It panicked on the blocking pool (no decoding threads).
+    #[error(transparent)]
+    Join(#[from] tokio::task::JoinError),
+    #[error("the decoding threads have stopped")]
+    Stopped,
+    #[error("the decoding thread dropped the job")]
+    Dropped,
+}
+
 /// Run `f` on one of the process's decoding threads ([`Decoders::shared`]).
-pub async fn run<T, F>(f: F) -> Result<T, String>
+pub async fn run<T, F>(f: F) -> Result<T, DecoderError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -132,7 +142,10 @@ mod tests {
             .unwrap();
         assert!(name.unwrap().starts_with("stormwatch-decode-"));
         let failed = pool.run(|| -> u32 { panic!("bad body") }).await;
-        assert_eq!(failed, Err("bad body".to_string()));
+        assert_eq!(
+            failed.map_err(|e| e.to_string()),
+            Err("bad body".to_string())
+        );
         // Both threads are still there after the panic.
         let names: std::collections::BTreeSet<_> = futures::future::join_all((0..16).map(|_| {
             pool.run(|| {

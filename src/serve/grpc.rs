@@ -22,14 +22,14 @@ use std::task::{Context, Poll};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     trace_service_server::SERVICE_NAME, ExportTracePartialSuccess, ExportTraceServiceResponse,
 };
-use prost::Message;
 use tonic::codegen::{http, Service};
 use tonic::{Code, Status};
 
 use super::admission::{BodyLimits, Intake};
 use super::grpc_message::{self, PREFIX};
+pub use super::grpc_status::{busy, retry_later, ProtoDuration, RetryInfo, RETRY_INFO_TYPE};
 use super::otlp::{store_body, OtlpState};
-use super::response::{AppError, ProtoAny, RpcStatus};
+use super::response::AppError;
 use crate::ingest::{Encoding, Format};
 
 /// tonic's server as the receiver runs it: HTTP/2 keepalive pings (so a
@@ -221,15 +221,6 @@ async fn export(
     }))
 }
 
-/// Overload: `RESOURCE_EXHAUSTED` with `RetryInfo` (retry in a second).
-pub fn busy() -> Status {
-    retry_later(
-        Code::ResourceExhausted,
-        "too many request bytes in flight; retry later",
-        1,
-    )
-}
-
 /// An HTTP-shaped refusal of the shared path as the OTLP spec's gRPC status:
 /// overload is `RESOURCE_EXHAUSTED` with `RetryInfo` (retryable only with
 /// it), a store that cannot write `UNAVAILABLE` (with a hint of when), a body
@@ -250,52 +241,6 @@ pub fn to_status(e: AppError) -> Status {
         S::UNAUTHORIZED => Status::unauthenticated(e.message),
         _ => Status::invalid_argument(e.message),
     }
-}
-
-/// `google.rpc.RetryInfo`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct RetryInfo {
-    #[prost(message, optional, tag = "1")]
-    pub retry_delay: Option<ProtoDuration>,
-}
-
-/// `google.protobuf.Duration`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ProtoDuration {
-    #[prost(int64, tag = "1")]
-    pub seconds: i64,
-    #[prost(int32, tag = "2")]
-    pub nanos: i32,
-}
-
-pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
-
-/// A status with `RetryInfo { retry_delay: secs }` in its details
-/// (`grpc-status-details-bin`, where tonic and Go exporters read it) and in
-/// the `google.rpc.retryinfo-bin` trailer (where the Python exporter does).
-pub fn retry_later(code: Code, message: impl Into<String>, secs: u64) -> Status {
-    let message = message.into();
-    let info = RetryInfo {
-        retry_delay: Some(ProtoDuration {
-            seconds: secs as i64,
-            nanos: 0,
-        }),
-    };
-    let details = RpcStatus {
-        code: code as i32,
-        message: message.clone(),
-        details: vec![ProtoAny {
-            type_url: RETRY_INFO_TYPE.to_string(),
-            value: info.encode_to_vec(),
-        }],
-    };
-    let mut status = Status::with_details(code, message, details.encode_to_vec().into());
-    // The Python exporter reads the delay from this trailer instead.
-    status.metadata_mut().insert_bin(
-        "google.rpc.retryinfo-bin",
-        tonic::metadata::MetadataValue::from_bytes(&info.encode_to_vec()),
-    );
-    status
 }
 
 /// The `/metrics` reason of a refused request, from its trailers-only status.
@@ -319,6 +264,8 @@ fn refusal_reason(response: &http::Response<tonic::body::Body>) -> Option<&'stat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serve::response::RpcStatus;
+    use prost::Message;
 
     #[test]
     fn overload_carries_retry_info_and_too_large_does_not() {

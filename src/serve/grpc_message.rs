@@ -142,7 +142,7 @@ pub fn cut_status(cut: Cut, max: usize) -> Status {
     match cut {
         Cut::TooLarge { .. } => too_large(max, "the message is longer"),
         Cut::NeverFits { .. } => Status::resource_exhausted(cut.to_string()),
-        Cut::Busy => super::grpc::busy(),
+        Cut::Busy => super::grpc_status::busy(),
         Cut::TooSlow { .. } | Cut::Timeout { .. } => Status::deadline_exceeded(cut.to_string()),
         Cut::Read(_) => Status::cancelled(cut.to_string()),
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::Router;
 
-use super::{auth, health, metrics, scheduler, url_host};
+use super::{auth, health, metrics, scheduler};
 use crate::store::Store;
 
 /// The HTTP server's routes: health, the dashboard and its API, `/metrics`
@@ -26,7 +26,7 @@ pub fn http_router(
     let reader = store.reader();
     let counts = Arc::clone(&metrics.http);
     let readiness = Arc::clone(&metrics.readiness);
-    let mut reads = crate::dash::cache::Reads::new(reader);
+    let mut reads = crate::read::cache::Reads::new(reader);
     if let Some(l) = sweeper.leader() {
         let l = Arc::clone(l);
         reads.by_hand = Some(Arc::new(move || {
@@ -88,7 +88,7 @@ impl McpGuard {
     /// For the HTTP listener at `addr`, reached as `public_url`, within
     /// `limits`.
     pub fn new(addr: SocketAddr, public_url: &str, limits: crate::mcp::McpConfig) -> McpGuard {
-        let public = url_host(public_url);
+        let public = auth::url_host(public_url);
         let port = addr.port();
         let mut origins = vec![
             format!("http://127.0.0.1:{port}"),

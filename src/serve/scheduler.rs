@@ -125,7 +125,7 @@ pub struct Sweeper {
     pub stats: SweepStats,
     /// Over a shared store: sweeps run only while this node acts as the
     /// detect role, and commit only under the generation they began with.
-    leader: Option<Arc<super::leader::Leader>>,
+    leader: Option<Arc<crate::cluster::leader::Leader>>,
     /// The node's own ingest store when it is not the one swept (`--role
     /// all` over a shared store): flushed (and so shipped) before a sweep.
     ingest: Option<Arc<Store>>,
@@ -152,12 +152,12 @@ impl Sweeper {
     }
 
     /// The detect role's lease keeper, over a shared store.
-    pub fn leader(&self) -> Option<&Arc<super::leader::Leader>> {
+    pub fn leader(&self) -> Option<&Arc<crate::cluster::leader::Leader>> {
         self.leader.as_ref()
     }
 
     /// Sweep only as the detect role of a shared store.
-    pub fn with_leader(mut self, leader: Arc<super::leader::Leader>) -> Sweeper {
+    pub fn with_leader(mut self, leader: Arc<crate::cluster::leader::Leader>) -> Sweeper {
         self.leader = Some(leader);
         self
     }
@@ -296,7 +296,7 @@ impl Sweeper {
             self.alerting.clone(),
         );
         if let (Some(leader), Some(g)) = (&self.leader, generation) {
-            opts.fence = Some(crate::sweep::Fence(Arc::new(leader.fence(g))));
+            opts.fence = Some(Arc::new(leader.fence(g)));
         }
         let swept = if dry_run {
             crate::sweep::dry_run(&reader, &self.config.detect, &opts)
@@ -338,18 +338,18 @@ impl Sweeper {
         let _ = self.running.lock().await;
     }
 
-    /// Sweep every `interval` until `stop` turns true.
+    /// Sweep every `interval` until `stop` is cancelled.
     pub async fn run_schedule(
         self: Arc<Self>,
         interval: Duration,
-        mut stop: tokio::sync::watch::Receiver<bool>,
+        stop: tokio_util::sync::CancellationToken,
     ) {
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = ticks.tick() => {}
-                _ = stop.wait_for(|s| *s) => return,
+                () = stop.cancelled() => return,
             }
             match self.sweep_now(Trigger::Schedule).await {
                 Err(ScheduleError::Busy { started_secs_ago }) => tracing::info!(

@@ -70,7 +70,26 @@ pub enum Session {
     /// A good cookie; `renew`: old enough to be replaced.
     Valid { times: Times, renew: bool },
     /// Only cookies that are not good, and why.
-    Refused(String),
+    Refused(CookieError),
+}
+
+/// Why a session cookie is not good.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CookieError {
+    #[error("malformed (expected {version}.<signed-in>.<issued>.<signature>; an earlier version's cookie needs a new sign-in)", version = VERSION)]
+    Malformed,
+    #[error(
+        "its signature does not match: forged, tampered with, or signed with an earlier token"
+    )]
+    Forged,
+    #[error("signed in after it was issued")]
+    SignedInLater,
+    #[error("issued {0} s in the future")]
+    Future(i64),
+    #[error("expired {0} s ago (a session lasts {ttl} s)", ttl = TTL_SECS)]
+    Expired(i64),
+    #[error("expired {past} s ago: signed in {ago} s ago, and a sign-in lasts {max} s however often its cookie is renewed", max = MAX_LIFETIME_SECS)]
+    SignInExpired { past: i64, ago: i64 },
 }
 
 impl Sessions {
@@ -142,10 +161,8 @@ impl Sessions {
     }
 
     /// A cookie's times, if its value is good at `now`.
-    pub fn verify(&self, value: &str, now: i64) -> Result<Times, String> {
-        let malformed = || {
-            format!("malformed (expected {VERSION}.<signed-in>.<issued>.<signature>; an earlier version's cookie needs a new sign-in)")
-        };
+    pub fn verify(&self, value: &str, now: i64) -> Result<Times, CookieError> {
+        let malformed = || CookieError::Malformed;
         let (signed, mac_hex) = value.rsplit_once('.').ok_or_else(malformed)?;
         let mut fields = signed.split('.');
         let times = match (fields.next(), fields.next(), fields.next(), fields.next()) {
@@ -163,28 +180,25 @@ impl Sessions {
             _ => return Err(malformed()),
         };
         let presented = hex32(mac_hex).ok_or_else(malformed)?;
-        self.mac(signed).verify_slice(&presented).map_err(|_| {
-            "its signature does not match: forged, tampered with, or signed with an earlier token"
-                .to_string()
-        })?;
+        self.mac(signed)
+            .verify_slice(&presented)
+            .map_err(|_| CookieError::Forged)?;
         if times.signed_in > times.issued {
-            return Err("signed in after it was issued".to_string());
+            return Err(CookieError::SignedInLater);
         }
         if times.issued > now + SKEW_SECS {
-            return Err(format!("issued {} s in the future", times.issued - now));
+            return Err(CookieError::Future(times.issued - now));
         }
         let expired = now - (times.issued + TTL_SECS);
         if expired >= 0 {
-            return Err(format!(
-                "expired {expired} s ago (a session lasts {TTL_SECS} s)"
-            ));
+            return Err(CookieError::Expired(expired));
         }
         let past = now - (times.signed_in + MAX_LIFETIME_SECS);
         if past >= 0 {
-            return Err(format!(
-                "expired {past} s ago: signed in {} s ago, and a sign-in lasts {MAX_LIFETIME_SECS} s however often its cookie is renewed",
-                now - times.signed_in
-            ));
+            return Err(CookieError::SignInExpired {
+                past,
+                ago: now - times.signed_in,
+            });
         }
         Ok(times)
     }

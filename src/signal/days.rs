@@ -12,8 +12,8 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::group::{Evidence, Finding};
 use super::state::{StateDb, StateError};
+use super::{Evidence, Finding};
 use crate::detect::outcomes::ToolDay;
 
 /// What the per-turn rules found on one day.

@@ -2,7 +2,7 @@
 //! [`crate::detect::silent`] with what their titles name — the day's calls
 //! against the expected, the agent's turns beside them, the last success.
 
-use super::group::{Finding, Kind};
+use super::{Finding, Kind};
 pub use crate::detect::silent::{DayCount, Silence};
 use crate::detect::{NoSuccess, Silent};
 use crate::model::{day_to_string, ErrorClass, NANOS_PER_DAY};

@@ -8,48 +8,10 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection};
 use serde::Serialize;
 
-use super::group::SignalDraft;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Lifecycle {
-    New,
-    Ongoing,
-    Resolved,
-    Regressed,
-    Muted,
-}
-
-impl Lifecycle {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Lifecycle::New => "new",
-            Lifecycle::Ongoing => "ongoing",
-            Lifecycle::Resolved => "resolved",
-            Lifecycle::Regressed => "regressed",
-            Lifecycle::Muted => "muted",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Lifecycle> {
-        [
-            Lifecycle::New,
-            Lifecycle::Ongoing,
-            Lifecycle::Resolved,
-            Lifecycle::Regressed,
-            Lifecycle::Muted,
-        ]
-        .into_iter()
-        .find(|l| l.as_str() == s)
-    }
-
-    pub fn is_open(self) -> bool {
-        matches!(
-            self,
-            Lifecycle::New | Lifecycle::Ongoing | Lifecycle::Regressed
-        )
-    }
-}
+use super::draft::SignalDraft;
+pub use super::ids::{free_id, free_id_with};
+use super::lifecycle::{transition, Decision, Stored, Sweep};
+pub use super::lifecycle::{Lifecycle, Quiet};
 
 /// A signal with its lifecycle, as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -63,85 +25,6 @@ pub struct Signal {
 
 /// One change of a signal's state: (at ns, from, to, reason).
 pub type HistoryEntry = (i64, Option<String>, String, String);
-
-/// When an open signal that this sweep found nothing new for resolves
-/// (docs/alerting.md, Lifecycle): by the data's clock, never by counting
-/// sweeps, so a sweep every five minutes and one a day agree, and a sweep
-/// that saw no new data changes nothing.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Quiet {
-    /// The newest span end the sweep saw.
-    pub horizon_ns: i64,
-    /// Daily rules: complete days after the last flagged one.
-    pub after_days: i64,
-    /// Per-turn rules: hours of the tool's own traffic after the last finding.
-    pub after_hours: i64,
-    /// Per tool, the latest call (start) of a settled turn the sweep saw.
-    pub traffic: std::collections::BTreeMap<String, i64>,
-    /// Per tool, the end of its latest successful call (the rollup's):
-    /// a `no_success` signal resolves as soon as one follows its last day.
-    pub last_ok: std::collections::BTreeMap<String, i64>,
-}
-
-impl Quiet {
-    /// Whether a signal last seen as `draft` has been quiet long enough.
-    pub fn resolves(&self, draft: &SignalDraft) -> bool {
-        use super::group::Kind;
-        match draft.kind {
-            Kind::NoSuccess
-                // A flagged day had no success: one at or after its start
-                // is the recovery.
-                if self.last_ok.get(&draft.tool).is_some_and(|&ok| ok >= draft.last_seen_ns) =>
-            {
-                true
-            }
-            k if k.is_daily() => {
-                let last = crate::model::day_of_ns(draft.last_seen_ns);
-                let through = crate::model::day_of_ns(self.horizon_ns);
-                // Days strictly between the last flagged day and the day the
-                // data reaches are complete, and were judged clean.
-                i64::from(through) - i64::from(last) > self.after_days.max(1)
-            }
-            _ => {
-                let Some(&seen) = self.traffic.get(&draft.tool) else {
-                    return false;
-                };
-                let quiet_ns = seen.min(self.horizon_ns) - draft.last_seen_ns;
-                quiet_ns >= self.after_hours.max(1).saturating_mul(3_600_000_000_000)
-            }
-        }
-    }
-}
-
-/// The id a new key gets: `SW-` and four letters from its hash, one more
-/// letter for as long as that id is taken (`taken` says so). Existing ids
-/// never change; two keys can never share one.
-pub fn free_id(
-    key: &str,
-    taken: impl FnMut(&str) -> rusqlite::Result<bool>,
-) -> rusqlite::Result<String> {
-    free_id_with("SW-", key, taken)
-}
-
-/// [`free_id`] for ids of another prefix (incidents' `INC-`): the prefix
-/// and 4 to 14 consonants of the key's hash, the first not `taken`.
-pub fn free_id_with(
-    prefix: &str,
-    key: &str,
-    mut taken: impl FnMut(&str) -> rusqlite::Result<bool>,
-) -> rusqlite::Result<String> {
-    for letters in 4..=14 {
-        let id = format!("{prefix}{}", &super::group::short_id_of(key, letters)[3..]);
-        if !taken(&id)? {
-            return Ok(id);
-        }
-    }
-    // 14 letters of a 64-bit hash are all of it: fall back to the key's hash in hex.
-    Ok(format!(
-        "{prefix}{:016X}",
-        xxhash_rust::xxh3::xxh3_64(key.as_bytes())
-    ))
-}
 
 /// What a sweep changed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -170,6 +53,19 @@ pub enum StateError {
     Fenced(String),
     #[error("{0}")]
     Incident(String),
+    /// A file whose schema could not be brought to this build's.
+    #[error(transparent)]
+    File(crate::state::StateFileError),
+}
+
+impl From<crate::state::StateFileError> for StateError {
+    /// A file that does not open reads as it always did ("signal state …").
+    fn from(e: crate::state::StateFileError) -> StateError {
+        match e {
+            crate::state::StateFileError::Open { path, source } => StateError::Db { path, source },
+            other => StateError::File(other),
+        }
+    }
 }
 
 /// The state database.
@@ -178,96 +74,11 @@ pub struct StateDb {
     pub(super) path: PathBuf,
 }
 
-const SCHEMA: &str = "
-PRAGMA journal_mode=WAL;
-CREATE TABLE IF NOT EXISTS signals (
-    id TEXT PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    state TEXT NOT NULL,
-    draft TEXT NOT NULL,
-    findings INTEGER NOT NULL,
-    last_seen_ns INTEGER NOT NULL,
-    clean_sweeps INTEGER NOT NULL DEFAULT 0,
-    resolved_at_ns INTEGER,
-    muted_until_ns INTEGER,
-    mute_until_escalates INTEGER NOT NULL DEFAULT 0,
-    mute_escalate_at INTEGER
-);
-CREATE TABLE IF NOT EXISTS signal_history (
-    id TEXT NOT NULL,
-    at_ns INTEGER NOT NULL,
-    from_state TEXT,
-    to_state TEXT NOT NULL,
-    reason TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS turn_days (
-    day INTEGER PRIMARY KEY,
-    fingerprint TEXT NOT NULL,
-    findings TEXT NOT NULL,
-    horizon_ns INTEGER NOT NULL,
-    spans INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS retry_outcomes (
-    day INTEGER NOT NULL,
-    tool TEXT NOT NULL,
-    retries INTEGER NOT NULL,
-    rescued INTEGER NOT NULL,
-    wasted INTEGER NOT NULL,
-    after_success INTEGER NOT NULL,
-    wasted_seconds REAL NOT NULL,
-    wasted_cost_usd REAL NOT NULL,
-    PRIMARY KEY (day, tool)
-);
-CREATE TABLE IF NOT EXISTS sweeps (
-    at_ns INTEGER NOT NULL,
-    horizon_ns INTEGER NOT NULL,
-    signals INTEGER NOT NULL,
-    changes INTEGER NOT NULL
-);
-";
-
-struct Row {
-    id: String,
-    state: Lifecycle,
-    draft: SignalDraft,
-    clean_sweeps: i64,
-    resolved_at_ns: Option<i64>,
-    muted_until_ns: Option<i64>,
-    mute_until_escalates: bool,
-    mute_escalate_at: Option<i64>,
-}
-
 impl StateDb {
+    /// Open `state.sqlite` (through [`crate::state::open`]: its schema
+    /// current), waiting up to 30 s for another writer.
     pub fn open(path: &Path) -> Result<StateDb, StateError> {
-        let err = |source| StateError::Db {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(err)?;
-        conn.execute_batch(SCHEMA).map_err(err)?;
-        // Files from before these columns: add them.
-        for (column, ty) in [
-            ("outcomes", "TEXT"),
-            ("worst", "TEXT"),
-            ("traffic", "TEXT"),
-            ("read_through", "INTEGER"),
-            ("computed_at_ns", "INTEGER"),
-            ("valid_until_ns", "INTEGER"),
-            ("turns", "TEXT"),
-        ] {
-            let has = conn
-                .prepare(&format!(
-                    "SELECT 1 FROM pragma_table_info('turn_days') WHERE name = '{column}'"
-                ))
-                .and_then(|mut s| s.exists([]))
-                .map_err(err)?;
-            if !has {
-                conn.execute_batch(&format!("ALTER TABLE turn_days ADD COLUMN {column} {ty}"))
-                    .map_err(err)?;
-            }
-        }
+        let conn = crate::state::open(path, std::time::Duration::from_secs(30))?;
         Ok(StateDb {
             conn,
             path: path.to_path_buf(),
@@ -291,7 +102,7 @@ impl StateDb {
         })
     }
 
-    fn rows(&self, filter: &str, arg: &str) -> Result<Vec<Row>, StateError> {
+    fn rows(&self, filter: &str, arg: &str) -> Result<Vec<Stored>, StateError> {
         load_rows(&self.conn, &self.path, filter, arg)
     }
 
@@ -366,152 +177,26 @@ impl StateDb {
             .map_err(err.clone())?;
         let horizon_ns = quiet.horizon_ns;
         let fresh = last_horizon.is_none_or(|h| horizon_ns > h);
-        let mut out = SweepOutcome::default();
-        let mut change = |tx: &rusqlite::Transaction<'_>,
-                          id: &str,
-                          from: Option<Lifecycle>,
-                          to: Lifecycle,
-                          reason: &str| {
-            out.changes.push((id.to_string(), from, to));
-            tx.execute(
-                "INSERT INTO signal_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, now_ns, from.map(Lifecycle::as_str), to.as_str(), reason],
-            )
+        let sweep = Sweep {
+            now_ns,
+            quiet,
+            fresh,
         };
+        let mut out = SweepOutcome::default();
         for d in drafts {
-            let body = serde_json::to_string(d).unwrap_or_default();
-            let Some(row) = existing.iter().find(|r| r.draft.key == d.key) else {
-                // Checked in this transaction, against every id stored and
-                // every id this sweep has given out already.
-                let id = free_id(&d.key, |id| {
-                    tx.prepare_cached("SELECT 1 FROM signals WHERE id = ?1")?
-                        .exists([id])
-                })
-                .map_err(err.clone())?;
-                tx.execute(
-                    "INSERT INTO signals (id, key, state, draft, findings, last_seen_ns) VALUES (?1, ?2, 'new', ?3, ?4, ?5)",
-                    params![id, d.key, body, d.findings as i64, d.last_seen_ns],
-                )
-                .map_err(err.clone())?;
-                change(&tx, &id, None, Lifecycle::New, "first finding").map_err(err.clone())?;
-                continue;
-            };
-            // Only a finding later than any seen before is news: a sweep over
-            // a shorter window (fewer findings) or the same data is not.
-            let newer = d.last_seen_ns > row.draft.last_seen_ns;
-            let mut state = row.state;
-            let mut clean = row.clean_sweeps;
-            let mut resolved_at = row.resolved_at_ns;
-            let reason;
-            match row.state {
-                Lifecycle::Muted => {
-                    let expired = row.muted_until_ns.is_some_and(|u| now_ns >= u);
-                    let escalated = row.mute_until_escalates
-                        && row
-                            .mute_escalate_at
-                            .is_some_and(|lvl| d.findings as i64 >= lvl);
-                    reason = if expired {
-                        "mute expired"
-                    } else {
-                        "escalated while muted"
-                    };
-                    if expired || escalated {
-                        state = Lifecycle::Ongoing;
-                    }
-                }
-                Lifecycle::Resolved => {
-                    reason = "a finding after it resolved";
-                    if resolved_at.is_none_or(|r| d.last_seen_ns > r) {
-                        state = Lifecycle::Regressed;
-                        clean = 0;
-                    }
-                }
-                _ => {
-                    if newer {
-                        reason = "new findings";
-                        state = Lifecycle::Ongoing;
-                        clean = 0;
-                    } else {
-                        reason = "quiet long enough";
-                        if fresh {
-                            clean += 1;
-                        }
-                        if fresh && quiet.resolves(&row.draft) {
-                            state = Lifecycle::Resolved;
-                            resolved_at = Some(d.last_seen_ns.max(row.draft.last_seen_ns));
-                        }
-                    }
-                }
-            }
-            if state != row.state {
-                change(&tx, &row.id, Some(row.state), state, reason).map_err(err.clone())?;
-            }
-            let unmute = state != Lifecycle::Muted;
-            // The stored picture is replaced only by a newer one, and keeps
-            // every day it fired on.
-            let draft = if newer {
-                let mut merged = d.clone();
-                merged.days.extend(row.draft.days.iter().cloned());
-                merged.days.sort();
-                merged.days.dedup();
-                merged.findings = merged.findings.max(row.draft.findings);
-                merged.first_seen_ns = merged.first_seen_ns.min(row.draft.first_seen_ns);
-                merged
-            } else {
-                row.draft.clone()
-            };
-            let body = serde_json::to_string(&draft).unwrap_or_default();
-            if state != row.state || clean != row.clean_sweeps || draft != row.draft {
-                tx.execute(
-                    "UPDATE signals SET state = ?2, draft = ?3, findings = ?4, last_seen_ns = ?5, clean_sweeps = ?6, resolved_at_ns = ?7,
-                       muted_until_ns = CASE WHEN ?8 THEN NULL ELSE muted_until_ns END,
-                       mute_until_escalates = CASE WHEN ?8 THEN 0 ELSE mute_until_escalates END
-                     WHERE id = ?1",
-                    params![row.id, state.as_str(), body, draft.findings as i64, draft.last_seen_ns, clean, resolved_at, unmute],
-                )
-                .map_err(err.clone())?;
+            match existing.iter().find(|r| r.draft.key == d.key) {
+                None => insert_new(&tx, d, now_ns, &mut out).map_err(err.clone())?,
+                Some(row) => write(&tx, row, &transition(row, Some(d), sweep), now_ns, &mut out)
+                    .map_err(err.clone())?,
             }
         }
-        // Signals this sweep found nothing for. A mute that ran out ends
-        // (the signal is open again, and resolves like any other).
+        // Signals this sweep found nothing for.
         for row in existing
             .iter()
             .filter(|r| !drafts.iter().any(|d| d.key == r.draft.key))
         {
-            if row.state == Lifecycle::Muted && row.muted_until_ns.is_some_and(|u| now_ns >= u) {
-                change(
-                    &tx,
-                    &row.id,
-                    Some(Lifecycle::Muted),
-                    Lifecycle::Ongoing,
-                    "mute expired",
-                )
+            write(&tx, row, &transition(row, None, sweep), now_ns, &mut out)
                 .map_err(err.clone())?;
-                tx.execute(
-                    "UPDATE signals SET state = 'ongoing', clean_sweeps = 0, muted_until_ns = NULL, mute_until_escalates = 0 WHERE id = ?1",
-                    params![row.id],
-                )
-                .map_err(err.clone())?;
-                continue;
-            }
-            if !fresh || !row.state.is_open() {
-                continue;
-            }
-            let clean = row.clean_sweeps + 1;
-            let state = if quiet.resolves(&row.draft) {
-                Lifecycle::Resolved
-            } else {
-                row.state
-            };
-            if state != row.state {
-                change(&tx, &row.id, Some(row.state), state, "quiet long enough")
-                    .map_err(err.clone())?;
-            }
-            tx.execute(
-                "UPDATE signals SET state = ?2, clean_sweeps = ?3, resolved_at_ns = CASE WHEN ?2 = 'resolved' THEN last_seen_ns ELSE resolved_at_ns END WHERE id = ?1",
-                params![row.id, state.as_str(), clean],
-            )
-            .map_err(err.clone())?;
         }
         if fresh {
             tx.execute(
@@ -530,77 +215,6 @@ impl StateDb {
         Ok(out)
     }
 
-    /// Change a signal's state by hand: `sql` updates it (`?1` is the id),
-    /// and the change goes into the history.
-    fn set_state(
-        &mut self,
-        id: &str,
-        to: Lifecycle,
-        reason: &str,
-        now_ns: i64,
-        sql: &str,
-        args: &[&dyn rusqlite::ToSql],
-    ) -> Result<(), StateError> {
-        let current = self.get(id)?;
-        let path = self.path.clone();
-        let err = move |source| StateError::Db {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(err.clone())?;
-        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&id];
-        all.extend_from_slice(args);
-        tx.execute(sql, all.as_slice()).map_err(err.clone())?;
-        tx.execute(
-            "INSERT INTO signal_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, now_ns, current.state.as_str(), to.as_str(), reason],
-        )
-        .map_err(err.clone())?;
-        tx.commit().map_err(err)
-    }
-
-    /// Mute until `until_ns`, until it escalates (≥ 2× today's findings), or forever.
-    pub fn mute(
-        &mut self,
-        id: &str,
-        until_ns: Option<i64>,
-        until_escalates: bool,
-        now_ns: i64,
-    ) -> Result<(), StateError> {
-        let findings = self.get(id)?.draft.findings as i64;
-        let escalate_at = until_escalates.then_some(2 * findings.max(1));
-        self.set_state(
-            id,
-            Lifecycle::Muted,
-            "muted by hand",
-            now_ns,
-            "UPDATE signals SET state = 'muted', muted_until_ns = ?2, mute_until_escalates = ?3, mute_escalate_at = ?4 WHERE id = ?1",
-            &[&until_ns, &until_escalates, &escalate_at],
-        )
-    }
-
-    pub fn unmute(&mut self, id: &str, now_ns: i64) -> Result<(), StateError> {
-        self.set_state(
-            id,
-            Lifecycle::Ongoing,
-            "unmuted by hand",
-            now_ns,
-            "UPDATE signals SET state = 'ongoing', muted_until_ns = NULL, mute_until_escalates = 0, mute_escalate_at = NULL WHERE id = ?1",
-            &[],
-        )
-    }
-
-    pub fn resolve(&mut self, id: &str, now_ns: i64) -> Result<(), StateError> {
-        self.set_state(
-            id,
-            Lifecycle::Resolved,
-            "resolved by hand",
-            now_ns,
-            "UPDATE signals SET state = 'resolved', resolved_at_ns = last_seen_ns, clean_sweeps = 0 WHERE id = ?1",
-            &[],
-        )
-    }
-
     /// The history of one signal: (at, from, to, reason).
     pub fn history(&self, id: &str) -> Result<Vec<HistoryEntry>, StateError> {
         let mut stmt = self.db(self.conn.prepare("SELECT at_ns, from_state, to_state, reason FROM signal_history WHERE id = ?1 ORDER BY rowid"))?;
@@ -610,7 +224,94 @@ impl StateDb {
     }
 }
 
-fn to_signal(r: Row) -> Signal {
+/// Record a state change in the history and in `out`.
+fn record(
+    tx: &Connection,
+    id: &str,
+    from: Option<Lifecycle>,
+    to: Lifecycle,
+    reason: &str,
+    now_ns: i64,
+    out: &mut SweepOutcome,
+) -> rusqlite::Result<()> {
+    out.changes.push((id.to_string(), from, to));
+    tx.execute(
+        "INSERT INTO signal_history (id, at_ns, from_state, to_state, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, now_ns, from.map(Lifecycle::as_str), to.as_str(), reason],
+    )?;
+    Ok(())
+}
+
+/// A key seen for the first time: its id (checked in this transaction,
+/// against every id stored and every id this sweep has given out already)
+/// and its row, `new`.
+fn insert_new(
+    tx: &Connection,
+    d: &SignalDraft,
+    now_ns: i64,
+    out: &mut SweepOutcome,
+) -> rusqlite::Result<()> {
+    let body = serde_json::to_string(d).unwrap_or_default();
+    let id = free_id(&d.key, |id| {
+        tx.prepare_cached("SELECT 1 FROM signals WHERE id = ?1")?
+            .exists([id])
+    })?;
+    tx.execute(
+        "INSERT INTO signals (id, key, state, draft, findings, last_seen_ns) VALUES (?1, ?2, 'new', ?3, ?4, ?5)",
+        params![id, d.key, body, d.findings as i64, d.last_seen_ns],
+    )?;
+    record(tx, &id, None, Lifecycle::New, "first finding", now_ns, out)
+}
+
+/// Write what [`transition`] decided for `row`.
+fn write(
+    tx: &Connection,
+    row: &Stored,
+    decision: &Decision,
+    now_ns: i64,
+    out: &mut SweepOutcome,
+) -> rusqlite::Result<()> {
+    if let Some((from, to, reason)) = decision.change(row) {
+        record(tx, &row.id, Some(from), to, reason, now_ns, out)?;
+    }
+    match decision {
+        Decision::Keep => {}
+        Decision::Seen(next) => {
+            let body = serde_json::to_string(&next.draft).unwrap_or_default();
+            let unmute = next.state != Lifecycle::Muted;
+            tx.execute(
+                "UPDATE signals SET state = ?2, draft = ?3, findings = ?4, last_seen_ns = ?5, clean_sweeps = ?6, resolved_at_ns = ?7,
+                   muted_until_ns = CASE WHEN ?8 THEN NULL ELSE muted_until_ns END,
+                   mute_until_escalates = CASE WHEN ?8 THEN 0 ELSE mute_until_escalates END
+                 WHERE id = ?1",
+                params![row.id, next.state.as_str(), body, next.draft.findings as i64, next.draft.last_seen_ns, next.clean_sweeps, next.resolved_at_ns, unmute],
+            )?;
+        }
+        Decision::MuteExpired => {
+            tx.execute(
+                "UPDATE signals SET state = 'ongoing', clean_sweeps = 0, muted_until_ns = NULL, mute_until_escalates = 0 WHERE id = ?1",
+                params![row.id],
+            )?;
+        }
+        Decision::Quiet {
+            clean_sweeps,
+            resolved,
+        } => {
+            let state = if *resolved {
+                Lifecycle::Resolved
+            } else {
+                row.state
+            };
+            tx.execute(
+                "UPDATE signals SET state = ?2, clean_sweeps = ?3, resolved_at_ns = CASE WHEN ?2 = 'resolved' THEN last_seen_ns ELSE resolved_at_ns END WHERE id = ?1",
+                params![row.id, state.as_str(), clean_sweeps],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn to_signal(r: Stored) -> Signal {
     let mut draft = r.draft;
     draft.id = r.id;
     Signal {
@@ -626,7 +327,7 @@ fn load_rows(
     path: &Path,
     filter: &str,
     arg: &str,
-) -> Result<Vec<Row>, StateError> {
+) -> Result<Vec<Stored>, StateError> {
     let err = |source| StateError::Db {
         path: path.to_path_buf(),
         source,
@@ -666,7 +367,7 @@ fn load_rows(
                 id: id.clone(),
                 message,
             };
-            Ok(Row {
+            Ok(Stored {
                 state: Lifecycle::parse(&state)
                     .ok_or_else(|| corrupt(format!("unknown state {state:?}")))?,
                 draft: serde_json::from_str(&draft).map_err(|e| corrupt(e.to_string()))?,

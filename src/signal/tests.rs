@@ -2,7 +2,7 @@ use super::group::{key, short_id};
 use super::*;
 use crate::model::ErrorClass;
 
-fn finding(
+pub(super) fn finding(
     kind: Kind,
     tool: &str,
     class: ErrorClass,
@@ -47,12 +47,12 @@ fn finding(
     }
 }
 
-const DAY: i64 = 86_400_000_000_000;
-const HOUR: i64 = 3_600_000_000_000;
+pub(super) const DAY: i64 = 86_400_000_000_000;
+pub(super) const HOUR: i64 = 3_600_000_000_000;
 
 /// The defaults (2 quiet days, 24 quiet hours), data and every tool's
 /// traffic reaching `horizon_ns`.
-fn q(horizon_ns: i64) -> state::Quiet {
+pub(super) fn q(horizon_ns: i64) -> state::Quiet {
     state::Quiet {
         horizon_ns,
         after_days: 2,

@@ -2,7 +2,7 @@
 //! and remedy, and the storm of a rate limit whose gaps do not grow
 //! ("unpaced"; not when it honoured every stated wait).
 
-use super::group::{group, Evidence, Finding, Kind, Severity};
+use super::{group, Evidence, Finding, Kind, Severity};
 use crate::detect::RetryWait;
 use crate::model::ErrorClass;
 

@@ -1,11 +1,21 @@
-//! The store's error: IO with what was being done, overload, and polars.
+//! The store's error: IO with what was being done (the `std::io::Error`
+//! kept as the source), overload, and polars.
+
+use std::sync::Arc;
 
 /// Everything the store can fail with. Cloneable, because one group commit's
 /// failure is reported to every request in the group.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
-    #[error("{context}: {message}")]
-    Io { context: String, message: String },
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, with the path: "reading /data/…".
+        context: String,
+        /// The failure, typed (shared: the error is cloned to every request
+        /// of a failed group commit).
+        #[source]
+        source: Arc<std::io::Error>,
+    },
     #[error(
         "the write path is full ({pending_bytes} bytes waiting); retry after {retry_after_secs} s"
     )]
@@ -24,10 +34,21 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub fn io(context: impl Into<String>, e: impl std::fmt::Display) -> StoreError {
+    /// An IO failure while doing `context`. An `std::io::Error` is kept as
+    /// it is (its kind included); any other cause (a thread's, an object
+    /// store's, a plain message) becomes the source of an
+    /// `io::ErrorKind::Other` error.
+    pub fn io(
+        context: impl Into<String>,
+        e: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> StoreError {
+        let source = match e.into().downcast::<std::io::Error>() {
+            Ok(io) => *io,
+            Err(other) => std::io::Error::other(other),
+        };
         StoreError::Io {
             context: context.into(),
-            message: e.to_string(),
+            source: Arc::new(source),
         }
     }
 

@@ -13,9 +13,11 @@ use std::path::PathBuf;
 
 use polars::prelude::*;
 
-use super::layout::{is_seal_output, Layout};
-use super::retire::{self, Pin};
-use super::{frame, parquet, rollup_set, rowgroup, StoreError};
+use super::catalog::layout::{is_seal_output, Layout};
+use super::catalog::retire::{self, Pin};
+use super::catalog::rollup_set;
+use super::format::{frame, parquet, rowgroup};
+use super::StoreError;
 
 /// A lazy read and the pin that keeps the files it scans: polars opens them
 /// by path when the frame is collected, so the pin must live until then.
@@ -330,9 +332,8 @@ impl Reader {
 
 /// A read's polars error, with a hint when a file it listed was gone.
 pub fn read_error(context: &str, e: PolarsError, pin: &Pin) -> StoreError {
-    let text = e.to_string();
-    match retire::gone_hint(&text, Some(pin)) {
-        Some(hint) => StoreError::data(context.to_string(), format!("{text} ({hint})")),
+    match retire::gone_hint(&e, Some(pin)) {
+        Some(hint) => StoreError::data(context.to_string(), format!("{e} ({hint})")),
         None => StoreError::data(context.to_string(), e),
     }
 }

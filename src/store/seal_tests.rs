@@ -57,7 +57,7 @@ pub(crate) fn spans(day: i32, from: u64, to: u64, name: &str) -> DataFrame {
 
 /// Commit `df` as a new (flush-like) part of `day`.
 pub(crate) fn write_part(layout: &Layout, day: i32, tag: &str, mut df: DataFrame) {
-    let rename = parquet::write_tmp_part(layout, day, tag, &mut df).unwrap();
+    let rename = super::stage::write_tmp_part(layout, day, tag, &mut df).unwrap();
     let intent = Intent {
         renames: vec![rename],
         ..Intent::default()

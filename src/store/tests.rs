@@ -300,7 +300,7 @@ fn a_nested_span_of_the_same_tool_is_the_same_call() {
         "end_ns" => [100i64, 90, 50, 50, 300, 80],
     }
     .unwrap();
-    let dup = rollup::nested_duplicates(&df).unwrap();
+    let dup = crate::spans::nested_duplicates(&df).unwrap();
     assert_eq!(dup, vec![None, Some(0), None, None, None, Some(0)]);
 }
 

@@ -2,7 +2,7 @@
 //! names that survive a WAL reset, and a long WAL replayed in chunks.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -37,8 +37,8 @@ fn merge_day(layout: &Layout, day: i32, on: &mut dyn FnMut(Step)) {
 pub(super) fn merge_intent(layout: &Layout, day: i32) -> (Vec<PathBuf>, Intent) {
     let parts = layout.parts(day).unwrap();
     let mut df = parquet::scan_parts(&parts).unwrap().collect().unwrap();
-    let tag = format!("{}-c", parquet::new_part_tag());
-    let rename = parquet::write_tmp_part(layout, day, &tag, &mut df).unwrap();
+    let tag = format!("{}-c", stage::new_part_tag());
+    let rename = stage::write_tmp_part(layout, day, &tag, &mut df).unwrap();
     let intent = Intent {
         renames: vec![rename],
         deletes: parts.iter().map(|p| layout.relative(p)).collect(),

@@ -13,7 +13,7 @@ use polars::prelude::*;
 
 use super::SweepError;
 use crate::model::{day_to_string, NANOS_PER_DAY};
-use crate::store::table::{SpanTable, COLUMNS};
+use crate::spans::{SpanTable, COLUMNS};
 use crate::store::Reader;
 
 type Fast = foldhash::fast::RandomState;
@@ -217,7 +217,7 @@ fn decode(reader: &Reader, day: i32, now_ns: i64) -> Result<Decoded, SweepError>
     }
     Err(match last {
         Some(SweepError::Data { context, source }) => {
-            match crate::store::retire::gone_hint(&source.to_string(), None) {
+            match crate::store::retire::gone_hint(&source, None) {
                 Some(hint) => SweepError::Store(crate::store::StoreError::data(
                     context,
                     format!("{source} ({hint})"),

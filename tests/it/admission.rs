@@ -367,10 +367,16 @@ async fn send_compressed(
 /// (`RESOURCE_EXHAUSTED`, or `INVALID_ARGUMENT` for one that had the
 /// budget and was decoded), and a bomb past the 64 MiB cap is
 /// `RESOURCE_EXHAUSTED` without RetryInfo, naming the cap.
+///
+/// The in-flight budget is 96 MiB here, so that two bombs inflating at once
+/// (one per decoding thread) cannot both fit and the budget's refusal is
+/// certain to be seen. Under the default 256 MiB, two decoding threads
+/// rarely hold enough at once for a refusal (3 of 691 bombs in one run),
+/// which made the count a matter of timing.
 #[test]
 fn zstd_bombs_over_grpc_do_not_stall_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let (server, _cap) = capped(dir.path(), "");
+    let (server, _cap) = capped(dir.path(), "[ingest]\nmax_inflight_bytes = 100663296\n");
     let bomb = bytes::Bytes::from(zstd::bulk::compress(&vec![0u8; 63 << 20], 19).unwrap());
     let over_cap = bytes::Bytes::from(zstd::bulk::compress(&vec![0u8; 65 << 20], 19).unwrap());
     assert!(bomb.len() < 4096, "{}", bomb.len());

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stormwatch::alert::config::{AlertConfig, Target, TargetKind};
 use stormwatch::alert::{commands, outbox, Mode};
+use stormwatch::alert::{AlertConfig, Target, TargetKind};
 
 /// What a [`BodyServer`] answers: a status and a body of `len` bytes, or a
 /// chunked body that never ends (`None`).

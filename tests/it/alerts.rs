@@ -14,8 +14,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use tokio::time::Instant;
 
-use stormwatch::alert::config::{AlertConfig, GroupBy, Target, TargetKind};
 use stormwatch::alert::{commands, outbox, Mode, Sender};
+use stormwatch::alert::{AlertConfig, GroupBy, Target, TargetKind};
 
 use crate::common::{repo, run};
 

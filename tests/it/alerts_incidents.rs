@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use stormwatch::alert::config::{AlertConfig, Target, TargetKind};
 use stormwatch::alert::{commands, Alerting, Queued, Sender};
+use stormwatch::alert::{AlertConfig, Target, TargetKind};
 use stormwatch::incident::{Facts, ToolDayFacts};
 use stormwatch::signal::{Evidence, Kind, SignalDraft, StateDb};
 

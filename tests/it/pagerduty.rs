@@ -548,8 +548,8 @@ fn a_kill_between_send_and_mark_repeats_the_same_dedup_key() {
 /// at least, on the paused clock; the target is told per incident only.
 #[tokio::test(start_paused = true)]
 async fn a_429_without_retry_after_waits_at_least_thirty_seconds() {
-    use stormwatch::alert::config::{AlertConfig, Target, TargetKind};
     use stormwatch::alert::{commands, outbox, Mode};
+    use stormwatch::alert::{AlertConfig, Target, TargetKind};
     let (r, addr) =
         crate::alerts::receiver(vec![(429, Vec::new(), String::new())], (202, "{}")).await;
     let dir = tempfile::tempdir().unwrap();

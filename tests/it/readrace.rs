@@ -203,7 +203,7 @@ fn reads_never_fail_while_the_store_replaces_files_under_them() {
         });
         // The dashboard's and the MCP server's reads.
         scope.spawn(|| {
-            let cache = stormwatch::dash::cache::Reads::new(store.reader());
+            let cache = stormwatch::read::cache::Reads::new(store.reader());
             let reader = store.reader();
             let trace = format!("{:016x}{:016x}", 40u64, 7u64);
             while !stop.load(Ordering::Acquire) {

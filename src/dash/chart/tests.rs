@@ -73,7 +73,7 @@ fn month() -> crate::dash::pages::Range {
 #[test]
 fn the_threshold_line_is_the_rules_baseline_day_by_day() {
     let rows = demo_like();
-    let rollup = crate::dash::data::Rollup {
+    let rollup = crate::read::data::Rollup {
         rows: rows.clone(),
         ..Default::default()
     };
@@ -307,7 +307,7 @@ fn a_tool_of_two_services_gets_a_chart_per_series() {
         .collect();
     rows.extend(quiet);
     rows.sort_by(|a, b| (&a.tool, &a.service, a.day).cmp(&(&b.tool, &b.service, b.day)));
-    let rollup = crate::dash::data::Rollup {
+    let rollup = crate::read::data::Rollup {
         rows,
         ..Default::default()
     };

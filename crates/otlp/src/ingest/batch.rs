@@ -88,7 +88,7 @@ pub struct SpanBatch {
     /// Number in `tools`; [`NO_TOOL`] when the span is not a tool call.
     pub tool: Vec<u32>,
     /// Number in `dependencies`: the server the span talks to
-    /// ([`super::conventions::dependency`]); [`NO_DEPENDENCY`] when none.
+    /// ([`super::dependency::dependency`]); [`NO_DEPENDENCY`] when none.
     pub dependency: Vec<u32>,
     /// Number in `models`: the model a model span names; [`NO_MODEL`] when none.
     pub model: Vec<u32>,

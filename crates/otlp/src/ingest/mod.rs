@@ -10,6 +10,7 @@ pub mod classify;
 pub mod column;
 pub mod conventions;
 pub mod decode;
+pub mod dependency;
 mod error;
 pub mod file;
 pub mod file_limits;

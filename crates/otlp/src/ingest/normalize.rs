@@ -13,7 +13,7 @@ use opentelemetry_proto::tonic::common::v1::{InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
 use super::batch::{Resource, SpanBatch, NO_DEPENDENCY, NO_MODEL, NO_TOOL};
-use super::conventions::{self, SpanView};
+use super::conventions::SpanView;
 use super::model_span;
 use super::results::ResultShapes;
 use super::retry_after;
@@ -307,10 +307,11 @@ fn push(
         }
         None => b.tool.push(NO_TOOL),
     }
-    let dependency = match conventions::dependency(a, span.kind, tool.is_some(), resource_attrs) {
-        Some(d) => b.dependencies.intern(d.as_ref()),
-        None => NO_DEPENDENCY,
-    };
+    let dependency =
+        match super::dependency::dependency(a, span.kind, tool.is_some(), resource_attrs) {
+            Some(d) => b.dependencies.intern(d.as_ref()),
+            None => NO_DEPENDENCY,
+        };
     b.dependency.push(dependency);
     b.tool_call_id
         .push_opt(tool.as_ref().and_then(|t| t.call_id.as_deref()));

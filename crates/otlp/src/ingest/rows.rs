@@ -9,7 +9,7 @@ use std::sync::Arc;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 
-use super::conventions::{self, SpanView};
+use super::conventions::SpanView;
 use super::{attrs, classify, model_span, toolcall};
 use crate::model::{to_hex, SpanRow};
 
@@ -167,7 +167,7 @@ fn row(
         resource: Arc::clone(resource_json),
         scope_name: None,
         scope_version: None,
-        dependency: conventions::dependency(a, span.kind, tool.is_some(), resource_attrs)
+        dependency: super::dependency::dependency(a, span.kind, tool.is_some(), resource_attrs)
             .map(Cow::into_owned),
         retry_after_ms,
         is_model,

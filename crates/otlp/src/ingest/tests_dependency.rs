@@ -9,7 +9,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use proptest::prelude::*;
 
-use super::conventions::url_host;
+use super::dependency::url_host;
 use super::{normalize, rows};
 
 const INTERNAL: i32 = 1;

@@ -1,0 +1,15 @@
+//! Which files are live, and how that changes: the directory layout
+//! ([`layout`]), each day's part manifest ([`manifest`]), intents and
+//! their commit ([`commit`]), the rollups' generations ([`rollup_set`])
+//! and stale days ([`dirty`]), staging new parts ([`stage`]), retiring
+//! replaced files behind readers' pins ([`retire`]), and the hook a commit
+//! ships parts through ([`ship`]).
+
+pub mod commit;
+pub mod dirty;
+pub mod layout;
+pub mod manifest;
+pub mod retire;
+pub mod rollup_set;
+pub mod ship;
+pub mod stage;
