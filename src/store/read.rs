@@ -378,6 +378,23 @@ impl Reader {
         df.map_err(|e| read_error(&format!("reading {}", path.display()), e, &pin))
     }
 
+    /// The `name` file of every summary on `days` that has one, by path
+    /// (the `date=` directories give a scan of them its `date` column).
+    pub fn summary_paths(
+        &self,
+        days: impl RangeBounds<i32>,
+        name: &str,
+    ) -> Result<Vec<PathBuf>, StoreError> {
+        Ok(self
+            .layout
+            .sealed_days()?
+            .into_iter()
+            .filter(|d| days.contains(d))
+            .map(|d| self.layout.sealed_dir(d).join(name))
+            .filter(|p| p.exists())
+            .collect())
+    }
+
     /// Write `day`'s summary (see [`summary::write`]). A summary is derived
     /// from the spans, so any process that reads them may write it, without
     /// the store's lock (a sweep from cron beside a serving store).

@@ -128,8 +128,21 @@ pub fn write(
     day: i32,
     files: &mut [(&str, DataFrame)],
     compression: ParquetCompression,
-    mut manifest: SummaryManifest,
+    manifest: SummaryManifest,
 ) -> Result<(), StoreError> {
+    let intent = prepare(layout, day, files, compression, manifest)?;
+    apply(layout, day, &intent)
+}
+
+/// A write up to its durable intent: the files under temporary names,
+/// then the intent naming them.
+fn prepare(
+    layout: &Layout,
+    day: i32,
+    files: &mut [(&str, DataFrame)],
+    compression: ParquetCompression,
+    mut manifest: SummaryManifest,
+) -> Result<Intent, StoreError> {
     let dir = layout.sealed_dir(day);
     fs::create_dir_all(&dir)
         .map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
@@ -153,7 +166,7 @@ pub fn write(
         remove_tmps(&dir, &intent.renames);
         return Err(e);
     }
-    apply(layout, day, &intent)
+    Ok(intent)
 }
 
 fn remove_tmps(dir: &Path, renames: &[(String, String)]) {
@@ -243,5 +256,114 @@ pub(in crate::store) fn forget_retired(dir: &Path) {
 fn remove_if_empty(dir: &Path) {
     if fs::read_dir(dir).is_ok_and(|mut e| e.next().is_none()) {
         let _ = fs::remove_dir(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use polars::prelude::*;
+
+    use super::*;
+
+    fn frame(n: i64) -> DataFrame {
+        df!("x" => [n]).unwrap()
+    }
+
+    fn manifest(parts: &[&str]) -> SummaryManifest {
+        SummaryManifest {
+            version: Some(1),
+            day: Some("2026-01-02".into()),
+            parts: parts.iter().map(|p| p.to_string()).collect(),
+            ..SummaryManifest::default()
+        }
+    }
+
+    fn x(layout: &Layout, day: i32) -> i64 {
+        let path = layout.sealed_dir(day).join("a.parquet");
+        let df = parquet::scan(&[path]).unwrap().collect().unwrap();
+        df.column("x").unwrap().i64().unwrap().get(0).unwrap()
+    }
+
+    #[test]
+    fn a_write_cut_short_after_its_intent_is_finished_by_the_next_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let day = crate::model::day_from_str("2026-01-02").unwrap();
+        let mut files = [("a.parquet", frame(1))];
+        write(
+            &layout,
+            day,
+            &mut files,
+            ParquetCompression::Zstd(None),
+            manifest(&["p1"]),
+        )
+        .unwrap();
+        let m = read(&layout, day).unwrap().unwrap().unwrap();
+        assert_eq!(
+            (m.parts, m.files),
+            (vec!["p1".to_string()], Some(vec!["a.parquet".into()]))
+        );
+        assert_eq!(x(&layout, day), 1);
+        // Killed after the intent: the old summary still on disk …
+        let mut files = [("a.parquet", frame(2))];
+        let codec = ParquetCompression::Zstd(None);
+        prepare(&layout, day, &mut files, codec, manifest(&["p2"])).unwrap();
+        assert_eq!(x(&layout, day), 1);
+        // … and the next read finds the new one, whole.
+        let m = read(&layout, day).unwrap().unwrap().unwrap();
+        assert_eq!(m.parts, vec!["p2".to_string()]);
+        assert_eq!(x(&layout, day), 2);
+        let left: Vec<_> = fs::read_dir(layout.sealed_dir(day))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+    }
+
+    #[test]
+    fn keys_this_version_does_not_know_are_kept_and_absent_ones_stay_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let day = crate::model::day_from_str("2026-01-02").unwrap();
+        fs::create_dir_all(layout.sealed_dir(day)).unwrap();
+        let body = br#"{"version":1,"rows":123,"parts":["a"]}"#;
+        fs::write(manifest_path(&layout, day), body).unwrap();
+        let m = read(&layout, day).unwrap().unwrap().unwrap();
+        write_manifest(&layout, day, &m).unwrap();
+        let again: serde_json::Value =
+            serde_json::from_slice(&fs::read(manifest_path(&layout, day)).unwrap()).unwrap();
+        assert_eq!(
+            again,
+            serde_json::json!({"version": 1, "rows": 123, "parts": ["a"]})
+        );
+    }
+
+    #[test]
+    fn retention_retires_a_summary_and_its_directory_goes_with_its_last_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let day = crate::model::day_from_str("2026-01-02").unwrap();
+        let mut files = [("a.parquet", frame(1))];
+        write(
+            &layout,
+            day,
+            &mut files,
+            ParquetCompression::Zstd(None),
+            manifest(&[]),
+        )
+        .unwrap();
+        let pin = retire::pin(&layout);
+        retire_day(&layout, day).unwrap();
+        // Out of use at once; its file kept while a pin may hold it.
+        assert!(read(&layout, day).unwrap().is_none());
+        assert_eq!(x(&layout, day), 1);
+        retire::reclaim(&layout, Duration::ZERO).unwrap();
+        assert_eq!(x(&layout, day), 1);
+        drop(pin);
+        retire::reclaim(&layout, Duration::ZERO).unwrap();
+        assert!(!layout.sealed_dir(day).exists());
     }
 }
