@@ -185,8 +185,13 @@ fn finish_pending(layout: &Layout, day: i32) -> Result<(), StoreError> {
     };
     match serde_json::from_slice::<Intent>(&body) {
         Ok(intent) => apply(layout, day, &intent),
-        // Written whole or not at all (a rename): unreadable is foreign.
-        Err(e) => Err(StoreError::data(format!("reading {}", path.display()), e)),
+        // Written whole or not at all (a rename), so one that does not
+        // parse is no write of this version's: as if it was never made.
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "removing a summary intent this version cannot read; the summary stays as it was");
+            fs::remove_file(&path)
+                .map_err(|e| StoreError::io(format!("removing {}", path.display()), e))
+        }
     }
 }
 
