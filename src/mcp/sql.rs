@@ -90,14 +90,7 @@ fn tables(
     let to = reader.newest_day(cap)?.or(rollup.last_day()).unwrap_or(0);
     let from = to - days as i32 + 1;
     let (spans, pin) = reader.spans(from..=to)?.into_parts();
-    let layout = reader.layout();
-    let sealed: Vec<std::path::PathBuf> = layout
-        .sealed_days()?
-        .into_iter()
-        .filter(|d| (from..=to).contains(d))
-        .map(|d| layout.sealed_dir(d).join("turns.parquet"))
-        .filter(|p| p.exists())
-        .collect();
+    let sealed = reader.summary_paths(from..=to, "turns.parquet")?;
     let data = |e| McpError::Data {
         context: "reading the sealed turn summaries".into(),
         source: e,

@@ -46,12 +46,13 @@ mod tests_wal;
 
 pub use catalog::layout::{self, Layout};
 pub use catalog::retire::{self, Pin};
+pub use catalog::summary::SummaryManifest;
 pub use compaction::{ManifestUpdate, SealOptions, SealReport};
 pub use error::StoreError;
 pub use format::{frame, parquet};
 pub use maintain::rollup;
 pub use maintain::seal::{seal_compact, seal_compact_publishing, Publish};
-pub use read::{ReadStats, Reader, RollupStamp, Rollups, Scan};
+pub use read::{DayParts, ReadStats, Reader, RollupStamp, Rollups, Scan};
 pub use stats::{Failing, Stats, WritePath, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 pub use write::wal;
 

@@ -85,7 +85,7 @@ pub fn from_summaries(
     let today = day_of_ns(now);
     let one = |day: i32| -> Result<Option<Found>, SweepError> {
         let hashes = day_hashes(reader, day, today)?;
-        let Some(s) = summary::load(reader.layout(), day)?
+        let Some(s) = summary::load(reader, day)?
             .filter(|s| final_at(cfg, day, now, s.horizon_ns, s.read_through()))
         else {
             return Ok(None);
@@ -134,12 +134,10 @@ pub fn has_usable_summary(
     now: i64,
     day: i32,
 ) -> Result<bool, SweepError> {
-    Ok(
-        summary::peek(reader.layout(), day)?.is_some_and(|(days, horizon)| {
-            let through = days.iter().copied().max().unwrap_or(day);
-            final_at(cfg, day, now, horizon, through)
-        }),
-    )
+    Ok(summary::peek(reader, day)?.is_some_and(|(days, horizon)| {
+        let through = days.iter().copied().max().unwrap_or(day);
+        final_at(cfg, day, now, horizon, through)
+    }))
 }
 
 /// Each day's part hash from the day before `day` to as far as its read
@@ -182,7 +180,6 @@ impl<'a> Days<'a> {
         let settle = settle_ns(cfg);
         // Each day's parts hashed before anything of it is read.
         let mut hashes = day_hashes(self.reader, day, self.today)?;
-        let layout = self.reader.layout();
         let t0 = std::time::Instant::now();
         let turns = self.window.turns(day, self.today)?;
         // The days read are fingerprinted as they were when decoded (a day
@@ -241,7 +238,7 @@ impl<'a> Days<'a> {
         let sealed = is_final
             && {
                 let parts = turns.parts.clone();
-                match summary::write(layout, day, &summary, &parts) {
+                match summary::write(self.reader, day, &summary, &parts) {
                     Ok(()) => true,
                     Err(e) => {
                         tracing::warn!(day = %day_to_string(day), error = %e, "could not seal the day; it is read from its spans next time");

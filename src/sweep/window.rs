@@ -246,12 +246,13 @@ fn decode_once(
     let mut held_back: Option<i64> = None;
     let columns: Vec<Expr> = COLUMNS.iter().map(|c| col(*c)).collect();
     let version = part_hash(reader, day)?;
-    let listed = reader.layout().parts(day)?;
-    let parts = listed.iter().map(|p| reader.layout().relative(p)).collect();
+    let listed = reader.day_parts(day)?;
+    let parts = listed.names().to_vec();
     // Sized once from the footers, with a little room for the rows of
     // neighbouring days a read adds.
     if !listed.is_empty() {
-        let rows = crate::store::parquet::scan_parts(&listed)
+        let rows = listed
+            .scan_all()
             .and_then(|lf| lf.select([len()]).collect())
             .map_err(data)?;
         let rows = rows
@@ -262,8 +263,8 @@ fn decode_once(
             .unwrap_or(0);
         table.reserve_exact(rows + rows / 64 + 1024);
     }
-    for part in listed {
-        let lf = crate::store::parquet::scan_parts(std::slice::from_ref(&part)).map_err(data)?;
+    for (part, lf) in listed.each() {
+        let lf = lf.map_err(data)?;
         let in_day = col("start_ns")
             .gt_eq(lit(from))
             .and(col("start_ns").lt(lit(until)));
@@ -319,6 +320,6 @@ fn decode_once(
 /// A fingerprint of `day`'s parts: the store's day version (a hash of the
 /// day's part manifest), not a `stat` of every part.
 pub fn part_hash(reader: &Reader, day: i32) -> Result<u128, SweepError> {
-    let v = reader.layout().day_version(day)?;
+    let v = reader.day_version(day)?;
     Ok(xxhash_rust::xxh3::xxh3_128(format!("{day} {v}").as_bytes()))
 }

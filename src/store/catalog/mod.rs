@@ -3,7 +3,8 @@
 //! their commit ([`commit`]), the rollups' generations ([`rollup_set`])
 //! and stale days ([`dirty`]), staging new parts ([`stage`]), retiring
 //! replaced files behind readers' pins ([`retire`]), and the hook a commit
-//! ships parts through ([`ship`]).
+//! ships parts through ([`ship`]); the day summaries a sweep hands over
+//! ([`summary`]).
 
 pub mod commit;
 pub mod dirty;
@@ -13,3 +14,4 @@ pub mod retire;
 pub mod rollup_set;
 pub mod ship;
 pub mod stage;
+pub mod summary;

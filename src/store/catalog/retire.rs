@@ -34,7 +34,9 @@ use std::time::{Duration, Instant};
 
 use crate::store::catalog::layout::Layout;
 use crate::store::catalog::manifest::Retired;
-use crate::store::{catalog::commit, catalog::manifest, catalog::rollup_set, fsutil, StoreError};
+use crate::store::{
+    catalog::commit, catalog::manifest, catalog::rollup_set, catalog::summary, fsutil, StoreError,
+};
 
 struct State {
     /// Per data directory (canonical path): its retirements and live pins.
@@ -211,6 +213,8 @@ pub(in crate::store) fn reclaim(layout: &Layout, grace: Duration) -> Result<usiz
         }
         if dir == layout.rollups_dir() {
             rollup_set::forget_retired(layout, &names)?;
+        } else if dir.starts_with(layout.sealed_root()) {
+            summary::forget_retired(&dir);
         } else {
             manifest::forget_retired(&dir, &names)?;
         }

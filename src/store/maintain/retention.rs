@@ -1,11 +1,12 @@
-//! Retention: the days older than the window deleted through a commit.
+//! Retention: the days older than the window deleted through a commit,
+//! their summaries retired ([`summary::retire_day`]).
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::sync::atomic::Ordering;
 
 use crate::model::{day_to_string, NANOS_PER_DAY};
 use crate::store::catalog::commit::{self, Intent};
+use crate::store::catalog::summary;
 use crate::store::{Shared, StoreError};
 
 /// Delete the days older than the retention window.
@@ -51,15 +52,11 @@ pub(super) fn apply_retention(
             tracing::info!(days = old.len(), oldest = %day_to_string(old[0]), "retention removed old days");
         }
     }
-    // Their summaries go too (also those a crash left behind their spans).
+    // Their summaries go too (also those a crash left behind their spans):
+    // out of use at once, their files retired like parts.
     for day in layout.sealed_days()? {
         if day < oldest_kept {
-            let dir = layout.sealed_dir(day);
-            match fs::remove_dir_all(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io(format!("removing {}", dir.display()), e)),
-            }
+            summary::retire_day(layout, day)?;
         }
     }
     Ok(())

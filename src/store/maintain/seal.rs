@@ -18,7 +18,6 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
@@ -26,9 +25,9 @@ use polars::prelude::*;
 use crate::model::day_to_string;
 use crate::store::catalog::commit::{self, Intent};
 use crate::store::catalog::layout::{is_seal_output, Layout};
-use crate::store::catalog::stage;
+use crate::store::catalog::{stage, summary};
 use crate::store::format::parquet::Batches;
-use crate::store::{format::frame, format::rowgroup, fsutil, write::memtable::KeySet, StoreError};
+use crate::store::{format::frame, format::rowgroup, write::memtable::KeySet, StoreError};
 
 /// A sealed day has at most this many parts.
 pub const MAX_OUTPUTS: usize = 4;
@@ -343,7 +342,7 @@ fn write_output(
 /// day before, the day itself, up to two days after), so the summaries of
 /// `day - 2 ..= day + 1` may name `day`'s. One whose names under this day
 /// are exactly `sources` (and no row was dropped) is carried over, other
-/// keys kept; one that names other parts of this day is left stale. Returns
+/// keys kept ([`summary::SummaryManifest`]); one that names other parts of this day is left stale. Returns
 /// what became of `day`'s own summary.
 fn carry_manifest(
     layout: &Layout,
@@ -370,29 +369,15 @@ fn carry_one(
     outputs: &[String],
     duplicates: usize,
 ) -> Result<ManifestUpdate, StoreError> {
-    let path = layout.sealed_dir(summary_day).join("manifest.json");
-    let body = match fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(ManifestUpdate::Absent),
-        Err(e) => return Err(StoreError::io(format!("reading {}", path.display()), e)),
-    };
-    let Ok(mut manifest) = serde_json::from_slice::<serde_json::Value>(&body) else {
-        return Ok(ManifestUpdate::Stale);
-    };
-    let Some(named) = manifest
-        .get("parts")
-        .and_then(|p| p.as_array())
-        .and_then(|a| {
-            a.iter()
-                .map(|v| v.as_str().map(str::to_string))
-                .collect::<Option<Vec<String>>>()
-        })
-    else {
-        return Ok(ManifestUpdate::Stale);
+    let mut manifest = match summary::read(layout, summary_day)? {
+        None => return Ok(ManifestUpdate::Absent),
+        Some(Err(_)) => return Ok(ManifestUpdate::Stale),
+        Some(Ok(m)) => m,
     };
     let prefix = format!("spans/date={}/", day_to_string(day));
-    let (here, elsewhere): (Vec<String>, Vec<String>) =
-        named.into_iter().partition(|p| p.starts_with(&prefix));
+    let (here, elsewhere): (Vec<String>, Vec<String>) = std::mem::take(&mut manifest.parts)
+        .into_iter()
+        .partition(|p| p.starts_with(&prefix));
     if here.is_empty() && summary_day != day {
         // That summary did not read this day.
         return Ok(ManifestUpdate::Absent);
@@ -402,11 +387,8 @@ fn carry_one(
     if duplicates > 0 || here != ours {
         return Ok(ManifestUpdate::Stale);
     }
-    let mut parts = elsewhere;
-    parts.extend(outputs.iter().cloned());
-    manifest["parts"] = serde_json::Value::from(parts);
-    let body = serde_json::to_vec_pretty(&manifest)
-        .map_err(|e| StoreError::data(format!("encoding {}", path.display()), e))?;
-    fsutil::replace_file(&path, &path.with_extension("json.tmp"), &body)?;
+    manifest.parts = elsewhere;
+    manifest.parts.extend(outputs.iter().cloned());
+    summary::write_manifest(layout, summary_day, &manifest)?;
     Ok(ManifestUpdate::Carried)
 }

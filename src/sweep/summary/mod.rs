@@ -1,7 +1,9 @@
 //! Sealed days: once a day is final (every turn that began on it settled),
-//! the per-turn kernel's output for it — its turn summary — is written once
-//! as Parquet under `sealed/date=YYYY-MM-DD/`, and later sweeps run the
-//! rules on it instead of decoding the day's spans again. A summary holds
+//! the per-turn kernel's output for it — its turn summary — is handed to
+//! the store once (which writes it as Parquet under `sealed/date=YYYY-MM-DD/`:
+//! `crate::store::Reader::write_summary`), and later sweeps run the rules
+//! on it (read through the `Reader`) instead of decoding the day's spans
+//! again. This module owns what the files mean; the store owns the files. A summary holds
 //! what the rules read and nothing they decide: no `now`, no threshold.
 //!
 //! - `calls.parquet`: the calls of every (turn, tool) pair called twice or
@@ -16,7 +18,7 @@
 //!   most, worst first (a spike's evidence);
 //! - `models.parquet`: the model calls (model spans) of those turns: when,
 //!   the model, tokens and recorded cost (what a chain's driver reads);
-//! - `manifest.json`, written last: the summary's version, the day, the
+//! - `manifest.json` (`crate::store::SummaryManifest`), written last: the summary's version, the day, the
 //!   span parts it was built from (every part of each day its read took
 //!   spans from), how many spans that read held and the newest end among
 //!   them, and the day's turns per service (the silent-tool rule's turn
@@ -26,18 +28,14 @@
 //! days hold: a late span (a new part), a re-import or a compaction makes
 //! the next sweep read the day again and re-seal it.
 
-use std::fs;
-use std::path::{Path, PathBuf};
-
 use polars::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use super::SweepError;
 
 mod frames;
 use crate::detect::calls::TurnCalls;
 use crate::model::day_to_string;
-use crate::store::{Layout, StoreError};
+use crate::store::{Reader, SummaryManifest};
 use frames::*;
 
 /// Bumped when the files' meaning changes; older summaries are rebuilt
@@ -65,18 +63,11 @@ impl Summary {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// A manifest this version can use: every field there.
 struct Manifest {
-    version: u32,
-    day: String,
-    /// Span parts the summary was built from, relative to the data directory.
-    parts: Vec<String>,
-    read_days: Vec<String>,
+    read_days: Vec<i32>,
     spans: usize,
     horizon_ns: i64,
-    files: Vec<String>,
-    /// Turns begun on the day, per service of their anchor span.
-    #[serde(default)]
     turns_by_service: Vec<(String, u64)>,
 }
 
@@ -95,16 +86,6 @@ pub fn turns_schema() -> Schema {
         .unwrap_or_default()
 }
 
-/// The directory of `day`'s summary.
-pub fn dir(layout: &Layout, day: i32) -> PathBuf {
-    layout.sealed_dir(day)
-}
-
-fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> SweepError {
-    let context = context.into();
-    move |e| SweepError::Store(StoreError::io(context, e))
-}
-
 fn data(context: &str) -> impl Fn(PolarsError) -> SweepError + '_ {
     move |source| SweepError::Data {
         context: context.to_string(),
@@ -112,30 +93,15 @@ fn data(context: &str) -> impl Fn(PolarsError) -> SweepError + '_ {
     }
 }
 
-/// The parts (relative paths) of each of `days`, in order.
-pub fn parts_of(layout: &Layout, days: &[i32]) -> Result<Vec<String>, SweepError> {
-    let mut out = Vec::new();
-    for &d in days {
-        out.extend(layout.parts(d)?.iter().map(|p| layout.relative(p)));
-    }
-    Ok(out)
-}
-
 /// `day`'s summary, if one is there and still names exactly the parts the
 /// days it read hold. A summary this version cannot read counts as none.
-pub fn load(layout: &Layout, day: i32) -> Result<Option<Summary>, SweepError> {
-    let Some(m) = valid_manifest(layout, day)? else {
+pub fn load(reader: &Reader, day: i32) -> Result<Option<Summary>, SweepError> {
+    let Some(m) = valid_manifest(reader, day)? else {
         return Ok(None);
     };
-    let dir = dir(layout, day);
-    let days: Vec<i32> = m
-        .read_days
-        .iter()
-        .filter_map(|d| crate::model::day_from_str(d))
-        .collect();
     // A summary that cannot be read (a torn file) is none: the day is read
     // from its spans and sealed again.
-    match read_files(&dir, day, &m, days) {
+    match read_files(reader, day, m) {
         Ok(s) => Ok(s),
         Err(e) => {
             tracing::warn!(day = %day_to_string(day), error = %e, "a sealed summary could not be read; reading the day from its spans");
@@ -146,69 +112,61 @@ pub fn load(layout: &Layout, day: i32) -> Result<Option<Summary>, SweepError> {
 
 /// What `day`'s valid summary says of itself (read days, spans, newest
 /// end), without reading its files: whether a sweep can use it.
-pub fn peek(layout: &Layout, day: i32) -> Result<Option<(Vec<i32>, i64)>, SweepError> {
-    Ok(valid_manifest(layout, day)?.map(|m| {
-        let days = m
-            .read_days
-            .iter()
-            .filter_map(|d| crate::model::day_from_str(d))
-            .collect();
-        (days, m.horizon_ns)
-    }))
+pub fn peek(reader: &Reader, day: i32) -> Result<Option<(Vec<i32>, i64)>, SweepError> {
+    Ok(valid_manifest(reader, day)?.map(|m| (m.read_days, m.horizon_ns)))
 }
 
-fn valid_manifest(layout: &Layout, day: i32) -> Result<Option<Manifest>, SweepError> {
-    let dir = dir(layout, day);
-    let path = dir.join("manifest.json");
-    let manifest = match fs::read(&path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+fn valid_manifest(reader: &Reader, day: i32) -> Result<Option<Manifest>, SweepError> {
+    let m = match reader.summary(day) {
+        Ok(Some(Ok(m))) => m,
+        Ok(None | Some(Err(_))) => return Ok(None),
         // Unreadable is as good as absent: the day is read from its spans.
         Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "a summary manifest could not be read; reading the day from its spans");
+            tracing::warn!(day = %day_to_string(day), error = %e, "a summary manifest could not be read; reading the day from its spans");
             return Ok(None);
         }
     };
-    let Ok(m) = serde_json::from_slice::<Manifest>(&manifest) else {
+    let SummaryManifest {
+        version: Some(version),
+        day: Some(named_day),
+        parts,
+        read_days: Some(read_days),
+        spans: Some(spans),
+        horizon_ns: Some(horizon_ns),
+        files: Some(_),
+        turns_by_service,
+        ..
+    } = m
+    else {
         return Ok(None);
     };
-    let days: Option<Vec<i32>> = m
-        .read_days
+    let days: Option<Vec<i32>> = read_days
         .iter()
         .map(|d| crate::model::day_from_str(d))
         .collect();
     let Some(days) = days else { return Ok(None) };
     // A summary read its own day, always.
-    if m.version != VERSION || m.day != day_to_string(day) || !days.contains(&day) {
+    if version != VERSION || named_day != day_to_string(day) || !days.contains(&day) {
         return Ok(None);
     }
     // The days the read took spans from must hold the parts it names.
-    let mut named: Vec<&str> = m.parts.iter().map(String::as_str).collect();
+    let mut named: Vec<&str> = parts.iter().map(String::as_str).collect();
     named.sort_unstable();
-    let mut now = parts_of(layout, &days)?;
+    let mut now = reader.part_names(&days)?;
     now.sort_unstable();
     if now != named {
         return Ok(None);
     }
-    drop(named);
-    Ok(Some(m))
+    Ok(Some(Manifest {
+        read_days: days,
+        spans,
+        horizon_ns,
+        turns_by_service: turns_by_service.unwrap_or_default(),
+    }))
 }
 
-fn read_files(
-    dir: &Path,
-    day: i32,
-    m: &Manifest,
-    days: Vec<i32>,
-) -> Result<Option<Summary>, SweepError> {
-    let read = |name: &str| -> Result<DataFrame, SweepError> {
-        let path = dir.join(name);
-        crate::store::parquet::scan(std::slice::from_ref(&path))
-            .and_then(|lf| lf.collect())
-            .map_err(|source| SweepError::Data {
-                context: format!("reading {}", path.display()),
-                source,
-            })
-    };
+fn read_files(reader: &Reader, day: i32, m: Manifest) -> Result<Option<Summary>, SweepError> {
+    let read = |name: &str| reader.summary_file(day, name).map_err(SweepError::Store);
     let calls = calls_from(&read("calls.parquet")?).map_err(data("reading a day's summary"))?;
     let turns = turns_from(&read("turns.parquet")?).map_err(data("reading a day's summary"))?;
     let (healthy, last_call) =
@@ -225,81 +183,63 @@ fn read_files(
             last_call,
             turns_by_service: m
                 .turns_by_service
-                .iter()
-                .map(|(service, n)| ((service.clone(), day), *n))
+                .into_iter()
+                .map(|(service, n)| ((service, day), n))
                 .collect(),
             models,
         },
         spans: m.spans,
         horizon_ns: m.horizon_ns,
-        read_days: days,
+        read_days: m.read_days,
     }))
 }
 
-/// Write `day`'s summary, built from `parts`: the files under temporary
-/// names, then each renamed in, the manifest last. A crash part-way leaves
-/// no manifest (or the old one, naming parts no longer there), so the day
-/// is read and sealed again.
+/// Hand `day`'s summary, built from `parts`, to the store, which writes
+/// it through an intent: a crash part-way leaves the old summary (or none)
+/// or the new one, never a mix.
 pub fn write(
-    layout: &Layout,
+    reader: &Reader,
     day: i32,
     summary: &Summary,
     parts: &[String],
 ) -> Result<(), SweepError> {
-    let dir = dir(layout, day);
-    fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
-    // An older manifest goes first: from here until the new one is in, the
-    // day has no summary.
-    match fs::remove_file(dir.join("manifest.json")) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(format!("removing {}", dir.display()))(e)),
-    }
-    crate::store::wal::sync_dir(&dir)?;
     let tc = &summary.calls;
-    let mut frames = [
+    let frames = [
         calls_frame(&tc.calls),
         turns_frame(&tc.turns),
         tools_frame(tc, day),
         failing_frame(tc, day),
         models_frame(tc),
     ];
-    for (name, df) in FILES.iter().zip(frames.iter_mut()) {
-        let df = df.as_mut().map_err(|e| SweepError::Data {
-            context: "building a day's summary".into(),
-            source: e.clone(),
-        })?;
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        // Written once, read every sweep: the fastest zstd level.
-        let fast = polars::polars_utils::compression::ZstdLevel::try_new(1).ok();
-        crate::store::parquet::write_file_with(&tmp, df, ParquetCompression::Zstd(fast))?;
-        fs::rename(&tmp, dir.join(name)).map_err(io(format!("writing {}", dir.display())))?;
-        // For the crash test: killed with some files in, no manifest.
-        crate::faults::kill_point("seal_summary");
+    let mut files = Vec::with_capacity(FILES.len());
+    for (name, df) in FILES.into_iter().zip(frames) {
+        files.push((name, df.map_err(data("building a day's summary"))?));
     }
-    let manifest = Manifest {
-        version: VERSION,
-        day: day_to_string(day),
+    let manifest = SummaryManifest {
+        version: Some(VERSION),
+        day: Some(day_to_string(day)),
         parts: parts.to_vec(),
-        read_days: summary
-            .read_days
-            .iter()
-            .map(|d| day_to_string(*d))
-            .collect(),
-        spans: summary.spans,
-        horizon_ns: summary.horizon_ns,
-        files: FILES.iter().map(|s| s.to_string()).collect(),
-        turns_by_service: tc
-            .turns_by_service
-            .iter()
-            .filter(|((_, d), _)| *d == day)
-            .map(|((service, _), n)| (service.clone(), *n))
-            .collect(),
+        read_days: Some(
+            summary
+                .read_days
+                .iter()
+                .map(|d| day_to_string(*d))
+                .collect(),
+        ),
+        spans: Some(summary.spans),
+        horizon_ns: Some(summary.horizon_ns),
+        files: None,
+        turns_by_service: Some(
+            tc.turns_by_service
+                .iter()
+                .filter(|((_, d), _)| *d == day)
+                .map(|((service, _), n)| (service.clone(), *n))
+                .collect(),
+        ),
+        other: Default::default(),
     };
-    let body = serde_json::to_vec_pretty(&manifest)
-        .map_err(|e| SweepError::Store(StoreError::data("encoding a summary manifest", e)))?;
-    let path = dir.join("manifest.json");
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    crate::store::wal::replace_file(&path, &tmp, &body)?;
+    // Written once, read every sweep: the fastest zstd level.
+    let fast = polars::polars_utils::compression::ZstdLevel::try_new(1).ok();
+    reader.write_summary(day, &mut files, ParquetCompression::Zstd(fast), manifest)?;
     Ok(())
 }
