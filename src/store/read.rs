@@ -10,9 +10,11 @@
 
 use std::ops::RangeBounds;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use polars::prelude::*;
 
+use super::catalog::handle::Catalog;
 use super::catalog::layout::{is_seal_output, Layout};
 use super::catalog::retire::{self, Pin};
 use super::catalog::rollup_set;
@@ -96,15 +98,19 @@ pub struct ReadStats {
 /// Read access to a data directory.
 #[derive(Debug, Clone)]
 pub struct Reader {
-    layout: Layout,
+    catalog: Arc<Catalog>,
 }
 
 impl Reader {
-    pub fn new(layout: Layout) -> Reader {
-        Reader { layout }
+    /// A reader of `catalog`'s directory: its pins are the catalog's, so a
+    /// store sharing it never deletes a file under its reads.
+    pub fn new(catalog: Arc<Catalog>) -> Reader {
+        Reader { catalog }
     }
 
-    /// A reader of the data directory `dir`, which must exist.
+    /// A reader of the data directory `dir`, which must exist, with a
+    /// catalog of its own: in a process that has the directory open as a
+    /// `Store`, take `Store::reader` instead, whose pins the store sees.
     pub fn open(dir: &std::path::Path) -> Result<Reader, StoreError> {
         if !dir.is_dir() {
             return Err(StoreError::io(
@@ -112,29 +118,34 @@ impl Reader {
                 "no such directory (expected a stormwatch --data-dir)",
             ));
         }
-        Ok(Reader::new(Layout::new(dir)))
+        Ok(Reader::new(Catalog::new(Layout::new(dir))))
     }
 
     pub fn layout(&self) -> &Layout {
-        &self.layout
+        self.catalog.layout()
+    }
+
+    /// The catalog this reader pins in.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
     }
 
     /// UTC days that hold spans (days since the epoch), in order.
     pub fn days(&self) -> Result<Vec<i32>, StoreError> {
-        self.layout.days()
+        self.layout().days()
     }
 
     /// The newest day with live parts, not after `until`: a day directory
     /// whose parts are all retired (waiting to be reclaimed) holds no span.
     pub fn newest_day(&self, until: i32) -> Result<Option<i32>, StoreError> {
         for day in self
-            .layout
+            .layout()
             .days()?
             .into_iter()
             .rev()
             .filter(|d| *d <= until)
         {
-            if !self.layout.parts(day)?.is_empty() {
+            if !self.layout().parts(day)?.is_empty() {
                 return Ok(Some(day));
             }
         }
@@ -144,7 +155,7 @@ impl Reader {
     /// Keep every file listed from now on until the pin is dropped (see
     /// [`retire`]): a sweep holds one for its whole run.
     pub fn pin(&self) -> Pin {
-        retire::pin(&self.layout)
+        retire::pin(&self.catalog)
     }
 
     /// Spans whose start falls on a day in `days`; an empty frame with the
@@ -152,8 +163,13 @@ impl Reader {
     pub fn spans(&self, days: impl RangeBounds<i32>) -> Result<Scan, StoreError> {
         let pin = self.pin();
         let mut paths = Vec::new();
-        for day in self.layout.days()?.into_iter().filter(|d| days.contains(d)) {
-            paths.extend(self.layout.parts(day)?);
+        for day in self
+            .layout()
+            .days()?
+            .into_iter()
+            .filter(|d| days.contains(d))
+        {
+            paths.extend(self.layout().parts(day)?);
         }
         if paths.is_empty() {
             return Ok(Scan::new(frame::empty().lazy(), pin));
@@ -225,8 +241,13 @@ impl Reader {
         let mut stats = ReadStats::default();
         let mut found = frame::empty();
         let mut scan = Vec::new();
-        for day in self.layout.days()?.into_iter().filter(|d| days.contains(d)) {
-            for part in self.layout.parts(day)? {
+        for day in self
+            .layout()
+            .days()?
+            .into_iter()
+            .filter(|d| days.contains(d))
+        {
+            for part in self.layout().parts(day)? {
                 let md = rowgroup::footer(&part)?;
                 stats.files += 1;
                 let groups: Vec<usize> = (0..md.row_groups.len())
@@ -272,9 +293,9 @@ impl Reader {
     /// files an earlier version left).
     pub fn rollups(&self) -> Result<Rollups, StoreError> {
         let pin = self.pin();
-        let dir = self.layout.rollups_dir();
+        let dir = self.layout().rollups_dir();
         let (stamp, paths): (RollupStamp, [Option<PathBuf>; 2]) =
-            match rollup_set::read(&self.layout)? {
+            match rollup_set::read(self.layout())? {
                 Some(c) => (
                     RollupStamp::Generation(c.generation),
                     [
@@ -283,7 +304,7 @@ impl Reader {
                     ],
                 ),
                 None => {
-                    let plain = [self.layout.tool_daily(), self.layout.tool_error_names()];
+                    let plain = [self.layout().tool_daily(), self.layout().tool_error_names()];
                     let mtime = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
                     (
                         RollupStamp::Plain(plain.iter().map(mtime).collect()),
@@ -308,10 +329,10 @@ impl Reader {
 
     /// Which rollup is current, without reading it (see [`RollupStamp`]).
     pub fn rollup_stamp(&self) -> Result<RollupStamp, StoreError> {
-        Ok(match rollup_set::read(&self.layout)? {
+        Ok(match rollup_set::read(self.layout())? {
             Some(c) => RollupStamp::Generation(c.generation),
             None => RollupStamp::Plain(
-                [self.layout.tool_daily(), self.layout.tool_error_names()]
+                [self.layout().tool_daily(), self.layout().tool_error_names()]
                     .iter()
                     .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
                     .collect(),
