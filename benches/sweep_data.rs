@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use stormwatch::model::{day_from_str, day_to_string, ErrorClass, SpanRow, NANOS_PER_DAY};
-use stormwatch::store::{frame, parquet, rollup, Layout};
+use stormwatch::store::{frame, parquet, rollup, Catalog, Layout};
 
 const SEC: i64 = 1_000_000_000;
 const MS: i64 = 1_000_000;
@@ -412,7 +412,7 @@ fn main() {
         written.push(day);
         eprintln!("{} written", day_to_string(day));
     }
-    rollup::refresh(&layout, &written).expect("refreshing the rollup");
+    rollup::refresh(&Catalog::new(layout.clone()), &written).expect("refreshing the rollup");
     println!(
         "wrote {} tool spans over {} day(s) ({} .. {}) into {} in {:.1} s",
         spans,

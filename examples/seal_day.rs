@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use stormwatch::store::Layout;
 use stormwatch::store::{seal_compact, SealOptions};
+use stormwatch::store::{Catalog, Layout};
 
 /// As the server allocates.
 #[global_allocator]
@@ -19,13 +19,13 @@ fn main() -> anyhow::Result<()> {
     };
     let day = stormwatch::model::day_from_str(&day)
         .ok_or_else(|| anyhow::anyhow!("expected a day like 2026-07-20, got {day:?}"))?;
-    let layout = Layout::new(&dir);
+    let catalog = Catalog::new(Layout::new(&dir));
     let started = Instant::now();
     let mut opts = SealOptions::default();
     if let Some(rows) = args.next() {
         opts.range_rows = rows.parse()?;
     }
-    let report = seal_compact(&layout, day, &opts)?;
+    let report = seal_compact(&catalog, day, &opts)?;
     let took = started.elapsed();
     match report {
         Some(r) => println!(

@@ -15,7 +15,7 @@ use super::lease::Lease;
 use super::sealed;
 use super::sync::{local_live, sync_day};
 use crate::store::hooks;
-use crate::store::{Layout, SealOptions, SealReport};
+use crate::store::{Catalog, SealOptions, SealReport};
 
 /// The file names of relative paths.
 fn names(paths: &[String]) -> Vec<String> {
@@ -29,7 +29,7 @@ fn names(paths: &[String]) -> Vec<String> {
 /// the copy was behind on this day (it is brought up to date, and sealed at
 /// a later pass).
 pub fn seal(
-    layout: &Layout,
+    catalog: &Catalog,
     remote: &Remote,
     lease: Option<&Lease>,
     day: i32,
@@ -43,12 +43,13 @@ pub fn seal(
     };
     let read = Remote::block(sealed::read_day(remote, day))?;
     let want: BTreeSet<String> = read.live.iter().cloned().collect();
+    let layout = catalog.layout();
     if local_live(layout, day)? != want {
-        sync_day(remote, layout, day, &read)?;
+        sync_day(remote, catalog, day, &read)?;
         return Ok(None);
     }
     let dir = day_dir(day);
-    crate::store::seal_compact_publishing(layout, day, opts, &mut |outputs, sources| {
+    crate::store::seal_compact_publishing(catalog, day, opts, &mut |outputs, sources| {
         let lost = || ClusterError::Dropped {
             context: format!("publishing the seal of {dir}"),
             reason: "this node no longer holds the detect lease; the seal is dropped",

@@ -20,7 +20,7 @@ use super::client::Remote;
 use super::holder;
 use super::sync::pull;
 use crate::store::hooks::{Pulled, Upstream};
-use crate::store::{Layout, SealOptions, SealReport, StoreError};
+use crate::store::{Catalog, SealOptions, SealReport, StoreError};
 
 /// A data directory kept as a copy of the shared store: the detect role's.
 #[derive(Debug, Clone)]
@@ -52,8 +52,8 @@ impl Upstream for Mirror {
         self.pull_every
     }
 
-    fn pull(&self, layout: &Layout) -> Result<(Pulled, Vec<i32>), StoreError> {
-        Ok(pull(&self.remote, layout)?)
+    fn pull(&self, catalog: &Catalog) -> Result<(Pulled, Vec<i32>), StoreError> {
+        Ok(pull(&self.remote, catalog)?)
     }
 
     fn may_seal(&self) -> bool {
@@ -62,12 +62,12 @@ impl Upstream for Mirror {
 
     fn seal(
         &self,
-        layout: &Layout,
+        catalog: &Catalog,
         day: i32,
         opts: &SealOptions,
     ) -> Result<Option<SealReport>, StoreError> {
         Ok(holder::seal(
-            layout,
+            catalog,
             &self.remote,
             self.lease.as_deref(),
             day,

@@ -11,7 +11,7 @@ use super::error::ClusterError;
 use super::keys::{day_dir, days};
 use super::sealed::{self, Day};
 use crate::store::hooks::{self, Pulled};
-use crate::store::Layout;
+use crate::store::{Catalog, Layout};
 
 /// The live part names of a day in the copy.
 pub(super) fn local_live(layout: &Layout, day: i32) -> Result<BTreeSet<String>, ClusterError> {
@@ -25,10 +25,11 @@ pub(super) fn local_live(layout: &Layout, day: i32) -> Result<BTreeSet<String>, 
 /// Make the copy's day `day` the shared store's `remote_day`.
 pub fn sync_day(
     remote: &Remote,
-    layout: &Layout,
+    catalog: &Catalog,
     day: i32,
     remote_day: &Day,
 ) -> Result<(usize, u64, usize), ClusterError> {
+    let layout = catalog.layout();
     let have = local_live(layout, day)?;
     let want: BTreeSet<String> = remote_day.live.iter().cloned().collect();
     let fetch: Vec<&String> = want.difference(&have).collect();
@@ -53,7 +54,7 @@ pub fn sync_day(
             .zip(fetch.iter().map(|n| n.to_string()))
             .collect();
         let dropped: Vec<String> = drop.iter().map(|n| n.to_string()).collect();
-        Ok(hooks::adopt(layout, day, &fetched, &dropped)?)
+        Ok(hooks::adopt(catalog, day, &fetched, &dropped)?)
     })();
     if let Err(e) = result {
         for p in &written {
@@ -66,7 +67,8 @@ pub fn sync_day(
 
 /// Bring the whole copy up to the shared store; what it did, and the days
 /// it changed.
-pub fn pull(remote: &Remote, layout: &Layout) -> Result<(Pulled, Vec<i32>), ClusterError> {
+pub fn pull(remote: &Remote, catalog: &Catalog) -> Result<(Pulled, Vec<i32>), ClusterError> {
+    let layout = catalog.layout();
     let there = Remote::block(days(remote))?;
     let mut report = Pulled {
         days: there.len(),
@@ -87,7 +89,7 @@ pub fn pull(remote: &Remote, layout: &Layout) -> Result<(Pulled, Vec<i32>), Clus
         } else {
             Day::default()
         };
-        let (fetched, bytes, dropped) = sync_day(remote, layout, day, &d)?;
+        let (fetched, bytes, dropped) = sync_day(remote, catalog, day, &d)?;
         report.fetched += fetched;
         report.bytes += bytes;
         report.dropped += dropped;

@@ -11,7 +11,7 @@ use super::client::{Put, Remote};
 use super::keys::day_dir;
 use super::lease::{Lease, Status};
 use super::sealed::{self, read_day};
-use crate::store::Layout;
+use crate::store::{Catalog, Layout};
 
 const TTL: Duration = Duration::from_millis(600);
 
@@ -220,11 +220,12 @@ fn a_copy_pulls_new_parts_and_drops_what_the_shared_store_sealed_away() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::new(dir.path());
     layout.create().unwrap();
+    let catalog = Catalog::new(layout.clone());
     let day = 20_001;
     let d = day_dir(day);
     put(&rt, &remote, &format!("{d}/part-a-1.parquet"), "a1");
     put(&rt, &remote, &format!("{d}/part-b-1.parquet"), "b1");
-    let (first, changed) = super::sync::pull(&remote, &layout).unwrap();
+    let (first, changed) = super::sync::pull(&remote, &catalog).unwrap();
     assert_eq!((first.fetched, first.dropped, changed), (2, 0, vec![day]));
     let names = |l: &Layout| -> Vec<String> {
         l.parts(day)
@@ -239,7 +240,7 @@ fn a_copy_pulls_new_parts_and_drops_what_the_shared_store_sealed_away() {
         b"a1"
     );
     // Nothing new: nothing moves.
-    let (again, changed) = super::sync::pull(&remote, &layout).unwrap();
+    let (again, changed) = super::sync::pull(&remote, &catalog).unwrap();
     assert_eq!((again.fetched, again.dropped), (0, 0));
     assert!(changed.is_empty());
     // Sealed on the shared store: the copy follows in one commit.
@@ -257,14 +258,14 @@ fn a_copy_pulls_new_parts_and_drops_what_the_shared_store_sealed_away() {
             1
         ))
         .unwrap());
-    let (third, _) = super::sync::pull(&remote, &layout).unwrap();
+    let (third, _) = super::sync::pull(&remote, &catalog).unwrap();
     assert_eq!((third.fetched, third.dropped), (1, 2));
     assert_eq!(names(&layout), [out]);
     // A day gone from the shared store (its retention) goes from the copy.
     for o in rt.block_on(remote.list(&d)).unwrap() {
         rt.block_on(remote.delete(&o.name)).unwrap();
     }
-    let (fourth, _) = super::sync::pull(&remote, &layout).unwrap();
+    let (fourth, _) = super::sync::pull(&remote, &catalog).unwrap();
     assert_eq!(fourth.dropped, 1);
     assert!(layout.parts(day).unwrap().is_empty());
 }

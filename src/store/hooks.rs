@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use super::catalog::commit::{self, Intent};
 pub use super::catalog::ship::Shipper;
 use super::compaction::{SealOptions, SealReport};
-use super::{fsutil, Layout, StoreError};
+use super::{fsutil, Catalog, StoreError};
 
 pub use super::catalog::layout::is_seal_output;
 pub use super::catalog::manifest::is_part_name;
@@ -46,9 +46,9 @@ pub trait Upstream: std::fmt::Debug + Send + Sync {
     /// How often the flusher pulls (and a flush pulls first anyway).
     fn pull_every(&self) -> std::time::Duration;
 
-    /// Bring the copy in `layout` up to the shared store: what it did, and
-    /// the days it changed.
-    fn pull(&self, layout: &Layout) -> Result<(Pulled, Vec<i32>), StoreError>;
+    /// Bring the copy in `catalog`'s directory up to the shared store: what
+    /// it did, and the days it changed.
+    fn pull(&self, catalog: &Catalog) -> Result<(Pulled, Vec<i32>), StoreError>;
 
     /// Whether this node seals (and trims) the shared store now.
     fn may_seal(&self) -> bool;
@@ -57,7 +57,7 @@ pub trait Upstream: std::fmt::Debug + Send + Sync {
     /// `None` when not sealed now.
     fn seal(
         &self,
-        layout: &Layout,
+        catalog: &Catalog,
         day: i32,
         opts: &SealOptions,
     ) -> Result<Option<SealReport>, StoreError>;
@@ -82,11 +82,12 @@ pub struct FenceLost(pub String);
 /// path, final file name), with the parts named `dropped` replaced; one
 /// commit, so a reader sees the day's old set or its new one.
 pub fn adopt(
-    layout: &Layout,
+    catalog: &Catalog,
     day: i32,
     fetched: &[(PathBuf, String)],
     dropped: &[String],
 ) -> Result<(), StoreError> {
+    let layout = catalog.layout();
     let dir = layout.day_dir(day);
     fsutil::sync_dir(&dir)?;
     let intent = Intent {
@@ -101,5 +102,5 @@ pub fn adopt(
             .collect(),
         ..Intent::default()
     };
-    commit::commit(layout, &intent)
+    commit::commit(catalog, &intent)
 }

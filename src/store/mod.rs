@@ -44,6 +44,7 @@ mod tests_retire;
 #[cfg(test)]
 mod tests_wal;
 
+pub use catalog::handle::Catalog;
 pub use catalog::layout::{self, Layout};
 pub use catalog::retire::{self, Pin};
 pub use catalog::summary::SummaryManifest;

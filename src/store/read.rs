@@ -11,9 +11,11 @@
 
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use polars::prelude::*;
 
+use super::catalog::handle::Catalog;
 use super::catalog::layout::{is_seal_output, Layout};
 use super::catalog::retire::{self, Pin};
 use super::catalog::rollup_set;
@@ -128,15 +130,19 @@ impl DayParts {
 /// Read access to a data directory.
 #[derive(Debug, Clone)]
 pub struct Reader {
-    layout: Layout,
+    catalog: Arc<Catalog>,
 }
 
 impl Reader {
-    pub fn new(layout: Layout) -> Reader {
-        Reader { layout }
+    /// A reader of `catalog`'s directory: its pins are the catalog's, so a
+    /// store sharing it never deletes a file under its reads.
+    pub fn new(catalog: Arc<Catalog>) -> Reader {
+        Reader { catalog }
     }
 
-    /// A reader of the data directory `dir`, which must exist.
+    /// A reader of the data directory `dir`, which must exist, with a
+    /// catalog of its own: in a process that has the directory open as a
+    /// `Store`, take `Store::reader` instead, whose pins the store sees.
     pub fn open(dir: &std::path::Path) -> Result<Reader, StoreError> {
         if !dir.is_dir() {
             return Err(StoreError::io(
@@ -144,29 +150,34 @@ impl Reader {
                 "no such directory (expected a stormwatch --data-dir)",
             ));
         }
-        Ok(Reader::new(Layout::new(dir)))
+        Ok(Reader::new(Catalog::new(Layout::new(dir))))
     }
 
     pub fn layout(&self) -> &Layout {
-        &self.layout
+        self.catalog.layout()
+    }
+
+    /// The catalog this reader pins in.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
     }
 
     /// UTC days that hold spans (days since the epoch), in order.
     pub fn days(&self) -> Result<Vec<i32>, StoreError> {
-        self.layout.days()
+        self.layout().days()
     }
 
     /// The newest day with live parts, not after `until`: a day directory
     /// whose parts are all retired (waiting to be reclaimed) holds no span.
     pub fn newest_day(&self, until: i32) -> Result<Option<i32>, StoreError> {
         for day in self
-            .layout
+            .layout()
             .days()?
             .into_iter()
             .rev()
             .filter(|d| *d <= until)
         {
-            if !self.layout.parts(day)?.is_empty() {
+            if !self.layout().parts(day)?.is_empty() {
                 return Ok(Some(day));
             }
         }
@@ -176,7 +187,7 @@ impl Reader {
     /// Keep every file listed from now on until the pin is dropped (see
     /// [`retire`]): a sweep holds one for its whole run.
     pub fn pin(&self) -> Pin {
-        retire::pin(&self.layout)
+        retire::pin(&self.catalog)
     }
 
     /// Spans whose start falls on a day in `days`; an empty frame with the
@@ -184,8 +195,13 @@ impl Reader {
     pub fn spans(&self, days: impl RangeBounds<i32>) -> Result<Scan, StoreError> {
         let pin = self.pin();
         let mut paths = Vec::new();
-        for day in self.layout.days()?.into_iter().filter(|d| days.contains(d)) {
-            paths.extend(self.layout.parts(day)?);
+        for day in self
+            .layout()
+            .days()?
+            .into_iter()
+            .filter(|d| days.contains(d))
+        {
+            paths.extend(self.layout().parts(day)?);
         }
         if paths.is_empty() {
             return Ok(Scan::new(frame::empty().lazy(), pin));
@@ -257,8 +273,13 @@ impl Reader {
         let mut stats = ReadStats::default();
         let mut found = frame::empty();
         let mut scan = Vec::new();
-        for day in self.layout.days()?.into_iter().filter(|d| days.contains(d)) {
-            for part in self.layout.parts(day)? {
+        for day in self
+            .layout()
+            .days()?
+            .into_iter()
+            .filter(|d| days.contains(d))
+        {
+            for part in self.layout().parts(day)? {
                 let md = rowgroup::footer(&part)?;
                 stats.files += 1;
                 let groups: Vec<usize> = (0..md.row_groups.len())
@@ -304,9 +325,9 @@ impl Reader {
     /// files an earlier version left).
     pub fn rollups(&self) -> Result<Rollups, StoreError> {
         let pin = self.pin();
-        let dir = self.layout.rollups_dir();
+        let dir = self.layout().rollups_dir();
         let (stamp, paths): (RollupStamp, [Option<PathBuf>; 2]) =
-            match rollup_set::read(&self.layout)? {
+            match rollup_set::read(self.layout())? {
                 Some(c) => (
                     RollupStamp::Generation(c.generation),
                     [
@@ -315,7 +336,7 @@ impl Reader {
                     ],
                 ),
                 None => {
-                    let plain = [self.layout.tool_daily(), self.layout.tool_error_names()];
+                    let plain = [self.layout().tool_daily(), self.layout().tool_error_names()];
                     let mtime = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
                     (
                         RollupStamp::Plain(plain.iter().map(mtime).collect()),
@@ -341,8 +362,8 @@ impl Reader {
     /// `day`'s live parts, listed now: hold a [`Reader::pin`] from before
     /// this until what was read of them is collected.
     pub fn day_parts(&self, day: i32) -> Result<DayParts, StoreError> {
-        let paths = self.layout.parts(day)?;
-        let names = paths.iter().map(|p| self.layout.relative(p)).collect();
+        let paths = self.layout().parts(day)?;
+        let names = paths.iter().map(|p| self.layout().relative(p)).collect();
         Ok(DayParts { names, paths })
     }
 
@@ -358,7 +379,7 @@ impl Reader {
 
     /// A fingerprint of `day`'s live part set ([`Layout::day_version`]).
     pub fn day_version(&self, day: i32) -> Result<String, StoreError> {
-        self.layout.day_version(day)
+        self.layout().day_version(day)
     }
 
     /// `day`'s summary manifest (see [`summary::read`]): `None` when the
@@ -367,12 +388,12 @@ impl Reader {
         &self,
         day: i32,
     ) -> Result<Option<serde_json::Result<SummaryManifest>>, StoreError> {
-        summary::read(&self.layout, day)
+        summary::read(self.layout(), day)
     }
 
     /// One file of `day`'s summary, read whole.
     pub fn summary_file(&self, day: i32, name: &str) -> Result<DataFrame, StoreError> {
-        let path = self.layout.sealed_dir(day).join(name);
+        let path = self.layout().sealed_dir(day).join(name);
         let pin = self.pin();
         let df = parquet::scan(std::slice::from_ref(&path)).and_then(|lf| lf.collect());
         df.map_err(|e| read_error(&format!("reading {}", path.display()), e, &pin))
@@ -386,11 +407,11 @@ impl Reader {
         name: &str,
     ) -> Result<Vec<PathBuf>, StoreError> {
         Ok(self
-            .layout
+            .layout()
             .sealed_days()?
             .into_iter()
             .filter(|d| days.contains(d))
-            .map(|d| self.layout.sealed_dir(d).join(name))
+            .map(|d| self.layout().sealed_dir(d).join(name))
             .filter(|p| p.exists())
             .collect())
     }
@@ -405,15 +426,15 @@ impl Reader {
         compression: ParquetCompression,
         manifest: SummaryManifest,
     ) -> Result<(), StoreError> {
-        summary::write(&self.layout, day, files, compression, manifest)
+        summary::write(self.layout(), day, files, compression, manifest)
     }
 
     /// Which rollup is current, without reading it (see [`RollupStamp`]).
     pub fn rollup_stamp(&self) -> Result<RollupStamp, StoreError> {
-        Ok(match rollup_set::read(&self.layout)? {
+        Ok(match rollup_set::read(self.layout())? {
             Some(c) => RollupStamp::Generation(c.generation),
             None => RollupStamp::Plain(
-                [self.layout.tool_daily(), self.layout.tool_error_names()]
+                [self.layout().tool_daily(), self.layout().tool_error_names()]
                     .iter()
                     .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
                     .collect(),

@@ -11,7 +11,9 @@ use polars::prelude::*;
 use super::commit::{self, Intent};
 use super::layout::is_seal_output;
 use super::seal::{seal_compact, ManifestUpdate, SealOptions, MAX_OUTPUTS};
-use super::{parquet, rowgroup, Layout, Reader, Store, StoreOptions};
+use std::sync::Arc;
+
+use super::{parquet, rowgroup, Catalog, Layout, Reader, Store, StoreOptions};
 use crate::model::{day_from_str, NANOS_PER_DAY};
 
 /// A well-mixed 64-bit number from `x` (splitmix64).
@@ -56,18 +58,18 @@ pub(crate) fn spans(day: i32, from: u64, to: u64, name: &str) -> DataFrame {
 }
 
 /// Commit `df` as a new (flush-like) part of `day`.
-pub(crate) fn write_part(layout: &Layout, day: i32, tag: &str, mut df: DataFrame) {
-    let rename = super::stage::write_tmp_part(layout, day, tag, &mut df).unwrap();
+pub(crate) fn write_part(catalog: &Catalog, day: i32, tag: &str, mut df: DataFrame) {
+    let rename = super::stage::write_tmp_part(catalog.layout(), day, tag, &mut df).unwrap();
     let intent = Intent {
         renames: vec![rename],
         ..Intent::default()
     };
-    commit::commit(layout, &intent).unwrap();
+    commit::commit(catalog, &intent).unwrap();
 }
 
 /// Every stored (trace_id/span_id) of `day` with its name; panics on a repeat.
-fn stored(layout: &Layout, day: i32) -> BTreeMap<String, String> {
-    let df = Reader::new(layout.clone())
+fn stored(catalog: &Arc<Catalog>, day: i32) -> BTreeMap<String, String> {
+    let df = Reader::new(Arc::clone(catalog))
         .collect_spans(day..=day, |lf| lf)
         .unwrap();
     let (t, s, n) = (
@@ -92,12 +94,13 @@ const DAY: &str = "2026-07-20";
 #[test]
 fn a_sealed_day_is_at_most_four_sorted_files_of_full_row_groups_each_span_once() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    let layout = catalog.layout().clone();
     layout.create().unwrap();
     let day = day_from_str(DAY).unwrap();
     for (k, from) in [0u64, 200_000, 400_000].into_iter().enumerate() {
         write_part(
-            &layout,
+            &catalog,
             day,
             &format!("{k:016}"),
             spans(day, from, from + 200_000, "first"),
@@ -105,17 +108,17 @@ fn a_sealed_day_is_at_most_four_sorted_files_of_full_row_groups_each_span_once()
     }
     // A redelivery of a thousand spans in a later part: the first copy wins.
     write_part(
-        &layout,
+        &catalog,
         day,
         &format!("{:016}", 3),
         spans(day, 1_000, 2_000, "again"),
     );
-    let before = stored_keys(&layout, day);
+    let before = stored_keys(&catalog, day);
     let opts = SealOptions {
         range_rows: 100_000,
         ..SealOptions::default()
     };
-    let report = seal_compact(&layout, day, &opts).unwrap().unwrap();
+    let report = seal_compact(&catalog, day, &opts).unwrap().unwrap();
     assert_eq!((report.rows, report.duplicates), (600_000, 1_000));
     assert!(report.sub_ranges >= 5, "{report:?}");
     assert_eq!(report.sources.len(), 4);
@@ -124,7 +127,7 @@ fn a_sealed_day_is_at_most_four_sorted_files_of_full_row_groups_each_span_once()
     assert_eq!(parts.len(), MAX_OUTPUTS, "{parts:?}");
     assert!(parts.iter().all(|p| is_seal_output(p)), "{parts:?}");
     // Every span once, the first copy of the repeated ones.
-    let after = stored(&layout, day);
+    let after = stored(&catalog, day);
     assert_eq!(after.keys().cloned().collect::<Vec<_>>(), before);
     assert!(after.values().all(|n| n == "first"));
     // Sorted by (trace_id, start_ns) across the files in name order; row
@@ -164,8 +167,8 @@ fn a_sealed_day_is_at_most_four_sorted_files_of_full_row_groups_each_span_once()
     }
     // Nothing left to do, and no scratch file left behind (the sources,
     // retired, go once no reader holds them).
-    assert_eq!(seal_compact(&layout, day, &opts).unwrap(), None);
-    super::retire::reclaim(&layout, std::time::Duration::ZERO).unwrap();
+    assert_eq!(seal_compact(&catalog, day, &opts).unwrap(), None);
+    super::retire::reclaim(&catalog, std::time::Duration::ZERO).unwrap();
     let names: Vec<String> = std::fs::read_dir(layout.day_dir(day))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -178,9 +181,9 @@ fn a_sealed_day_is_at_most_four_sorted_files_of_full_row_groups_each_span_once()
     );
 }
 
-fn stored_keys(layout: &Layout, day: i32) -> Vec<String> {
+fn stored_keys(catalog: &Arc<Catalog>, day: i32) -> Vec<String> {
     let mut keys: Vec<String> = {
-        let df = Reader::new(layout.clone())
+        let df = Reader::new(Arc::clone(catalog))
             .collect_spans(day..=day, |lf| lf)
             .unwrap();
         let (t, s) = (
@@ -199,11 +202,12 @@ fn stored_keys(layout: &Layout, day: i32) -> Vec<String> {
 #[test]
 fn a_late_part_re_seals_the_day_and_the_sealed_copy_wins() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    let layout = catalog.layout().clone();
     layout.create().unwrap();
     let day = day_from_str(DAY).unwrap();
     write_part(
-        &layout,
+        &catalog,
         day,
         &format!("{:016}", 0),
         spans(day, 0, 5_000, "first"),
@@ -212,20 +216,20 @@ fn a_late_part_re_seals_the_day_and_the_sealed_copy_wins() {
         range_rows: 1_500,
         row_group_rows: 1_000,
     };
-    let first = seal_compact(&layout, day, &opts).unwrap().unwrap();
+    let first = seal_compact(&catalog, day, &opts).unwrap().unwrap();
     assert!(
         first.sub_ranges > 1 && first.outputs.len() <= MAX_OUTPUTS,
         "{first:?}"
     );
     // Late spans: 2 000 new, 500 redelivered with another name.
     write_part(
-        &layout,
+        &catalog,
         day,
         &format!("{:016}", 1),
         spans(day, 4_500, 7_000, "late"),
     );
     assert!(super::seal::needs_seal(&layout, day).unwrap());
-    let again = seal_compact(&layout, day, &opts).unwrap().unwrap();
+    let again = seal_compact(&catalog, day, &opts).unwrap().unwrap();
     assert_eq!((again.rows, again.duplicates), (7_000, 500));
     assert_eq!(again.sources.len(), first.outputs.len() + 1);
     let parts = layout.parts(day).unwrap();
@@ -233,7 +237,7 @@ fn a_late_part_re_seals_the_day_and_the_sealed_copy_wins() {
         parts.len() <= MAX_OUTPUTS && parts.iter().all(|p| is_seal_output(p)),
         "{parts:?}"
     );
-    let after = stored(&layout, day);
+    let after = stored(&catalog, day);
     assert_eq!(after.len(), 7_000);
     assert_eq!(after.values().filter(|n| *n == "late").count(), 2_000);
 }
@@ -241,7 +245,8 @@ fn a_late_part_re_seals_the_day_and_the_sealed_copy_wins() {
 #[test]
 fn the_summary_manifest_follows_the_seal_only_when_it_named_the_sources() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    let layout = catalog.layout().clone();
     layout.create().unwrap();
     let day = day_from_str(DAY).unwrap();
     let opts = SealOptions::default();
@@ -260,15 +265,20 @@ fn the_summary_manifest_follows_the_seal_only_when_it_named_the_sources() {
             .collect()
     };
     // Built from exactly the sources: carried over, other keys kept.
-    write_part(&layout, day, &format!("{:016}", 0), spans(day, 0, 800, "a"));
     write_part(
-        &layout,
+        &catalog,
+        day,
+        &format!("{:016}", 0),
+        spans(day, 0, 800, "a"),
+    );
+    write_part(
+        &catalog,
         day,
         &format!("{:016}", 1),
         spans(day, 800, 1_600, "a"),
     );
     write_manifest(rel(&layout));
-    let r = seal_compact(&layout, day, &opts).unwrap().unwrap();
+    let r = seal_compact(&catalog, day, &opts).unwrap().unwrap();
     assert_eq!(r.manifest, ManifestUpdate::Carried);
     let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     assert_eq!(m["parts"], serde_json::json!(rel(&layout)));
@@ -283,20 +293,20 @@ fn the_summary_manifest_follows_the_seal_only_when_it_named_the_sources() {
     );
     // Built from other parts (the late one is not in it): left alone.
     write_part(
-        &layout,
+        &catalog,
         day,
         &format!("{:016}", 2),
         spans(day, 1_600, 2_000, "a"),
     );
     let stale = std::fs::read(&manifest).unwrap();
-    let r = seal_compact(&layout, day, &opts).unwrap().unwrap();
+    let r = seal_compact(&catalog, day, &opts).unwrap().unwrap();
     assert_eq!(r.manifest, ManifestUpdate::Stale);
     assert_eq!(std::fs::read(&manifest).unwrap(), stale);
     // Naming the sources, but a repeated row was dropped: left alone.
-    write_part(&layout, day, &format!("{:016}", 3), spans(day, 0, 10, "a"));
+    write_part(&catalog, day, &format!("{:016}", 3), spans(day, 0, 10, "a"));
     write_manifest(rel(&layout));
     let named = std::fs::read(&manifest).unwrap();
-    let r = seal_compact(&layout, day, &opts).unwrap().unwrap();
+    let r = seal_compact(&catalog, day, &opts).unwrap().unwrap();
     assert_eq!((r.duplicates, r.manifest), (10, ManifestUpdate::Stale));
     assert_eq!(std::fs::read(&manifest).unwrap(), named);
 }
@@ -304,26 +314,27 @@ fn the_summary_manifest_follows_the_seal_only_when_it_named_the_sources() {
 #[test]
 fn a_trace_lookup_on_a_sealed_day_reads_one_row_group() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    let layout = catalog.layout().clone();
     layout.create().unwrap();
     let day = day_from_str(DAY).unwrap();
     write_part(
-        &layout,
+        &catalog,
         day,
         &format!("{:016}", 0),
         spans(day, 0, 150_000, "a"),
     );
     write_part(
-        &layout,
+        &catalog,
         day,
         &format!("{:016}", 1),
         spans(day, 150_000, 300_000, "a"),
     );
-    let reader = Reader::new(layout.clone());
+    let reader = Reader::new(Arc::clone(&catalog));
     let trace = trace_hex(20_000);
     let (unsealed, _) = reader.trace_spans(day..=day, &trace).unwrap();
     assert_eq!(unsealed.height(), 8);
-    seal_compact(&layout, day, &SealOptions::default())
+    seal_compact(&catalog, day, &SealOptions::default())
         .unwrap()
         .unwrap();
     let (sealed, read) = reader.trace_spans(day - 1..=day + 1, &trace).unwrap();
@@ -358,7 +369,7 @@ fn the_store_seals_on_its_flusher_and_small_part_compaction_leaves_a_sealed_day(
     let day = day_from_str(DAY).unwrap();
     let layout = store.layout().clone();
     write_part(
-        &layout,
+        store.catalog(),
         day,
         &format!("{:016}", 900),
         spans(day, 0, 3_000, "a"),
@@ -398,7 +409,7 @@ fn the_store_seals_on_its_flusher_and_small_part_compaction_leaves_a_sealed_day(
         std::thread::sleep(Duration::from_millis(50));
     }
     store.close().unwrap();
-    assert_eq!(stored(&layout, day).len(), 3_010);
+    assert_eq!(stored(&Catalog::new(layout.clone()), day).len(), 3_010);
     assert_eq!(
         store
             .stats()

@@ -160,12 +160,12 @@ fn ints(df: &DataFrame, name: &str) -> Vec<Option<i64>> {
 #[test]
 fn a_rollup_without_the_control_flow_columns_still_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
     let day = day_from_str("2026-07-29").unwrap();
     store(dir.path(), day_of_five(day));
     // As an earlier version wrote it: no `interrupted`, no `cancelled`.
     let mut old = read_rollup(dir.path()).drop_many(["interrupted", "cancelled"]);
-    rollup_set::publish(&layout, Some(&mut old), None).unwrap();
+    rollup_set::publish(&catalog, Some(&mut old), None).unwrap();
     let df = read_rollup(dir.path());
     assert!(df.column("interrupted").is_err());
     assert_eq!(ints(&df, "calls"), [Some(5)]);

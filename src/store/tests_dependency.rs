@@ -341,7 +341,8 @@ fn old_part(layout: &Layout, day: i32, req: &ExportTraceServiceRequest) {
 #[test]
 fn parts_and_rollups_without_the_column_still_read() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    let layout = catalog.layout().clone();
     layout.create().unwrap();
     // A day of parts without the column, even with an MCP nest and an
     // HTTP child (the rollup's slower paths).
@@ -365,14 +366,14 @@ fn parts_and_rollups_without_the_column_still_read() {
     ];
     let req = request(vec![("travel-agent", spans)]);
     old_part(&layout, day(), &req);
-    let spans = Reader::new(layout.clone())
+    let spans = Reader::new(Arc::clone(&catalog))
         .all_spans()
         .unwrap()
         .collect()
         .unwrap();
     assert_eq!(spans.height(), 4);
     assert_eq!(spans.column("dependency").unwrap().null_count(), 4);
-    rollup::refresh(&layout, &[day()]).unwrap();
+    rollup::refresh(&catalog, &[day()]).unwrap();
     let df = read_rollup(dir.path());
     assert_eq!(
         rows(&df),
@@ -384,7 +385,7 @@ fn parts_and_rollups_without_the_column_still_read() {
     // A rollup an earlier version wrote, without the column: it reads,
     // names no dependency, and a refresh of another day adds to it.
     let mut old = df.drop("dependency").unwrap();
-    rollup_set::publish(&layout, Some(&mut old), None).unwrap();
+    rollup_set::publish(&catalog, Some(&mut old), None).unwrap();
     let df = read_rollup(dir.path());
     assert!(df.column("dependency").is_err());
     assert!(rollup::tool_dependencies(&df).is_empty());

@@ -26,9 +26,9 @@ fn keys_seen(dir: &Path) -> (usize, usize) {
 
 /// Merge every part of `day` into one, as compaction would, and apply the
 /// change with `on` watching each step.
-fn merge_day(layout: &Layout, day: i32, on: &mut dyn FnMut(Step)) {
-    let (_, intent) = merge_intent(layout, day);
-    commit::apply_observed(layout, &intent, on).unwrap();
+fn merge_day(catalog: &Catalog, day: i32, on: &mut dyn FnMut(Step)) {
+    let (_, intent) = merge_intent(catalog.layout(), day);
+    commit::apply_observed(catalog, &intent, on).unwrap();
 }
 
 /// Every live part of `day` merged into one temporary part, as compaction
@@ -56,7 +56,8 @@ fn a_reader_listing_mid_compaction_sees_each_row_once() {
         store.flush().unwrap();
     }
     store.close().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    let layout = catalog.layout().clone();
     let day = day_from_str("2026-08-01").unwrap();
     assert_eq!(layout.parts(day).unwrap().len(), 3);
     // Once as the store left it, once as a day written before manifests.
@@ -67,7 +68,7 @@ fn a_reader_listing_mid_compaction_sees_each_row_once() {
         }
         let before = layout.day_version(day).unwrap();
         let mut seen = Vec::new();
-        merge_day(&layout, day, &mut |step| {
+        merge_day(&catalog, day, &mut |step| {
             let on_disk = manifest::list_dir(&layout.day_dir(day)).unwrap().len();
             seen.push((step, on_disk, keys_seen(dir.path())));
         });
@@ -84,7 +85,7 @@ fn a_reader_listing_mid_compaction_sees_each_row_once() {
             "legacy: {legacy}"
         );
         assert_eq!(
-            retire::reclaim(&layout, std::time::Duration::ZERO).unwrap(),
+            retire::reclaim(&catalog, std::time::Duration::ZERO).unwrap(),
             on_disk - 1
         );
         assert_eq!(manifest::list_dir(&layout.day_dir(day)).unwrap().len(), 1);

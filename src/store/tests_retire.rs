@@ -6,6 +6,7 @@
 //! version, and what one wrote there is adopted.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -65,9 +66,9 @@ fn files(dir: &Path) -> Vec<String> {
 }
 
 /// Merge every live part of `day` into one, as compaction does.
-fn merge(layout: &Layout, day: i32) -> Vec<PathBuf> {
-    let (parts, intent) = merge_intent(layout, day);
-    commit::commit(layout, &intent).unwrap();
+fn merge(catalog: &Catalog, day: i32) -> Vec<PathBuf> {
+    let (parts, intent) = merge_intent(catalog.layout(), day);
+    commit::commit(catalog, &intent).unwrap();
     parts
 }
 
@@ -103,7 +104,7 @@ fn a_read_listed_before_a_compaction_collects_the_parts_it_listed() {
     let df = scan.collect().unwrap();
     assert_eq!(df.height(), 20);
     // Once it is done, the replaced parts go.
-    retire::reclaim(&layout, Duration::ZERO).unwrap();
+    retire::reclaim(store.catalog(), Duration::ZERO).unwrap();
     assert!(listed.iter().all(|p| !p.exists()), "{listed:?}");
     assert_eq!(manifest::list_dir(&layout.day_dir(day())).unwrap().len(), 1);
     let m = manifest::read(&layout.day_dir(day())).unwrap().unwrap();
@@ -142,7 +143,7 @@ fn a_read_of_the_rollup_before_a_refresh_collects_the_generation_it_opened() {
     assert_eq!(now.height(), 31);
     // The generation it read goes once it is done: the current one, its
     // plain-named links and the manifest are left.
-    retire::reclaim(&layout, Duration::ZERO).unwrap();
+    retire::reclaim(store.catalog(), Duration::ZERO).unwrap();
     let current = rollup_set::read(&layout).unwrap().unwrap();
     let mut want = vec![
         "current.json".to_string(),
@@ -162,29 +163,30 @@ fn a_read_of_the_rollup_before_a_refresh_collects_the_generation_it_opened() {
 #[test]
 fn a_retired_part_goes_once_no_pin_older_than_its_retirement_is_left() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    let layout = catalog.layout().clone();
     layout.create().unwrap();
     let d = day();
-    write_part(&layout, d, "1-a", spans(d, 0, 100, "x"));
-    write_part(&layout, d, "2-b", spans(d, 100, 200, "x"));
+    write_part(&catalog, d, "1-a", spans(d, 0, 100, "x"));
+    write_part(&catalog, d, "2-b", spans(d, 100, 200, "x"));
     let before = layout.day_version(d).unwrap();
-    // A read that may have listed the two parts, and one from another
-    // spelling of the directory's path (the same directory).
-    let early = Reader::new(layout.clone()).pin();
-    let other = Reader::open(&dir.path().join("spans/..")).unwrap().pin();
-    let sources = merge(&layout, d);
+    // A read that may have listed the two parts, and another reader of the
+    // same catalog (as every reader a store hands out is).
+    let early = Reader::new(Arc::clone(&catalog)).pin();
+    let other = Reader::new(Arc::clone(&catalog)).pin();
+    let sources = merge(&catalog, d);
     // A read that began after the commit lists the merged part only.
-    let late = Reader::new(layout.clone()).pin();
+    let late = Reader::new(Arc::clone(&catalog)).pin();
     let version = layout.day_version(d).unwrap();
     assert_ne!(version, before);
-    assert_eq!(retire::reclaim(&layout, Duration::ZERO).unwrap(), 0);
+    assert_eq!(retire::reclaim(&catalog, Duration::ZERO).unwrap(), 0);
     drop(early);
-    assert_eq!(retire::reclaim(&layout, Duration::ZERO).unwrap(), 0);
+    assert_eq!(retire::reclaim(&catalog, Duration::ZERO).unwrap(), 0);
     assert!(sources.iter().all(|p| p.exists()));
     drop(other);
     // The grace for readers in other processes holds them still ...
     assert_eq!(
-        retire::reclaim(&layout, Duration::from_secs(3600)).unwrap(),
+        retire::reclaim(&catalog, Duration::from_secs(3600)).unwrap(),
         0
     );
     let m = manifest::read(&layout.day_dir(d)).unwrap().unwrap();
@@ -194,12 +196,12 @@ fn a_retired_part_goes_once_no_pin_older_than_its_retirement_is_left() {
         .iter()
         .all(|r| (now - 60_000..=now).contains(&r.at_ms)));
     // ... and once it is over they go, whatever `late` holds.
-    assert_eq!(retire::reclaim(&layout, Duration::ZERO).unwrap(), 2);
+    assert_eq!(retire::reclaim(&catalog, Duration::ZERO).unwrap(), 2);
     assert!(sources.iter().all(|p| !p.exists()));
     // Deleting retired files changes no fingerprint.
     assert_eq!(layout.day_version(d).unwrap(), version);
     assert_eq!(
-        Reader::new(layout.clone())
+        Reader::new(Arc::clone(&catalog))
             .all_spans()
             .unwrap()
             .collect()
@@ -211,26 +213,67 @@ fn a_retired_part_goes_once_no_pin_older_than_its_retirement_is_left() {
 }
 
 #[test]
+fn readers_of_one_catalog_pin_in_one_count_and_its_commits_wait_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    catalog.layout().create().unwrap();
+    let d = day();
+    write_part(&catalog, d, "1-a", spans(d, 0, 100, "x"));
+    write_part(&catalog, d, "2-b", spans(d, 100, 200, "x"));
+    // Two readers of the catalog: a pin of one taken before a commit holds
+    // what the commit retires; a pin of the other taken after it does not.
+    let (a, b) = (
+        Reader::new(Arc::clone(&catalog)),
+        Reader::new(Arc::clone(&catalog)),
+    );
+    let before = a.pin();
+    let sources = merge(&catalog, d);
+    let after = b.pin();
+    assert_eq!(retire::pending(&catalog), 2);
+    assert_eq!(retire::reclaim(&catalog, Duration::ZERO).unwrap(), 0);
+    drop(before);
+    assert_eq!(retire::reclaim(&catalog, Duration::ZERO).unwrap(), 2);
+    assert!(sources.iter().all(|p| !p.exists()));
+    drop(after);
+    // A commit through one handle waits while another holds the lock.
+    write_part(&catalog, d, "3-c", spans(d, 200, 300, "x"));
+    let held = catalog.exclusive();
+    let other = Arc::clone(&catalog);
+    let (done, committed) = std::sync::mpsc::channel();
+    let merging = std::thread::spawn(move || {
+        merge(&other, d);
+        done.send(()).unwrap();
+    });
+    assert!(committed.recv_timeout(Duration::from_millis(300)).is_err());
+    assert_eq!(catalog.layout().parts(d).unwrap().len(), 2);
+    drop(held);
+    committed.recv_timeout(Duration::from_secs(30)).unwrap();
+    merging.join().unwrap();
+    assert_eq!(catalog.layout().parts(d).unwrap().len(), 1);
+}
+
+#[test]
 fn a_day_retention_emptied_goes_once_its_parts_are_deleted() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = Layout::new(dir.path());
+    let catalog = Catalog::new(Layout::new(dir.path()));
+    let layout = catalog.layout().clone();
     layout.create().unwrap();
     let d = day();
-    write_part(&layout, d, "1-a", spans(d, 0, 50, "x"));
-    let pin = Reader::new(layout.clone()).pin();
+    write_part(&catalog, d, "1-a", spans(d, 0, 50, "x"));
+    let pin = Reader::new(Arc::clone(&catalog)).pin();
     let parts = layout.parts(d).unwrap();
     let intent = Intent {
         deletes: parts.iter().map(|p| layout.relative(p)).collect(),
         ..Intent::default()
     };
-    commit::commit(&layout, &intent).unwrap();
+    commit::commit(&catalog, &intent).unwrap();
     // No live part, but the retired one is on disk and named as such: a
     // listing of the directory must not bring it back.
     assert!(layout.parts(d).unwrap().is_empty());
     assert_eq!(layout.day_version(d).unwrap(), "");
     assert!(parts[0].exists());
     drop(pin);
-    retire::reclaim(&layout, Duration::ZERO).unwrap();
+    retire::reclaim(&catalog, Duration::ZERO).unwrap();
     assert!(!layout.day_dir(d).exists());
     assert!(layout.days().unwrap().is_empty());
 }
@@ -271,9 +314,9 @@ fn a_restart_deletes_the_files_a_crash_left_retired() {
     let torn = layout.rollups_dir().join("tool_daily-99999999.parquet");
     std::fs::write(&torn, b"PAR1 torn").unwrap();
     assert!(left.iter().all(|p| p.exists()));
-    // The new process knows only what is on disk.
+    // The new process knows only what is on disk (a new store: a catalog
+    // of its own).
     drop(pin);
-    retire::forget(&layout);
     let store = Store::open(dir.path(), opts.clone()).unwrap();
     assert!(left.iter().all(|p| !p.exists()), "{left:?}");
     assert!(!torn.exists());
@@ -302,7 +345,6 @@ fn a_restart_deletes_the_files_a_crash_left_retired() {
     }
     store.close().unwrap();
     drop(pin);
-    retire::forget(&layout);
     let m = manifest::read(&layout.day_dir(day())).unwrap().unwrap();
     assert_eq!(m.retired.len(), 2, "{m:?}");
     let graced = StoreOptions {

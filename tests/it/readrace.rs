@@ -113,6 +113,7 @@ fn reads_never_fail_while_the_store_replaces_files_under_them() {
     let most_pending = AtomicUsize::new(0);
     let slow = AtomicUsize::new(0);
     let layout = store.layout().clone();
+    let catalog = Arc::clone(store.catalog());
     let started = Instant::now();
     std::thread::scope(|scope| {
         // Ingest: today and one past day at a time (the hot one moves every
@@ -161,7 +162,7 @@ fn reads_never_fail_while_the_store_replaces_files_under_them() {
         scope.spawn(|| {
             while !stop.load(Ordering::Acquire) {
                 most_pending.fetch_max(
-                    stormwatch::store::retire::pending(&layout),
+                    stormwatch::store::retire::pending(&catalog),
                     Ordering::Relaxed,
                 );
                 std::thread::sleep(Duration::from_millis(20));
@@ -223,7 +224,7 @@ fn reads_never_fail_while_the_store_replaces_files_under_them() {
     // The readers are done: a flush (which reclaims what no pin holds)
     // leaves no replaced file, with the store still running.
     store.flush().unwrap();
-    let pending_after = stormwatch::store::retire::pending(&layout);
+    let pending_after = stormwatch::store::retire::pending(&catalog);
     let stats = store.stats();
     let (flushes, compactions, seals, seal_failures) = (
         stats.flushes.load(Ordering::Relaxed),
@@ -258,7 +259,7 @@ fn reads_never_fail_while_the_store_replaces_files_under_them() {
     assert!(seals >= 1, "no day was sealed");
     // Closed: every replaced file is gone, and its manifest entry.
     store.close().unwrap();
-    assert_eq!(stormwatch::store::retire::pending(&layout), 0);
+    assert_eq!(stormwatch::store::retire::pending(&catalog), 0);
     for day in layout.days().unwrap() {
         let m: serde_json::Value = serde_json::from_slice(
             &std::fs::read(layout.day_dir(day).join("_parts.json")).unwrap(),

@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::store::catalog::handle::Catalog;
 use crate::store::catalog::layout::Layout;
 use crate::store::{
     catalog::dirty, catalog::manifest, catalog::retire, catalog::rollup_set, fsutil, segments,
@@ -41,20 +41,14 @@ pub struct Intent {
     pub ship_to: Option<String>,
 }
 
-static COMMITS: Mutex<()> = Mutex::new(());
-
-/// Hold off commits (while retired files are reclaimed: both replace manifests).
-pub(in crate::store) fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    COMMITS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Record the intent durably, then apply it. An earlier intent still on
 /// disk (its apply failed) is finished first, never overwritten.
-pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
+pub fn commit(catalog: &Catalog, intent: &Intent) -> Result<(), StoreError> {
     // Commits read and replace the one intent file and the manifests: one
     // at a time, whichever thread makes them.
-    let _one = exclusive();
-    let durable = finish_pending(layout).and_then(|_| {
+    let _one = catalog.exclusive();
+    let layout = catalog.layout();
+    let durable = finish_pending(catalog).and_then(|_| {
         let path = layout.intent();
         let tmp = path.with_extension("json.tmp");
         let body = serde_json::to_vec(intent)
@@ -69,16 +63,16 @@ pub fn commit(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
         }
         return Err(e);
     }
-    apply(layout, intent)
+    apply(catalog, intent)
 }
 
 /// Finish the commit a failure left on disk if it covers the WAL up to
 /// `wal_upto` (a flush whose upload failed: its parts hold those spans
 /// already, so writing them again would store them twice). `false` when
 /// there is none such.
-pub fn finish_covering(layout: &Layout, wal_upto: u64) -> Result<bool, StoreError> {
-    let _one = exclusive();
-    let path = layout.intent();
+pub fn finish_covering(catalog: &Catalog, wal_upto: u64) -> Result<bool, StoreError> {
+    let _one = catalog.exclusive();
+    let path = catalog.layout().intent();
     let intent: Intent = match fs::read(&path) {
         Ok(body) => serde_json::from_slice(&body)
             .map_err(|e| StoreError::data(format!("reading {}", path.display()), e))?,
@@ -88,7 +82,7 @@ pub fn finish_covering(layout: &Layout, wal_upto: u64) -> Result<bool, StoreErro
     if intent.wal_upto.is_none_or(|upto| upto < wal_upto) {
         return Ok(false);
     }
-    apply(layout, &intent)?;
+    apply(catalog, &intent)?;
     Ok(true)
 }
 
@@ -137,8 +131,8 @@ fn ship(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
 
 /// Apply an intent; every step can be repeated, so a crash mid-way is
 /// finished by recovery.
-pub fn apply(layout: &Layout, intent: &Intent) -> Result<(), StoreError> {
-    apply_observed(layout, intent, &mut |_| {})
+pub fn apply(catalog: &Catalog, intent: &Intent) -> Result<(), StoreError> {
+    apply_observed(catalog, intent, &mut |_| {})
 }
 
 /// The day directory and file name of a span part path, `None` for any
@@ -159,10 +153,11 @@ fn part_of(layout: &Layout, path: &Path) -> Option<(PathBuf, String)> {
 /// day left with no parts and nothing retired loses its manifest and
 /// directory (one with retired parts, once they are reclaimed).
 pub fn apply_observed(
-    layout: &Layout,
+    catalog: &Catalog,
     intent: &Intent,
     on: &mut dyn FnMut(Step),
 ) -> Result<(), StoreError> {
+    let layout = catalog.layout();
     // Per day directory: the parts this change adds and removes.
     let mut days = DayChanges::new();
     let mut others = Vec::new();
@@ -190,7 +185,7 @@ pub fn apply_observed(
     }
     rename_into_place(layout, intent)?;
     on(Step::Renamed);
-    let emptied = publish_manifests(layout, &days)?;
+    let emptied = publish_manifests(catalog, &days)?;
     on(Step::Published);
     for p in &others {
         match fs::remove_file(p) {
@@ -265,7 +260,7 @@ type DayChanges = BTreeMap<PathBuf, (BTreeSet<String>, BTreeSet<String>)>;
 /// Write each changed day's manifest: the parts added, the removed ones
 /// retired (and handed to [`retire`]); returns the days left with no part
 /// and nothing retired.
-fn publish_manifests(layout: &Layout, days: &DayChanges) -> Result<Vec<PathBuf>, StoreError> {
+fn publish_manifests(catalog: &Catalog, days: &DayChanges) -> Result<Vec<PathBuf>, StoreError> {
     let mut emptied = Vec::new();
     let mut retired = Vec::new();
     let at = retire::now_ms();
@@ -313,19 +308,19 @@ fn publish_manifests(layout: &Layout, days: &DayChanges) -> Result<Vec<PathBuf>,
         }
     }
     if !retired.is_empty() {
-        retire::retired(layout, retired);
+        retire::retired(catalog, retired);
     }
     Ok(emptied)
 }
 
 /// Apply the intent on disk, if any; true when there was one.
-fn finish_pending(layout: &Layout) -> Result<bool, StoreError> {
-    let path = layout.intent();
+fn finish_pending(catalog: &Catalog) -> Result<bool, StoreError> {
+    let path = catalog.layout().intent();
     match fs::read(&path) {
         Ok(body) => {
             let intent: Intent = serde_json::from_slice(&body)
                 .map_err(|e| StoreError::data(format!("reading {}", path.display()), e))?;
-            apply(layout, &intent)?;
+            apply(catalog, &intent)?;
             Ok(true)
         }
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
@@ -336,10 +331,11 @@ fn finish_pending(layout: &Layout) -> Result<bool, StoreError> {
 /// Finish an interrupted change, remove temporary files of changes that
 /// never committed, make every day's manifest agree with its files, and
 /// note the retired files a crash left for reclaiming.
-pub fn recover(layout: &Layout) -> Result<bool, StoreError> {
-    let _one = exclusive();
+pub fn recover(catalog: &Catalog) -> Result<bool, StoreError> {
+    let _one = catalog.exclusive();
+    let layout = catalog.layout();
     let path = layout.intent();
-    let finished = finish_pending(layout)?;
+    let finished = finish_pending(catalog)?;
     let _ = fs::remove_file(path.with_extension("json.tmp"));
     for day in layout.days()? {
         let dir = layout.day_dir(day);
@@ -351,8 +347,8 @@ pub fn recover(layout: &Layout) -> Result<bool, StoreError> {
             }
         }
         let retired = manifest::repair(&dir)?;
-        retire::found(&dir, &retired);
+        retire::found(catalog, &dir, &retired);
     }
-    rollup_set::recover(layout)?;
+    rollup_set::recover(catalog)?;
     Ok(finished)
 }

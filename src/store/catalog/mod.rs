@@ -4,10 +4,12 @@
 //! and stale days ([`dirty`]), staging new parts ([`stage`]), retiring
 //! replaced files behind readers' pins ([`retire`]), and the hook a commit
 //! ships parts through ([`ship`]); the day summaries a sweep hands over
-//! ([`summary`]).
+//! ([`summary`]); the [`handle::Catalog`] holding the layout, the commit
+//! lock and the retire state of one open directory.
 
 pub mod commit;
 pub mod dirty;
+pub mod handle;
 pub mod layout;
 pub mod manifest;
 pub mod retire;

@@ -4,17 +4,19 @@
 //! the time, in the same atomic replace. A retired file is deleted
 //! (reclaimed, on the flusher thread) only once no reader can still use it:
 //!
-//! - a reader in this process holds a [`Pin`], taken before it lists any
+//! - a reader of the directory's [`Catalog`] (every `Reader` a `Store`
+//!   hands out) holds a [`Pin`], taken before it lists any
 //!   file and dropped when it is done with what it listed — for a polars
 //!   `LazyFrame` that is after `collect`, since a scan opens its files by
 //!   path when it runs (and reads a footer first, the rest later). Each
-//!   retirement is numbered (a generation, in memory). A pin taken at
+//!   retirement is numbered (a generation, in the catalog). A pin taken at
 //!   generation `g` may hold the files retired after `g`, never those
 //!   retired at or before it (a pin taken after a manifest was replaced
 //!   lists the new set), so a file retired at generation `r` is reclaimable
 //!   once every live pin has `g ≥ r`: epoch-based reclamation;
 //! - readers in other processes (`stormwatch sweep` from cron, `mcp
-//!   --stdio`) take no pin this process can see: a retired file is also
+//!   --stdio`), and a directory opened again on its own in this one (a
+//!   catalog of its own), take no pin the catalog can see: a retired file is also
 //!   kept for `StoreOptions::retired_grace` after its retirement (wall
 //!   clock), longer than any read lasts; one that outlives it finds a file
 //!   gone and says so ([`gone_hint`]);
@@ -29,44 +31,27 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::store::catalog::layout::Layout;
+use crate::store::catalog::handle::Catalog;
 use crate::store::catalog::manifest::Retired;
-use crate::store::{
-    catalog::commit, catalog::manifest, catalog::rollup_set, catalog::summary, fsutil, StoreError,
-};
+use crate::store::{catalog::manifest, catalog::rollup_set, catalog::summary, fsutil, StoreError};
 
-struct State {
-    /// Per data directory (canonical path): its retirements and live pins.
-    dirs: BTreeMap<PathBuf, Pins>,
+/// What a [`Catalog`] knows of its directory's retirements and pins.
+#[derive(Default)]
+pub(in crate::store) struct State {
+    /// Retirements in this process so far.
+    generation: u64,
+    /// Live pins, counted by the generation they were taken at.
+    live: BTreeMap<u64, usize>,
     /// Retired files not yet deleted: (generation, retired at, ms since the
     /// epoch). A file retired by an earlier process has generation 0.
     retired: BTreeMap<PathBuf, (u64, i64)>,
 }
 
-#[derive(Default)]
-struct Pins {
-    /// Retirements in this process so far.
-    generation: u64,
-    /// Live pins, counted by the generation they were taken at.
-    live: BTreeMap<u64, usize>,
-}
-
-static STATE: Mutex<State> = Mutex::new(State {
-    dirs: BTreeMap::new(),
-    retired: BTreeMap::new(),
-});
-
-fn state() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Which data directory pins and retirements belong to: the same directory
-/// under any spelling of its path.
-fn key(layout: &Layout) -> PathBuf {
-    fs::canonicalize(layout.root()).unwrap_or_else(|_| layout.root().to_path_buf())
+fn state(catalog: &Catalog) -> MutexGuard<'_, State> {
+    catalog.retire.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The wall clock in milliseconds since the epoch, as retirements record it.
@@ -81,20 +66,18 @@ pub fn now_ms() -> i64 {
 pub struct Pin(Arc<Held>);
 
 struct Held {
-    dir: PathBuf,
+    catalog: Arc<Catalog>,
     generation: u64,
     since: Instant,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut s = state();
-        if let Some(pins) = s.dirs.get_mut(&self.dir) {
-            if let Some(n) = pins.live.get_mut(&self.generation) {
-                *n -= 1;
-                if *n == 0 {
-                    pins.live.remove(&self.generation);
-                }
+        let mut s = state(&self.catalog);
+        if let Some(n) = s.live.get_mut(&self.generation) {
+            *n -= 1;
+            if *n == 0 {
+                s.live.remove(&self.generation);
             }
         }
     }
@@ -103,7 +86,7 @@ impl Drop for Held {
 impl std::fmt::Debug for Pin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pin")
-            .field("dir", &self.0.dir)
+            .field("dir", &self.0.catalog.layout().root())
             .field("generation", &self.0.generation)
             .field("age", &self.age())
             .finish()
@@ -117,30 +100,31 @@ impl Pin {
     }
 }
 
-/// Pin the files of `layout` a read is about to list (see [`Pin`]).
-pub fn pin(layout: &Layout) -> Pin {
-    let dir = key(layout);
-    let mut s = state();
-    let pins = s.dirs.entry(dir.clone()).or_default();
-    let generation = pins.generation;
-    *pins.live.entry(generation).or_insert(0) += 1;
+/// Pin the files of `catalog`'s directory a read is about to list (see [`Pin`]).
+pub fn pin(catalog: &Arc<Catalog>) -> Pin {
+    let generation = {
+        let mut s = state(catalog);
+        let generation = s.generation;
+        *s.live.entry(generation).or_insert(0) += 1;
+        generation
+    };
     Pin(Arc::new(Held {
-        dir,
+        catalog: Arc::clone(catalog),
         generation,
         since: Instant::now(),
     }))
 }
 
-/// Files of `layout` whose retirement was just made durable: a new
-/// generation. Call after the manifest is replaced (a pin taken before
+/// Files of `catalog`'s directory whose retirement was just made durable: a
+/// new generation. Call after the manifest is replaced (a pin taken before
 /// this holds them).
-pub(in crate::store) fn retired(layout: &Layout, files: impl IntoIterator<Item = (PathBuf, i64)>) {
-    let dir = key(layout);
-    let mut guard = state();
-    let s = &mut *guard;
-    let pins = s.dirs.entry(dir).or_default();
-    pins.generation += 1;
-    let generation = pins.generation;
+pub(in crate::store) fn retired(
+    catalog: &Catalog,
+    files: impl IntoIterator<Item = (PathBuf, i64)>,
+) {
+    let mut s = state(catalog);
+    s.generation += 1;
+    let generation = s.generation;
     for (path, at) in files {
         s.retired.entry(path).or_insert((generation, at));
     }
@@ -148,45 +132,34 @@ pub(in crate::store) fn retired(layout: &Layout, files: impl IntoIterator<Item =
 
 /// Retired files found in `dir`'s manifest on open (a crash, or a stop
 /// within the grace, left them): no pin of this process holds them.
-pub(in crate::store) fn found(dir: &Path, files: &[Retired]) {
-    let mut s = state();
+pub(in crate::store) fn found(catalog: &Catalog, dir: &Path, files: &[Retired]) {
+    let mut s = state(catalog);
     for r in files {
         s.retired.entry(dir.join(&r.name)).or_insert((0, r.at_ms));
     }
 }
 
-/// How many retired files under `layout` wait to be deleted.
-pub fn pending(layout: &Layout) -> usize {
-    let root = layout.root();
-    state()
-        .retired
-        .keys()
-        .filter(|p| p.starts_with(root))
-        .count()
+/// How many retired files of `catalog`'s directory wait to be deleted.
+pub fn pending(catalog: &Catalog) -> usize {
+    state(catalog).retired.len()
 }
 
-/// Delete the retired files of `layout` that no reader can use any more:
-/// no live pin is older than their retirement, and `grace` has passed since
-/// it. Each file first, then its manifest without it; a day directory left
-/// with neither parts nor retired files goes. Returns the files deleted.
-pub(in crate::store) fn reclaim(layout: &Layout, grace: Duration) -> Result<usize, StoreError> {
+/// Delete the retired files of `catalog`'s directory that no reader can use
+/// any more: no live pin is older than their retirement, and `grace` has
+/// passed since it. Each file first, then its manifest without it; a day
+/// directory left with neither parts nor retired files goes. Returns the
+/// files deleted.
+pub(in crate::store) fn reclaim(catalog: &Catalog, grace: Duration) -> Result<usize, StoreError> {
     // Manifests are read and replaced by commits too: one at a time.
-    let _one = commit::exclusive();
-    let root = layout.root();
+    let _one = catalog.exclusive();
+    let layout = catalog.layout();
     let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
     let now = now_ms();
-    let dir_key = key(layout);
     let mut due: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
     {
-        let s = state();
-        let oldest = s
-            .dirs
-            .get(&dir_key)
-            .and_then(|p| p.live.keys().next().copied());
-        for (path, &(generation, at)) in s.retired.range(root.to_path_buf()..) {
-            if !path.starts_with(root) {
-                break;
-            }
+        let s = state(catalog);
+        let oldest = s.live.keys().next().copied();
+        for (path, &(generation, at)) in &s.retired {
             let unpinned = oldest.is_none_or(|g| generation <= g);
             if !unpinned || at.saturating_add(grace_ms) > now {
                 continue;
@@ -218,7 +191,7 @@ pub(in crate::store) fn reclaim(layout: &Layout, grace: Duration) -> Result<usiz
         } else {
             manifest::forget_retired(&dir, &names)?;
         }
-        let mut s = state();
+        let mut s = state(catalog);
         for name in &names {
             s.retired.remove(&dir.join(name));
         }
@@ -255,14 +228,4 @@ pub fn gone_hint(error: &(dyn std::error::Error + 'static), pin: Option<&Pin>) -
         pin.map(|p| format!(" (this read started {} s ago)", p.age().as_secs()))
             .unwrap_or_default()
     ))
-}
-
-/// Forget what this process knows of `layout`'s pins and retirements, as a
-/// new process would (a test's crash).
-#[cfg(test)]
-pub(in crate::store) fn forget(layout: &Layout) {
-    let mut s = state();
-    s.dirs.remove(&key(layout));
-    let root = layout.root();
-    s.retired.retain(|p, _| !p.starts_with(root));
 }

@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
+use crate::store::catalog::handle::Catalog;
 use crate::store::catalog::layout::Layout;
 use crate::store::catalog::manifest::Retired;
-use crate::store::{catalog::commit, catalog::retire, format::parquet, fsutil, StoreError};
+use crate::store::{catalog::retire, format::parquet, fsutil, StoreError};
 
 /// The manifest's file name in `rollups/`.
 pub const MANIFEST: &str = "current.json";
@@ -93,11 +94,12 @@ fn write(layout: &Layout, current: &Current) -> Result<(), StoreError> {
 /// current generation: new files, then the manifest that names them and
 /// retires the previous generation's, then the plain names linked.
 pub fn publish(
-    layout: &Layout,
+    catalog: &Catalog,
     daily: Option<&mut DataFrame>,
     names: Option<&mut DataFrame>,
 ) -> Result<(), StoreError> {
-    let _one = commit::exclusive();
+    let _one = catalog.exclusive();
+    let layout = catalog.layout();
     let dir = layout.rollups_dir();
     let old = read(layout)?.unwrap_or_default();
     let generation = old.generation + 1;
@@ -112,18 +114,19 @@ pub fn publish(
     let tool_daily = put(DAILY, daily)?;
     let tool_error_names = put(NAMES, names)?;
     fsutil::sync_dir(&dir)?;
-    switch(layout, old, generation, tool_daily, tool_error_names)
+    switch(catalog, old, generation, tool_daily, tool_error_names)
 }
 
 /// Replace the manifest by one naming `tool_daily` and `tool_error_names`
 /// (already durable) as `generation`, retiring `old`'s files.
 fn switch(
-    layout: &Layout,
+    catalog: &Catalog,
     old: Current,
     generation: u64,
     tool_daily: Option<String>,
     tool_error_names: Option<String>,
 ) -> Result<(), StoreError> {
+    let layout = catalog.layout();
     let dir = layout.rollups_dir();
     let at = retire::now_ms();
     let mut retired = old.retired.clone();
@@ -149,7 +152,7 @@ fn switch(
     };
     write(layout, &current)?;
     if !newly.is_empty() {
-        retire::retired(layout, newly);
+        retire::retired(catalog, newly);
     }
     link_plain_names(layout, &current);
     Ok(())
@@ -220,7 +223,8 @@ pub fn forget_retired(layout: &Layout, names: &BTreeSet<String>) -> Result<(), S
 /// version wrote (or, with no manifest, migrate to generations), remove
 /// temporary files and generations no manifest names (a refresh a crash
 /// cut short), and note the retired generations for reclaiming.
-pub fn recover(layout: &Layout) -> Result<(), StoreError> {
+pub fn recover(catalog: &Catalog) -> Result<(), StoreError> {
+    let layout = catalog.layout();
     let dir = layout.rollups_dir();
     let current = match read(layout) {
         Ok(c) => c,
@@ -241,7 +245,7 @@ pub fn recover(layout: &Layout) -> Result<(), StoreError> {
         Some(c) => theirs(0, c.tool_daily.as_ref()) || theirs(1, c.tool_error_names.as_ref()),
     };
     let current = if adopt {
-        Some(adopt_plain(layout, current)?)
+        Some(adopt_plain(catalog, current)?)
     } else {
         current
     };
@@ -268,13 +272,14 @@ pub fn recover(layout: &Layout) -> Result<(), StoreError> {
     if !gone.is_empty() {
         forget_retired(layout, &gone.into_iter().map(|r| r.name).collect())?;
     }
-    retire::found(&dir, &kept);
+    retire::found(catalog, &dir, &kept);
     Ok(())
 }
 
 /// Make the plain-named files the current generation (linked, or copied
 /// where links are not possible), retiring what `current` named.
-fn adopt_plain(layout: &Layout, current: Option<Current>) -> Result<Current, StoreError> {
+fn adopt_plain(catalog: &Catalog, current: Option<Current>) -> Result<Current, StoreError> {
+    let layout = catalog.layout();
     let dir = layout.rollups_dir();
     let migrating = current.is_none();
     let old = current.unwrap_or_default();
@@ -309,7 +314,7 @@ fn adopt_plain(layout: &Layout, current: Option<Current>) -> Result<Current, Sto
             "rollups: adopted tool_daily.parquet and tool_error_names.parquet, which an earlier stormwatch wrote"
         );
     }
-    switch(layout, old, generation, tool_daily, tool_error_names)?;
+    switch(catalog, old, generation, tool_daily, tool_error_names)?;
     read(layout)?
         .ok_or_else(|| StoreError::data("adopting the rollup", "no manifest after writing it"))
 }

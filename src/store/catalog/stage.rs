@@ -19,6 +19,10 @@ use crate::store::{fsutil, StoreError};
 pub fn new_part_tag() -> String {
     use std::hash::BuildHasher;
     use std::sync::atomic::{AtomicU64, Ordering};
+    // Process-wide, not a catalog's: it is the clock made strictly
+    // increasing, which names must be whichever directory (or second
+    // catalog of one directory) a part is written to; it holds no state of
+    // any directory.
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

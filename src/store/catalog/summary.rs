@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use polars::prelude::{DataFrame, ParquetCompression};
 use serde::{Deserialize, Serialize};
 
+use crate::store::catalog::handle::Catalog;
 use crate::store::catalog::layout::Layout;
 use crate::store::catalog::retire;
 use crate::store::format::parquet;
@@ -219,8 +220,8 @@ fn apply(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
 /// Take `day`'s summary out of use (retention): its manifest and any write
 /// in progress removed at once, its files retired; the directory goes now
 /// when nothing is left in it, else with its last retired file.
-pub(in crate::store) fn retire_day(layout: &Layout, day: i32) -> Result<(), StoreError> {
-    let dir = layout.sealed_dir(day);
+pub(in crate::store) fn retire_day(catalog: &Catalog, day: i32) -> Result<(), StoreError> {
+    let dir = catalog.layout().sealed_dir(day);
     let io = |e| StoreError::io(format!("removing {}", dir.display()), e);
     for name in [MANIFEST, INTENT] {
         match fs::remove_file(dir.join(name)) {
@@ -247,7 +248,7 @@ pub(in crate::store) fn retire_day(layout: &Layout, day: i32) -> Result<(), Stor
     if files.is_empty() {
         remove_if_empty(&dir);
     } else {
-        retire::retired(layout, files);
+        retire::retired(catalog, files);
     }
     Ok(())
 }
@@ -349,26 +350,27 @@ mod tests {
     #[test]
     fn retention_retires_a_summary_and_its_directory_goes_with_its_last_file() {
         let dir = tempfile::tempdir().unwrap();
-        let layout = Layout::new(dir.path());
+        let catalog = Catalog::new(Layout::new(dir.path()));
+        let layout = catalog.layout();
         let day = crate::model::day_from_str("2026-01-02").unwrap();
         let mut files = [("a.parquet", frame(1))];
         write(
-            &layout,
+            layout,
             day,
             &mut files,
             ParquetCompression::Zstd(None),
             manifest(&[]),
         )
         .unwrap();
-        let pin = retire::pin(&layout);
-        retire_day(&layout, day).unwrap();
+        let pin = retire::pin(&catalog);
+        retire_day(&catalog, day).unwrap();
         // Out of use at once; its file kept while a pin may hold it.
-        assert!(read(&layout, day).unwrap().is_none());
-        assert_eq!(x(&layout, day), 1);
-        retire::reclaim(&layout, Duration::ZERO).unwrap();
-        assert_eq!(x(&layout, day), 1);
+        assert!(read(layout, day).unwrap().is_none());
+        assert_eq!(x(layout, day), 1);
+        retire::reclaim(&catalog, Duration::ZERO).unwrap();
+        assert_eq!(x(layout, day), 1);
         drop(pin);
-        retire::reclaim(&layout, Duration::ZERO).unwrap();
+        retire::reclaim(&catalog, Duration::ZERO).unwrap();
         assert!(!layout.sealed_dir(day).exists());
     }
 }

@@ -45,7 +45,7 @@ fn compact_day(shared: &Shared, day: i32, between: &mut dyn FnMut()) -> Result<b
     if shared.poisoned.load(Ordering::Acquire) {
         return Ok(false);
     }
-    let layout = &shared.layout;
+    let layout = shared.layout();
     let parts = layout.parts(day)?;
     // A sealed day's late parts wait for the re-seal, which merges them all.
     if parts.iter().any(|p| is_seal_output(p)) {
@@ -95,7 +95,7 @@ fn compact_day(shared: &Shared, day: i32, between: &mut dyn FnMut()) -> Result<b
         renames: vec![rename],
         ..Intent::default()
     };
-    commit::commit(layout, &intent)?;
+    commit::commit(&shared.catalog, &intent)?;
     tracing::debug!(day = %day_to_string(day), parts = small.len(), rows, "compacted");
     Ok(true)
 }

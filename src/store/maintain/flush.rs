@@ -108,11 +108,11 @@ fn flush_until_committed(
 
 /// Write one part per day, then commit them with the WAL segments they cover.
 pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
-    let layout = &shared.layout;
+    let layout = shared.layout();
     // A retry after a commit that failed past its intent (an upload to the
     // shared store) finishes that commit rather than writing the table
     // again.
-    if commit::finish_covering(layout, frozen.wal_upto)? {
+    if commit::finish_covering(&shared.catalog, frozen.wal_upto)? {
         return Ok(());
     }
     let mut intent = Intent {
@@ -148,5 +148,5 @@ pub fn flush(shared: &Shared, frozen: &Frozen) -> Result<(), StoreError> {
         }
         return Err(e);
     }
-    commit::commit(layout, &intent)
+    commit::commit(&shared.catalog, &intent)
 }

@@ -306,7 +306,7 @@ fn pull(
     let Some(m) = &shared.opts.mirror else {
         return Ok(Pulled::default());
     };
-    let (report, changed) = m.pull(&shared.layout)?;
+    let (report, changed) = m.pull(&shared.catalog)?;
     dirty.extend(changed.iter().copied());
     sealer.wrote(&changed);
     if report.changed > 0 {
@@ -325,20 +325,20 @@ fn pull(
 /// Delete the retired files no reader can hold; a failure is logged and the
 /// files are tried again on the next pass.
 fn reclaim(shared: &Shared) {
-    if retire::pending(&shared.layout) == 0 {
+    if retire::pending(&shared.catalog) == 0 {
         return;
     }
-    if let Err(e) = retire::reclaim(&shared.layout, shared.opts.retired_grace) {
+    if let Err(e) = retire::reclaim(&shared.catalog, shared.opts.retired_grace) {
         tracing::warn!(error = %e, "could not delete replaced files; trying again shortly");
     }
 }
 
 /// Days whose rollup rows are stale, as recorded on disk (they survive a crash).
 fn rollup_dirty(shared: &Shared) -> BTreeSet<i32> {
-    crate::store::catalog::dirty::dirty(&shared.layout).unwrap_or_else(|e| {
+    crate::store::catalog::dirty::dirty(shared.layout()).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "could not read the dirty rollup days; refreshing every day");
         shared
-            .layout
+            .layout()
             .days()
             .unwrap_or_default()
             .into_iter()
@@ -353,7 +353,7 @@ fn refresh_rollups(shared: &Shared, dirty: &mut BTreeSet<i32>) {
     let days: Vec<i32> = dirty.iter().copied().collect();
     guarded(shared, Task::Rollup, || {
         crate::faults::panic_point("rollup");
-        match rollup::refresh(&shared.layout, &days) {
+        match rollup::refresh(&shared.catalog, &days) {
             Ok(()) => dirty.clear(),
             Err(e) => {
                 tracing::error!(error = %e, days = days.len(), "rollup refresh failed; will retry")

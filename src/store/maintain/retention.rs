@@ -24,7 +24,7 @@ pub(super) fn apply_retention(
     let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
     let today = now_ns.div_euclid(NANOS_PER_DAY) as i32;
     let oldest_kept = today - keep as i32;
-    let layout = &shared.layout;
+    let layout = shared.layout();
     // A day whose parts are all retired already waits only to be reclaimed.
     let mut old = Vec::new();
     for day in layout.days()?.into_iter().filter(|d| *d < oldest_kept) {
@@ -42,7 +42,7 @@ pub(super) fn apply_retention(
             .extend(layout.parts(day)?.iter().map(|p| layout.relative(p)));
     }
     if !old.is_empty() {
-        commit::commit(layout, &intent)?;
+        commit::commit(&shared.catalog, &intent)?;
         dirty.extend(old.iter().copied());
         if layout.ship().is_some() {
             // An ingest node keeps only its dedup window; the shared store
@@ -56,7 +56,7 @@ pub(super) fn apply_retention(
     // out of use at once, their files retired like parts.
     for day in layout.sealed_days()? {
         if day < oldest_kept {
-            summary::retire_day(layout, day)?;
+            summary::retire_day(&shared.catalog, day)?;
         }
     }
     Ok(())

@@ -15,6 +15,7 @@ use polars::sql::SQLContext;
 use crate::model::day_to_string;
 use crate::spans::{calls_with_dependencies, may_nest};
 use crate::store::catalog::dirty::{dirty, write_dirty};
+use crate::store::catalog::handle::Catalog;
 use crate::store::catalog::layout::Layout;
 use crate::store::{catalog::rollup_set, format::parquet, StoreError};
 
@@ -149,7 +150,8 @@ fn run_sql(rows: LazyFrame, sql: &str) -> PolarsResult<DataFrame> {
 /// Recompute the rollup rows of `days`, publish both rollups as a new
 /// generation, and clear those days from the dirty list. Runs on the
 /// flusher thread, where no file it reads can be reclaimed meanwhile.
-pub fn refresh(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
+pub fn refresh(catalog: &Catalog, days: &[i32]) -> Result<(), StoreError> {
+    let layout = catalog.layout();
     let current = rollup_set::read(layout)?.unwrap_or_default();
     let dir = layout.rollups_dir();
     let old = |name: &Option<String>| name.as_ref().map(|n| dir.join(n));
@@ -167,7 +169,7 @@ pub fn refresh(layout: &Layout, days: &[i32]) -> Result<(), StoreError> {
         ("tool_error_names", TOOL_ERROR_NAMES_SQL),
         &["day", "tool_name", "error_class", "error_type"],
     )?;
-    rollup_set::publish(layout, daily.as_mut(), names.as_mut())?;
+    rollup_set::publish(catalog, daily.as_mut(), names.as_mut())?;
     let mut all = dirty(layout)?;
     for d in days {
         all.remove(d);

@@ -24,6 +24,7 @@ use polars::prelude::*;
 
 use crate::model::day_to_string;
 use crate::store::catalog::commit::{self, Intent};
+use crate::store::catalog::handle::Catalog;
 use crate::store::catalog::layout::{is_seal_output, Layout};
 use crate::store::catalog::{stage, summary};
 use crate::store::format::parquet::Batches;
@@ -76,11 +77,11 @@ impl Sources {
 /// Rewrite `day`'s parts as at most [`MAX_OUTPUTS`] sorted parts (see the
 /// module doc). `None` when every part already is a seal output.
 pub fn seal_compact(
-    layout: &Layout,
+    catalog: &Catalog,
     day: i32,
     opts: &SealOptions,
 ) -> Result<Option<SealReport>, StoreError> {
-    seal_compact_publishing(layout, day, opts, &mut |_, _| Ok(()))
+    seal_compact_publishing(catalog, day, opts, &mut |_, _| Ok(()))
 }
 
 /// What a seal hands its publisher before it commits: the outputs as
@@ -91,11 +92,12 @@ pub type Publish<'a> = dyn FnMut(&[(String, String)], &[String]) -> Result<(), S
 /// commit (the detect role ships them to the shared store there); an error
 /// from it leaves the day as it was.
 pub fn seal_compact_publishing(
-    layout: &Layout,
+    catalog: &Catalog,
     day: i32,
     opts: &SealOptions,
     publish: &mut Publish<'_>,
 ) -> Result<Option<SealReport>, StoreError> {
+    let layout = catalog.layout();
     let parts = layout.parts(day)?;
     if parts.iter().all(|p| is_seal_output(p)) {
         return Ok(None);
@@ -172,7 +174,7 @@ pub fn seal_compact_publishing(
     // Once the intent may be on disk, recovery needs the outputs' temporary files.
     let outs: BTreeSet<PathBuf> = renames.iter().map(|(t, _)| layout.absolute(t)).collect();
     scratch.0.retain(|p| !outs.contains(p));
-    commit::commit(layout, &intent)?;
+    commit::commit(catalog, &intent)?;
     crate::faults::kill_point("seal_compact_after_commit");
     let outputs: Vec<String> = renames.into_iter().map(|(_, f)| f).collect();
     let manifest = carry_manifest(layout, day, &sources, &outputs, duplicates).unwrap_or_else(|e| {

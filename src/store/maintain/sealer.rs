@@ -74,7 +74,7 @@ impl Sealer {
         self.failed.retain(|_, t| t.elapsed() < RETRY_AFTER);
         let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
         let after_ns = i64::try_from(after.as_nanos()).unwrap_or(i64::MAX);
-        let days = match shared.layout.days() {
+        let days = match shared.layout().days() {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!(error = %e, "could not list the days to seal");
@@ -86,7 +86,7 @@ impl Sealer {
             now_ns.saturating_sub(ended) >= after_ns
                 && !self.written.contains_key(&d)
                 && !self.failed.contains_key(&d)
-                && seal::needs_seal(&shared.layout, d).unwrap_or(false)
+                && seal::needs_seal(shared.layout(), d).unwrap_or(false)
         });
         let Some(day) = due else {
             return;
@@ -113,8 +113,8 @@ pub fn seal_guarded(
     let started = Instant::now();
     let result =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &shared.opts.mirror {
-            Some(m) => m.seal(&shared.layout, day, &shared.opts.seal),
-            None => seal::seal_compact(&shared.layout, day, &shared.opts.seal),
+            Some(m) => m.seal(&shared.catalog, day, &shared.opts.seal),
+            None => seal::seal_compact(&shared.catalog, day, &shared.opts.seal),
         }))
         .unwrap_or_else(|_| {
             Err(StoreError::data(

@@ -17,7 +17,9 @@ use crate::store::hooks;
 use crate::store::maintain::flusher;
 use crate::store::write::shared::{Cmd, FlushReply, Shared, Submission};
 use crate::store::write::writer;
-use crate::store::{Layout, PendingAck, Reader, SealReport, Stats, StoreError, StoreOptions};
+use crate::store::{
+    Catalog, Layout, PendingAck, Reader, SealReport, Stats, StoreError, StoreOptions,
+};
 
 /// How long `flush` waits for its commit.
 const FLUSH_WAIT: Duration = Duration::from_secs(60);
@@ -72,7 +74,7 @@ impl Store {
             });
         }
         let shared = Arc::new(Shared {
-            layout,
+            catalog: Catalog::new(layout),
             opts,
             stats: Stats::default(),
             frozen: Mutex::new(None),
@@ -84,7 +86,7 @@ impl Store {
         });
         let (state, recovery) = replay::recover(&shared)?;
         // What a crash (or a stop within the grace) left retired.
-        let reclaimed = retire::reclaim(&shared.layout, shared.opts.retired_grace)?;
+        let reclaimed = retire::reclaim(&shared.catalog, shared.opts.retired_grace)?;
         if reclaimed > 0 {
             tracing::info!(
                 files = reclaimed,
@@ -138,7 +140,12 @@ impl Store {
     }
 
     pub fn layout(&self) -> &Layout {
-        &self.shared.layout
+        self.shared.layout()
+    }
+
+    /// The data directory's catalog, which every reader of this store shares.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.shared.catalog
     }
 
     pub fn stats(&self) -> &Stats {
@@ -156,7 +163,7 @@ impl Store {
     }
 
     pub fn reader(&self) -> Reader {
-        Reader::new(self.shared.layout.clone())
+        Reader::new(Arc::clone(&self.shared.catalog))
     }
 
     fn send(&self, cmd: Cmd) -> Result<(), StoreError> {

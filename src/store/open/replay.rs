@@ -26,9 +26,9 @@ const CHUNK_ATTEMPTS: u32 = 5;
 
 /// Finish an interrupted commit and replay the WAL into a memtable.
 pub fn recover(shared: &Shared) -> Result<(WriterState, Recovery), StoreError> {
-    let layout = &shared.layout;
+    let layout = shared.layout();
     let mut report = Recovery {
-        finished_commit: crate::store::catalog::commit::recover(layout)?,
+        finished_commit: crate::store::catalog::commit::recover(&shared.catalog)?,
         ..Recovery::default()
     };
     let mut mem = Memtable::default();

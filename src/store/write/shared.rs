@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 use crate::store::write::frozen::Frozen;
-use crate::store::{Layout, Stats, StoreError, StoreOptions};
+use crate::store::{Catalog, Layout, Stats, StoreError, StoreOptions};
 
 /// What the store did with an acknowledged request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -18,7 +18,8 @@ pub struct Ack {
 }
 
 pub(in crate::store) struct Shared {
-    pub(in crate::store) layout: Layout,
+    /// The data directory, shared with every reader the handle gives out.
+    pub(in crate::store) catalog: Arc<Catalog>,
     pub(in crate::store) opts: StoreOptions,
     pub(in crate::store) stats: Stats,
     /// The table the flusher is writing; its rows stay visible to dedup.
@@ -34,6 +35,10 @@ pub(in crate::store) struct Shared {
 }
 
 impl Shared {
+    pub(in crate::store) fn layout(&self) -> &Layout {
+        self.catalog.layout()
+    }
+
     /// Why writes are refused, if they are: with no flusher nothing would
     /// ever leave the memtable (and the WAL would only grow).
     pub(in crate::store) fn refusal(&self) -> Option<StoreError> {

@@ -96,9 +96,9 @@ fn load_day_keys(
     let mut keys = memory_keys(day, mem, frozen.as_ref());
     let mut last_err = None;
     // A part a compaction replaces meanwhile stays until the read is done.
-    let _pin = crate::store::catalog::retire::pin(&shared.layout);
+    let _pin = crate::store::catalog::retire::pin(&shared.catalog);
     for _ in 0..3 {
-        match shared.layout.parts(day).and_then(|parts| {
+        match shared.layout().parts(day).and_then(|parts| {
             parquet::read_keys(&parts).map_err(|e| {
                 StoreError::data(
                     format!("reading the stored keys of {}", day_to_string(day)),
