@@ -58,6 +58,8 @@ pub enum McpError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     State(#[from] crate::signal::StateError),
+    #[error(transparent)]
+    Incidents(#[from] crate::read::cache::IncidentsError),
     #[error("{context}: {source}")]
     Data {
         context: String,

@@ -29,14 +29,11 @@ pub fn http_router(
     let mut reads = crate::read::cache::Reads::new(reader);
     if let Some(l) = sweeper.leader() {
         let l = Arc::clone(l);
-        reads.by_hand = Some(Arc::new(move || {
-            match l.acting() {
+        reads.by_hand = Some(Arc::new(move || match l.acting() {
             Some(_) => Ok(()),
-            None => Err(format!(
-                "this node is a standby of the detect role (the lease is held by {}); change signals there",
-                l.holder_seen()
-            )),
-        }
+            None => Err(crate::read::cache::Refused {
+                holder: l.holder_seen(),
+            }),
         }));
     }
     let reads = Arc::new(reads);

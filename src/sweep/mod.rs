@@ -79,6 +79,12 @@ pub enum SweepError {
     Store(#[from] StoreError),
     #[error(transparent)]
     State(#[from] StateError),
+    /// The sweep may no longer commit (it lost the detect lease).
+    #[error(transparent)]
+    Fenced(#[from] crate::store::hooks::FenceLost),
+    /// The incidents could not be read.
+    #[error(transparent)]
+    Incident(#[from] crate::incident::IncidentError),
     #[error("a dry run's scratch directory {path}: {source}")]
     Scratch {
         path: std::path::PathBuf,
