@@ -214,7 +214,7 @@ impl Stormwatch {
         blocking(&self.ctx, move |c| {
             let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
             let span = crate::coverage::Span::ask(a.days, a.since.as_deref(), now)
-                .map_err(McpError::Argument)?;
+                .map_err(|e| McpError::Argument(e.to_string()))?;
             Ok(crate::coverage::report(&c.reader, span, &c.reads.coverage)?)
         })
         .await
