@@ -271,7 +271,12 @@ impl Stormwatch {
         Parameters(a): Parameters<SweepArgs>,
     ) -> Result<Json<SweepAnswer>, String> {
         let dry_run = a.dry_run.unwrap_or(true);
-        let report = self.ctx.sweeps.sweep(dry_run).await?;
+        let report = self
+            .ctx
+            .sweeps
+            .sweep(dry_run)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(Json(match report {
             None => SweepAnswer {
                 dry_run,

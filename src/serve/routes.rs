@@ -120,13 +120,14 @@ impl crate::mcp::Sweeps for McpSweeps {
     fn sweep(
         &self,
         dry_run: bool,
-    ) -> crate::mcp::BoxFuture<'_, Result<Option<crate::sweep::SweepReport>, String>> {
+    ) -> crate::mcp::BoxFuture<'_, Result<Option<crate::sweep::SweepReport>, crate::mcp::SweepsError>>
+    {
         Box::pin(async move {
             self.0
                 .sweep_report(scheduler::Trigger::Mcp, dry_run)
                 .await
                 .map(|(_, report)| report)
-                .map_err(|e| e.to_string())
+                .map_err(|e| crate::mcp::SweepsError::Runner(Box::new(e)))
         })
     }
 }
