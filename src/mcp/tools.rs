@@ -297,7 +297,7 @@ impl Stormwatch {
                 days_scanned: r.days_scanned,
                 days_reused: r.days_reused,
                 days_from_summary: r.days_from_summary,
-                days_sealed: r.days_sealed,
+                days_sealed: r.days_summarized,
                 signals: r.signals.iter().map(signal_reads::SignalLine::of).collect(),
                 changes: r
                     .changes

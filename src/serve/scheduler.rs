@@ -46,7 +46,8 @@ pub struct Summary {
     pub spans_scanned: usize,
     pub days_scanned: usize,
     pub days_reused: usize,
-    /// Days read from their sealed summaries, and days this sweep sealed.
+    /// Days read from their summaries, and days this sweep wrote a summary
+    /// of (the API's name: `days_sealed`).
     pub days_from_summary: usize,
     pub days_sealed: usize,
     pub signals: usize,
@@ -73,7 +74,7 @@ impl Summary {
             days_scanned: count(|r| r.days_scanned),
             days_reused: count(|r| r.days_reused),
             days_from_summary: count(|r| r.days_from_summary),
-            days_sealed: count(|r| r.days_sealed),
+            days_sealed: count(|r| r.days_summarized),
             signals: count(|r| r.signals.len()),
             findings: count(|r| r.signals.iter().map(|s| s.draft.findings).sum()) as u64,
             changes: count(|r| r.changes.len()),

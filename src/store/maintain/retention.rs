@@ -52,9 +52,9 @@ pub(super) fn apply_retention(
         }
     }
     // Their summaries go too (also those a crash left behind their spans).
-    for day in layout.sealed_days()? {
+    for day in layout.summary_days()? {
         if day < oldest_kept {
-            let dir = layout.sealed_dir(day);
+            let dir = layout.summary_dir(day);
             match fs::remove_dir_all(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
