@@ -18,8 +18,8 @@
 //! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`,
 //! `seal_compact_before_commit` (a seal compaction's outputs written, not
 //! committed) and `seal_compact_after_commit` (committed, manifest and
-//! scratch files not yet seen to), `seal_summary` (a sweep sealing a day:
-//! some of its summary files written, no manifest yet), `ship` (an ingest
+//! scratch files not yet seen to), `seal_summary` (a sweep writing a day's
+//! summary: some of its files written, no manifest yet), `ship` (an ingest
 //! node's upload of a flushed part to the shared store),
 //! `ship_before_wal_delete` (shipped, the WAL not yet trimmed),
 //! `sweep_before_commit` (a sweep inside its state transaction, before it

@@ -191,32 +191,33 @@ pub fn render_incident(m: &IncidentMessage<'_>) -> Value {
 pub fn check(v: &Value) -> Result<(), LimitError> {
     let len = |x: &Value| x.as_str().map_or(0, |s| s.chars().count());
     if len(&v["content"]) > MAX_CONTENT {
-        return Err(LimitError::breach("content too long"));
+        return Err(LimitError::Rule("content too long"));
     }
     let embeds = v["embeds"]
         .as_array()
-        .ok_or_else(|| LimitError::breach("no embeds"))?;
+        .ok_or(LimitError::Missing("embeds"))?;
     if embeds.len() > MAX_EMBEDS {
-        return Err(LimitError::breach(format!("{} embeds", embeds.len())));
+        return Err(LimitError::Embeds(embeds.len()));
     }
     let mut total = 0;
     for e in embeds {
         if len(&e["title"]) > MAX_TITLE || len(&e["description"]) > MAX_DESCRIPTION {
-            return Err(LimitError::breach("embed title or description too long"));
+            return Err(LimitError::Rule("embed title or description too long"));
         }
         let fields = e["fields"].as_array().map_or(0, Vec::len);
         if fields > 25 {
-            return Err(LimitError::breach("too many fields"));
+            return Err(LimitError::Rule("too many fields"));
         }
         total += len(&e["title"]) + len(&e["description"]);
     }
     if total > MAX_TOTAL {
-        return Err(LimitError::breach(format!(
-            "embeds total {total} chars > {MAX_TOTAL}"
-        )));
+        return Err(LimitError::EmbedsTotal {
+            total,
+            max: MAX_TOTAL,
+        });
     }
     if v["allowed_mentions"]["parse"] != json!([]) {
-        return Err(LimitError::breach("allowed_mentions must be empty"));
+        return Err(LimitError::Rule("allowed_mentions must be empty"));
     }
     Ok(())
 }

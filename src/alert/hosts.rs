@@ -318,11 +318,11 @@ pub struct Guard {
 }
 
 /// Why a target may not be posted to.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum HostError {
     /// Its host name did not resolve (now: it may later).
     #[error("its host does not resolve: {0}")]
-    Unresolved(String),
+    Unresolved(#[source] std::sync::Arc<std::io::Error>),
     #[error("{0}")]
     Refused(#[from] Refusal),
 }
@@ -335,7 +335,7 @@ impl Guard {
             (_, Some(ip)) => vec![ip],
             (Some(n), None) => tokio::net::lookup_host((n.as_str(), port))
                 .await
-                .map_err(|e| HostError::Unresolved(e.to_string()))?
+                .map_err(|e| HostError::Unresolved(std::sync::Arc::new(e)))?
                 .map(|a| canonical(a.ip()))
                 .collect(),
             (None, None) => Vec::new(),

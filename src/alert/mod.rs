@@ -123,15 +123,30 @@ pub enum LimitError {
     Json(#[source] serde_json::Error),
     #[error("{bytes} bytes > {max}")]
     Bytes { bytes: usize, max: usize },
-    /// Any other limit or required part, in words ("3 embeds", "no source").
+    /// A required part missing ("no blocks", "no source").
+    #[error("no {0}")]
+    Missing(&'static str),
+    /// A rule of the target's broken, in its words ("too many fields").
     #[error("{0}")]
-    Breach(String),
-}
-
-impl LimitError {
-    fn breach(what: impl Into<String>) -> LimitError {
-        LimitError::Breach(what.into())
-    }
+    Rule(&'static str),
+    /// A text over its length ("summary of 1100 chars").
+    #[error("{what} of {chars} chars")]
+    Chars { what: String, chars: usize },
+    /// A field holding a value the target does not take (`severity "bad"`).
+    #[error("{field} {value:?}")]
+    Value { field: &'static str, value: String },
+    /// Slack: more blocks than it takes.
+    #[error("{count} blocks > {max}")]
+    Blocks { count: usize, max: usize },
+    /// Slack: a context block with more than 10 elements.
+    #[error("context with {0} elements")]
+    Elements(usize),
+    /// Discord: more embeds than it takes.
+    #[error("{0} embeds")]
+    Embeds(usize),
+    /// Discord: the embeds' texts together over its limit.
+    #[error("embeds total {total} chars > {max}")]
+    EmbedsTotal { total: usize, max: usize },
 }
 
 /// The documented limits of `kind`, checked on a rendered body.

@@ -318,40 +318,44 @@ pub fn check(v: &Value) -> Result<(), LimitError> {
         });
     }
     if v.get("routing_key").is_some() {
-        return Err(LimitError::breach(
-            "a stored event must not hold routing_key",
-        ));
+        return Err(LimitError::Rule("a stored event must not hold routing_key"));
     }
     let action = v["event_action"].as_str().unwrap_or("");
     if !["trigger", "acknowledge", "resolve"].contains(&action) {
-        return Err(LimitError::breach(format!("event_action {action:?}")));
+        return Err(LimitError::Value {
+            field: "event_action",
+            value: action.to_string(),
+        });
     }
     let key = v["dedup_key"].as_str().unwrap_or("");
     if key.is_empty() || key.chars().count() > MAX_DEDUP_KEY {
-        return Err(LimitError::breach(format!(
-            "dedup_key of {} chars",
-            key.chars().count()
-        )));
+        return Err(LimitError::Chars {
+            what: "dedup_key".into(),
+            chars: key.chars().count(),
+        });
     }
     if action == "trigger" {
         let p = &v["payload"];
         let summary = p["summary"].as_str().unwrap_or("");
         if summary.is_empty() || summary.chars().count() > MAX_SUMMARY {
-            return Err(LimitError::breach(format!(
-                "summary of {} chars",
-                summary.chars().count()
-            )));
+            return Err(LimitError::Chars {
+                what: "summary".into(),
+                chars: summary.chars().count(),
+            });
         }
         if p["source"].as_str().unwrap_or("").is_empty() {
-            return Err(LimitError::breach("no source"));
+            return Err(LimitError::Missing("source"));
         }
         let sev = p["severity"].as_str().unwrap_or("");
         if !["critical", "error", "warning", "info"].contains(&sev) {
-            return Err(LimitError::breach(format!("severity {sev:?}")));
+            return Err(LimitError::Value {
+                field: "severity",
+                value: sev.to_string(),
+            });
         }
         for l in v["links"].as_array().into_iter().flatten() {
             if l["href"].as_str().unwrap_or("").is_empty() {
-                return Err(LimitError::breach("a link without href"));
+                return Err(LimitError::Rule("a link without href"));
             }
         }
     }

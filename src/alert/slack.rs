@@ -154,12 +154,12 @@ fn mrkdwn_safe(s: &str) -> String {
 pub fn check(v: &Value) -> Result<(), LimitError> {
     let blocks = v["blocks"]
         .as_array()
-        .ok_or_else(|| LimitError::breach("no blocks"))?;
+        .ok_or(LimitError::Missing("blocks"))?;
     if blocks.len() > MAX_BLOCKS {
-        return Err(LimitError::breach(format!(
-            "{} blocks > {MAX_BLOCKS}",
-            blocks.len()
-        )));
+        return Err(LimitError::Blocks {
+            count: blocks.len(),
+            max: MAX_BLOCKS,
+        });
     }
     for b in blocks {
         let t = b["text"]["text"].as_str().unwrap_or("");
@@ -169,23 +169,19 @@ pub fn check(v: &Value) -> Result<(), LimitError> {
             MAX_SECTION
         };
         if t.chars().count() > max {
-            return Err(LimitError::breach(format!(
-                "{} text of {} chars",
-                b["type"],
-                t.chars().count()
-            )));
+            return Err(LimitError::Chars {
+                what: format!("{} text", b["type"]),
+                chars: t.chars().count(),
+            });
         }
         if let Some(els) = b["elements"].as_array() {
             if els.len() > 10 {
-                return Err(LimitError::breach(format!(
-                    "context with {} elements",
-                    els.len()
-                )));
+                return Err(LimitError::Elements(els.len()));
             }
         }
     }
     if v["text"].as_str().unwrap_or("").chars().count() > MAX_SECTION {
-        return Err(LimitError::breach("text too long"));
+        return Err(LimitError::Rule("text too long"));
     }
     Ok(())
 }

@@ -238,9 +238,7 @@ pub fn check(v: &Value) -> Result<(), LimitError> {
         || content["type"] != "AdaptiveCard"
         || content["version"] != "1.4"
     {
-        return Err(LimitError::breach(
-            "not a message with an Adaptive Card 1.4",
-        ));
+        return Err(LimitError::Rule("not a message with an Adaptive Card 1.4"));
     }
     Ok(())
 }

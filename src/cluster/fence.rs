@@ -32,9 +32,7 @@ impl Fence for LeaseFence {
         let generation = self.generation;
         match self.leader.acting() {
             Some(g) if g == generation => Ok(()),
-            _ => Err(FenceLost(format!(
-                "this node no longer holds the detect lease (generation {generation}); the sweep's changes are dropped, and the holder sweeps again"
-            ))),
+            _ => Err(FenceLost { generation }),
         }
     }
 }

@@ -12,7 +12,7 @@ use super::client::Remote;
 use super::error::ClusterError;
 use super::keys::{day_dir, days, file_name};
 use super::lease::Lease;
-use super::sealed;
+use super::ledger;
 use super::sync::{local_live, sync_day};
 use crate::store::hooks;
 use crate::store::{Catalog, SealOptions, SealReport};
@@ -41,7 +41,7 @@ pub fn seal(
     let Some(generation) = lease.held() else {
         return Ok(None);
     };
-    let read = Remote::block(sealed::read_day(remote, day))?;
+    let read = Remote::block(ledger::read_day(remote, day))?;
     let want: BTreeSet<String> = read.live.iter().cloned().collect();
     let layout = catalog.layout();
     if local_live(layout, day)? != want {
@@ -67,7 +67,7 @@ pub fn seal(
             return Err(lost().into());
         }
         let now_ms = hooks::now_ms().max(0) as u64;
-        if !Remote::block(sealed::publish(
+        if !Remote::block(ledger::publish(
             remote,
             day,
             &read,
@@ -116,7 +116,7 @@ pub fn upkeep(
             // Parts first, the document last: a reader between the two
             // sees fewer parts, never a replaced one come back.
             let mut objects = Remote::block(remote.list(&dir))?;
-            objects.sort_by_key(|o| o.name.ends_with(sealed::FILE));
+            objects.sort_by_key(|o| o.name.ends_with(ledger::FILE));
             let n = objects.len();
             for o in objects {
                 Remote::block(remote.delete(&o.name))?;
@@ -130,7 +130,7 @@ pub fn upkeep(
             );
             continue;
         }
-        deleted += Remote::block(sealed::reclaim(
+        deleted += Remote::block(ledger::reclaim(
             remote,
             day,
             grace.as_millis() as u64,

@@ -3,7 +3,7 @@
 //! that reads a data directory (sweeps, rollups, seals, the dashboard, MCP)
 //! works on it unchanged.
 //!
-//! A pull reads each day as the shared store has it ([`super::sealed::read_day`], in [`super::sync`]),
+//! A pull reads each day as the shared store has it ([`super::ledger::read_day`], in [`super::sync`]),
 //! downloads the live parts the copy lacks (to temporary names, fsynced),
 //! and commits them with the parts the copy has that are no longer live
 //! (sealed away, or a day retention removed): one commit per day, so a

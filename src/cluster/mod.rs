@@ -14,7 +14,7 @@
 //! ```
 //!
 //! A day's live parts are its listing, less the parts its `_sealed.json`
-//! names as replaced ([`sealed`]). Nodes only add parts; only the lease
+//! names as replaced (its ledger, [`ledger`]). Nodes only add parts; only the lease
 //! holder replaces or deletes anything.
 //!
 //! One file per piece, each a role of a node or a document of the store:
@@ -28,7 +28,7 @@
 //!   [`Upstream`](crate::store::hooks::Upstream)).
 //! - [`holder`]: what the lease holder writes there: seals published,
 //!   replaced parts deleted after the grace, retention.
-//! - [`sealed`]: a day's `_sealed.json`, and the day's live parts.
+//! - [`ledger`]: a day's ledger (`_sealed.json`), and the day's live parts.
 //! - [`lease`]: `lease.json`, who detects.
 //! - [`leader`]: the detect role's state shipped and read in, and the gate
 //!   its alert sender asks.
@@ -48,8 +48,8 @@ pub mod holder;
 pub mod keys;
 pub mod leader;
 pub mod lease;
+pub mod ledger;
 pub mod mirror;
-pub mod sealed;
 pub mod ship;
 pub mod sync;
 

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use super::client::Remote;
 use super::error::ClusterError;
 use super::keys::{day_dir, days};
-use super::sealed::{self, Day};
+use super::ledger::{self, Day};
 use crate::store::hooks::{self, Pulled};
 use crate::store::{Catalog, Layout};
 
@@ -85,7 +85,7 @@ pub fn pull(remote: &Remote, catalog: &Catalog) -> Result<(Pulled, Vec<i32>), Cl
         .collect();
     for day in there.iter().copied().chain(gone) {
         let d = if there_set.contains(&day) {
-            Remote::block(sealed::read_day(remote, day))?
+            Remote::block(ledger::read_day(remote, day))?
         } else {
             Day::default()
         };

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::client::{Put, Remote};
 use super::keys::day_dir;
 use super::lease::{Lease, Status};
-use super::sealed::{self, read_day};
+use super::ledger::{self, read_day};
 use crate::store::{Catalog, Layout};
 
 const TTL: Duration = Duration::from_millis(600);
@@ -129,7 +129,7 @@ fn a_days_live_set_drops_what_a_seal_replaced_and_outputs_it_does_not_name() {
     let inputs = read.live.clone();
     let outputs = vec!["part-0000000000000000001-0-s.parquet".to_string()];
     assert!(rt
-        .block_on(sealed::publish(
+        .block_on(ledger::publish(
             &remote, day, &read, &inputs, &outputs, 1, 1_000
         ))
         .unwrap());
@@ -142,16 +142,16 @@ fn a_days_live_set_drops_what_a_seal_replaced_and_outputs_it_does_not_name() {
     );
     // A second publisher over the old version loses, and writes nothing.
     assert!(!rt
-        .block_on(sealed::publish(&remote, day, &read, &inputs, &[], 1, 2_000))
+        .block_on(ledger::publish(&remote, day, &read, &inputs, &[], 1, 2_000))
         .unwrap());
     // Upkeep deletes the replaced parts once the grace passed, not before.
     assert_eq!(
-        rt.block_on(sealed::reclaim(&remote, day, 5_000, 3_000))
+        rt.block_on(ledger::reclaim(&remote, day, 5_000, 3_000))
             .unwrap(),
         0
     );
     assert_eq!(
-        rt.block_on(sealed::reclaim(&remote, day, 5_000, 7_000))
+        rt.block_on(ledger::reclaim(&remote, day, 5_000, 7_000))
             .unwrap(),
         2
     );
@@ -166,19 +166,19 @@ fn a_days_live_set_drops_what_a_seal_replaced_and_outputs_it_does_not_name() {
         .any(|n| n.contains("part-a-1") || n.contains("part-b-1")));
     let last = rt.block_on(read_day(&remote, day)).unwrap();
     assert_eq!(last.live, after.live);
-    assert!(last.sealed.replaced.iter().all(|r| r.deleted));
+    assert!(last.ledger.replaced.iter().all(|r| r.deleted));
     // A node that crashed before it knew its upload landed uploads a
     // replaced part again: it is not live, and the next upkeep deletes it.
     put(&rt, &remote, &format!("{dir}/part-a-1.parquet"), "a1");
     let again = rt.block_on(read_day(&remote, day)).unwrap();
     assert_eq!(again.live, after.live);
     assert_eq!(
-        rt.block_on(sealed::reclaim(&remote, day, 5_000, 8_000))
+        rt.block_on(ledger::reclaim(&remote, day, 5_000, 8_000))
             .unwrap(),
         1
     );
     assert_eq!(
-        rt.block_on(sealed::reclaim(&remote, day, 5_000, 9_000))
+        rt.block_on(ledger::reclaim(&remote, day, 5_000, 9_000))
             .unwrap(),
         0
     );
@@ -248,7 +248,7 @@ fn a_copy_pulls_new_parts_and_drops_what_the_shared_store_sealed_away() {
     let out = "part-0000000000000000009-0-s.parquet".to_string();
     put(&rt, &remote, &format!("{d}/{out}"), "sealed");
     assert!(rt
-        .block_on(sealed::publish(
+        .block_on(ledger::publish(
             &remote,
             day,
             &read,

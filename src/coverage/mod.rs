@@ -141,22 +141,33 @@ impl Span {
     /// The span a caller asked for: `days` (1 to 366) or `since` (a time,
     /// a date or a duration back from `now_ns`), not both; neither is the
     /// last [`DEFAULT_DAYS`] days. The error names the argument.
-    pub fn ask(days: Option<u32>, since: Option<&str>, now_ns: i64) -> Result<Span, String> {
+    pub fn ask(days: Option<u32>, since: Option<&str>, now_ns: i64) -> Result<Span, SpanError> {
         match (days, since) {
-            (Some(_), Some(_)) => Err("days and since: expected one of them, got both".into()),
+            (Some(_), Some(_)) => Err(SpanError::Both),
             (_, Some(t)) => crate::time::parse_point(t, now_ns)
                 .map(Span::Since)
-                .map_err(|e| format!("since: {e}")),
+                .map_err(SpanError::Since),
             (days, None) => {
                 let days = days.unwrap_or(DEFAULT_DAYS);
                 if (1..=366).contains(&days) {
                     Ok(Span::Days(days))
                 } else {
-                    Err(format!("days: expected 1 to 366, got {days}"))
+                    Err(SpanError::Days(days))
                 }
             }
         }
     }
+}
+
+/// A span asked for that is none: the text starts with the argument's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpanError {
+    #[error("days and since: expected one of them, got both")]
+    Both,
+    #[error("since: {0}")]
+    Since(#[source] crate::time::TimeError),
+    #[error("days: expected 1 to 366, got {0}")]
+    Days(u32),
 }
 
 /// The report over `span`, counting again only the days whose parts changed

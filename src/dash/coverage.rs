@@ -33,7 +33,7 @@ fn span(q: &HashMap<String, String>) -> Result<Span, Fail> {
         })
         .transpose()?;
     let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
-    Span::ask(days, q.get("since").map(String::as_str), now).map_err(bad)
+    Span::ask(days, q.get("since").map(String::as_str), now).map_err(|e| bad(e.to_string()))
 }
 
 fn read(d: &Shared, span: Span) -> Result<Coverage, Fail> {

@@ -58,13 +58,29 @@ pub enum McpError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     State(#[from] crate::signal::StateError),
+    #[error(transparent)]
+    Incidents(#[from] crate::read::cache::IncidentsError),
     #[error("{context}: {source}")]
     Data {
         context: String,
         source: polars::prelude::PolarsError,
     },
-    #[error("{0}")]
-    Sweep(String),
+    #[error(transparent)]
+    Sweep(#[from] SweepsError),
+}
+
+/// Why [`Sweeps::sweep`] did not sweep.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepsError {
+    #[error("a sweep is already running; try again when it ends")]
+    Busy,
+    #[error(transparent)]
+    Sweep(#[from] crate::sweep::SweepError),
+    #[error("the sweep thread panicked: {0}")]
+    Panicked(#[source] tokio::task::JoinError),
+    /// The runner's own refusal or failure (the server's scheduler's).
+    #[error(transparent)]
+    Runner(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Runs sweeps for `run_sweep`: the server's scheduler under `serve`, the
@@ -72,7 +88,7 @@ pub enum McpError {
 pub trait Sweeps: Send + Sync {
     /// One sweep (a dry run changes nothing); its report, `None` when the
     /// store holds no spans yet.
-    fn sweep(&self, dry_run: bool) -> BoxFuture<'_, Result<Option<SweepReport>, String>>;
+    fn sweep(&self, dry_run: bool) -> BoxFuture<'_, Result<Option<SweepReport>, SweepsError>>;
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -251,10 +267,10 @@ impl DirectSweeps {
 }
 
 impl Sweeps for DirectSweeps {
-    fn sweep(&self, dry_run: bool) -> BoxFuture<'_, Result<Option<SweepReport>, String>> {
+    fn sweep(&self, dry_run: bool) -> BoxFuture<'_, Result<Option<SweepReport>, SweepsError>> {
         Box::pin(async move {
             let Ok(_running) = self.running.try_lock() else {
-                return Err("a sweep is already running; try again when it ends".to_string());
+                return Err(SweepsError::Busy);
             };
             let reader = self.reader.clone();
             let config = self.config.clone();
@@ -277,11 +293,11 @@ impl Sweeps for DirectSweeps {
                 match result {
                     Ok(r) => Ok(Some(r)),
                     Err(crate::sweep::SweepError::Empty(_)) => Ok(None),
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(SweepsError::Sweep(e)),
                 }
             })
             .await
-            .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")))
+            .unwrap_or_else(|e| Err(SweepsError::Panicked(e)))
         })
     }
 }

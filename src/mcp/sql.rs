@@ -1,5 +1,5 @@
 //! `query` and `describe_tables`: read-only polars SQL over three tables —
-//! `tool_daily` (the daily rollup), `turn_summary` (the sealed days' turns)
+//! `tool_daily` (the daily rollup), `turn_summary` (the summarized days' turns)
 //! and `spans` (a bounded window of days). One SELECT (or WITH … SELECT)
 //! per call that passes the allowlist (`stormwatch-sqlguard`): the tables
 //! and its own CTEs only, no table function, allowed functions only; a row
@@ -90,7 +90,7 @@ fn tables(
     let to = reader.newest_day(cap)?.or(rollup.last_day()).unwrap_or(0);
     let from = to - days as i32 + 1;
     let (spans, pin) = reader.spans(from..=to)?.into_parts();
-    let sealed = reader.summary_paths(from..=to, "turns.parquet")?;
+    let summaries = reader.summary_paths(from..=to, "turns.parquet")?;
     let data = |e| McpError::Data {
         context: "reading the sealed turn summaries".into(),
         source: e,
@@ -99,11 +99,11 @@ fn tables(
     // (a scan of opened handles cannot). A sweep that writes a summary anew
     // renames its files over the old ones; a query planned just before reads
     // garbage and says so, and asking again answers.
-    let turns = if sealed.is_empty() {
-        // No sealed day in the window: the summary's columns, no rows.
+    let turns = if summaries.is_empty() {
+        // No day summary in the window: the summary's columns, no rows.
         DataFrame::empty_with_schema(&crate::sweep::summary::turns_schema()).lazy()
     } else {
-        crate::store::parquet::scan(&sealed).map_err(data)?
+        crate::store::parquet::scan(&summaries).map_err(data)?
     };
     let window = format!("{} to {}", day_to_string(from), day_to_string(to));
     Ok((

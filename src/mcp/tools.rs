@@ -214,7 +214,7 @@ impl Stormwatch {
         blocking(&self.ctx, move |c| {
             let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
             let span = crate::coverage::Span::ask(a.days, a.since.as_deref(), now)
-                .map_err(McpError::Argument)?;
+                .map_err(|e| McpError::Argument(e.to_string()))?;
             Ok(crate::coverage::report(&c.reader, span, &c.reads.coverage)?)
         })
         .await
@@ -271,7 +271,12 @@ impl Stormwatch {
         Parameters(a): Parameters<SweepArgs>,
     ) -> Result<Json<SweepAnswer>, String> {
         let dry_run = a.dry_run.unwrap_or(true);
-        let report = self.ctx.sweeps.sweep(dry_run).await?;
+        let report = self
+            .ctx
+            .sweeps
+            .sweep(dry_run)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(Json(match report {
             None => SweepAnswer {
                 dry_run,
@@ -292,7 +297,7 @@ impl Stormwatch {
                 days_scanned: r.days_scanned,
                 days_reused: r.days_reused,
                 days_from_summary: r.days_from_summary,
-                days_sealed: r.days_sealed,
+                days_sealed: r.days_summarized,
                 signals: r.signals.iter().map(signal_reads::SignalLine::of).collect(),
                 changes: r
                     .changes

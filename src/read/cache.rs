@@ -52,7 +52,10 @@ impl<T: Default + Send + Sync + 'static> StateCache<T> {
     }
 
     /// The value `read` makes, as the state now stands.
-    fn get(&self, read: impl Fn(&StateDb) -> Result<T, StateError>) -> Result<Arc<T>, StateError> {
+    fn get<E: From<StateError>>(
+        &self,
+        read: impl Fn(&StateDb) -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let Some(file) = file_id(&self.path) else {
             // No sweep has written state yet.
@@ -123,6 +126,16 @@ impl SignalCache {
     }
 }
 
+/// Why the incidents could not be read: the state file, or the incidents'
+/// tables in it.
+#[derive(Debug, thiserror::Error)]
+pub enum IncidentsError {
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Incident(#[from] crate::incident::IncidentError),
+}
+
 /// The incidents of `state.sqlite` (open ones first, then newest first, as
 /// [`crate::incident::store::list`] orders them), read again like the
 /// signals: when another connection committed (a sweep) or the file was
@@ -134,16 +147,14 @@ impl IncidentCache {
         IncidentCache(StateCache::new(path))
     }
 
-    /// Every incident, as the last sweep left it. An unreadable stored
-    /// incident is a [`StateError::Incident`] naming it.
-    pub fn incidents(&self) -> Result<Arc<Vec<Incident>>, StateError> {
-        self.0.get(|db| {
-            crate::incident::store::list(db.conn()).map_err(|e| StateError::Incident(e.to_string()))
-        })
+    /// Every incident, as the last sweep left it.
+    pub fn incidents(&self) -> Result<Arc<Vec<Incident>>, IncidentsError> {
+        self.0
+            .get(|db| Ok(crate::incident::store::list(db.conn())?))
     }
 
     /// The incident `id` (as given, or upper-cased), if there is one.
-    pub fn incident(&self, id: &str) -> Result<Option<Incident>, StateError> {
+    pub fn incident(&self, id: &str) -> Result<Option<Incident>, IncidentsError> {
         let upper = id.to_ascii_uppercase();
         Ok(self
             .incidents()?
@@ -268,13 +279,17 @@ pub struct Reads {
     pub by_hand: Option<ByHand>,
 }
 
-/// Why the state may not be changed by hand here (a detect standby's).
+/// Why the state may not be changed by hand here: this node is a standby
+/// of the detect role, whose state is the lease holder's.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Refused(pub String);
+#[error("this node is a standby of the detect role (the lease is held by {holder}); change signals there")]
+pub struct Refused {
+    /// The holder of the lease, as last seen.
+    pub holder: String,
+}
 
 /// The check a change by hand makes first.
-pub type ByHand = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+pub type ByHand = Arc<dyn Fn() -> Result<(), Refused> + Send + Sync>;
 
 impl Reads {
     pub fn new(reader: crate::store::Reader) -> Reads {
@@ -292,9 +307,7 @@ impl Reads {
 
     /// `Err` with the reason when the state may not be changed by hand here.
     pub fn may_change_by_hand(&self) -> Result<(), Refused> {
-        self.by_hand
-            .as_ref()
-            .map_or(Ok(()), |check| check().map_err(Refused))
+        self.by_hand.as_ref().map_or(Ok(()), |check| check())
     }
 
     pub fn rollup(&self) -> Result<Arc<Rollup>, crate::store::StoreError> {

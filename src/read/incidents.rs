@@ -240,7 +240,7 @@ pub fn kept(
     reads: &super::cache::Reads,
     state_path: &std::path::Path,
     id: &str,
-) -> Result<Option<IncidentAnswer>, crate::signal::StateError> {
+) -> Result<Option<IncidentAnswer>, super::cache::IncidentsError> {
     let Some(i) = reads.incidents.incident(id)? else {
         return Ok(None);
     };

@@ -62,7 +62,44 @@ pub const PROBE_TTL: Duration = Duration::from_secs(1);
 /// How long a request waits for a probe before answering not ready.
 pub const PROBE_WAIT: Duration = Duration::from_secs(2);
 
-type Check = Result<(), String>;
+/// One check of `/readyz`: its failure's text is the check's value in the
+/// answer.
+type Check = Result<(), NotReady>;
+
+/// Why a check of `/readyz` fails. (`Clone`: a probe's result answers every
+/// request for [`PROBE_TTL`].)
+#[derive(Debug, Clone, thiserror::Error)]
+enum NotReady {
+    /// The WAL's check failed before this one could run.
+    #[error("not checked")]
+    NotChecked,
+    #[error("the filesystem probe has not finished in {} s: the WAL's disk is not answering", PROBE_WAIT.as_secs())]
+    ProbeWaited,
+    #[error("the probe failed: {0}")]
+    ProbeTask(#[source] Arc<tokio::task::JoinError>),
+    #[error("a {} synced write did not finish in {} s", size(*.0), PROBE_WAIT.as_secs())]
+    WriteWaited(usize),
+    #[error("a synced write of {} (the size of the WAL write that failed last, within {} to {}) failed: {source}", size(*.bytes), size(PROBE_BYTES), size(MIRROR_MAX_BYTES))]
+    MirrorWrite {
+        bytes: usize,
+        source: Arc<std::io::Error>,
+    },
+    /// The probe's own write, or the span directory's listing, failed.
+    #[error(transparent)]
+    Io(Arc<std::io::Error>),
+    #[error("the last WAL write ({}) failed {ago_secs} s ago, failing for {for_secs} s, none succeeded since: {error}", size(*.bytes))]
+    WalWrites {
+        bytes: usize,
+        ago_secs: u64,
+        for_secs: u64,
+        error: String,
+    },
+    #[error("flushes to Parquet have failed for {for_secs} s (the WAL keeps the acknowledged spans; the flusher retries): {error}")]
+    Flushes { for_secs: u64, error: String },
+    /// The store refuses writes (its flusher is gone).
+    #[error(transparent)]
+    Refused(Arc<crate::store::StoreError>),
+}
 
 /// The filesystem checks' results, and when they were made.
 #[derive(Debug, Clone)]
@@ -101,17 +138,10 @@ impl Readiness {
     /// cached, or probed now. `mirror`: the size of a failed WAL write the
     /// probe is to copy (a cached plain probe does not answer for it).
     async fn disk(&self, mirror: Option<usize>) -> (Check, Check, Option<Instant>) {
-        let not_checked = || Err("not checked".to_string());
+        let not_checked = || Err(NotReady::NotChecked);
         let lock = Arc::clone(&self.last).lock_owned();
         let Ok(mut guard) = tokio::time::timeout(PROBE_WAIT, lock).await else {
-            return (
-                Err(format!(
-                    "the filesystem probe has not finished in {} s: the WAL's disk is not answering",
-                    PROBE_WAIT.as_secs()
-                )),
-                not_checked(),
-                None,
-            );
+            return (Err(NotReady::ProbeWaited), not_checked(), None);
         };
         let fresh =
             |p: &&Probed| p.at.elapsed() < PROBE_TTL && p.mirrored.is_some() == mirror.is_some();
@@ -134,16 +164,8 @@ impl Readiness {
         });
         match tokio::time::timeout(PROBE_WAIT, task).await {
             Ok(Ok(checks)) => checks,
-            Ok(Err(e)) => (Err(format!("the probe failed: {e}")), not_checked(), None),
-            Err(_) => (
-                Err(format!(
-                    "a {} synced write did not finish in {} s",
-                    size(bytes),
-                    PROBE_WAIT.as_secs()
-                )),
-                not_checked(),
-                None,
-            ),
+            Ok(Err(e)) => (Err(NotReady::ProbeTask(Arc::new(e))), not_checked(), None),
+            Err(_) => (Err(NotReady::WriteWaited(bytes)), not_checked(), None),
         }
     }
 }
@@ -168,20 +190,16 @@ fn write_synced(path: &std::path::Path, bytes: &[u8], as_wal: bool) -> std::io::
 fn probe(layout: &Layout, bytes: usize, as_wal: bool) -> (Check, Check) {
     let probe = layout.wal_dir().join(".ready-probe");
     let wal = write_synced(&probe, &vec![0u8; bytes], as_wal).map_err(|e| {
+        let source = Arc::new(e);
         if as_wal {
-            format!(
-                "a synced write of {} (the size of the WAL write that failed last, within {} to {}) failed: {e}",
-                size(bytes),
-                size(PROBE_BYTES),
-                size(MIRROR_MAX_BYTES)
-            )
+            NotReady::MirrorWrite { bytes, source }
         } else {
-            e.to_string()
+            NotReady::Io(source)
         }
     });
     let _ = std::fs::remove_file(&probe);
     let spans = std::fs::read_dir(layout.spans_dir()).map(|_| ());
-    (wal, spans.map_err(|e| e.to_string()))
+    (wal, spans.map_err(|e| NotReady::Io(Arc::new(e))))
 }
 
 /// A byte count in KiB or MiB.
@@ -203,24 +221,22 @@ fn wal_writes(failing: Option<&Failing>, probed: Option<Instant>, probe_ok: bool
         // A write of its size passed since: the next one should too.
         return Ok(());
     }
-    Err(format!(
-        "the last WAL write ({}) failed {} s ago, failing for {} s, none succeeded since: {}",
-        size(f.bytes),
-        f.at.elapsed().as_secs(),
-        f.since.elapsed().as_secs(),
-        f.error
-    ))
+    Err(NotReady::WalWrites {
+        bytes: f.bytes,
+        ago_secs: f.at.elapsed().as_secs(),
+        for_secs: f.since.elapsed().as_secs(),
+        error: f.error.clone(),
+    })
 }
 
 /// Whether flushes to Parquet are failing (the flusher retries on its own).
 fn flushes(failing: Option<&Failing>) -> Check {
     match failing {
         None => Ok(()),
-        Some(f) => Err(format!(
-            "flushes to Parquet have failed for {} s (the WAL keeps the acknowledged spans; the flusher retries): {}",
-            f.since.elapsed().as_secs(),
-            f.error
-        )),
+        Some(f) => Err(NotReady::Flushes {
+            for_secs: f.since.elapsed().as_secs(),
+            error: f.error.clone(),
+        }),
     }
 }
 
@@ -237,12 +253,12 @@ async fn ready(State(r): State<Arc<Readiness>>) -> (StatusCode, Json<serde_json:
     let wal_writes = wal_writes(path.wal.as_ref(), probed, wal.is_ok());
     let flushes = flushes(path.flush.as_ref());
     let writes = match r.store.refusal() {
-        Some(e) => Err(e.to_string()),
+        Some(e) => Err(NotReady::Refused(Arc::new(e))),
         None => Ok(()),
     };
     let checks = [&writes, &wal, &wal_writes, &flushes, &spans];
     let ok = checks.iter().all(|c| c.is_ok());
-    let say = |c: Check| c.err().unwrap_or_else(|| "ok".into());
+    let say = |c: Check| c.err().map_or_else(|| "ok".into(), |e| e.to_string());
     let body = serde_json::json!({
         "ready": ok,
         "store_accepting_writes": say(writes),
@@ -349,8 +365,8 @@ mod tests {
         };
         let t0 = Instant::now();
         let f = failed(t0);
-        assert_eq!(wal_writes(None, None, true), Ok(()));
-        let e = wal_writes(Some(&f), None, true).unwrap_err();
+        assert!(matches!(wal_writes(None, None, true), Ok(())));
+        let e = wal_writes(Some(&f), None, true).unwrap_err().to_string();
         assert!(
             e.starts_with("the last WAL write (3.0 MiB) failed 0 s ago"),
             "{e}"
@@ -362,10 +378,10 @@ mod tests {
         // A probe from before the failure, or one that failed, does not count.
         assert!(wal_writes(Some(&f), Some(t0 - Duration::from_millis(1)), true).is_err());
         assert!(wal_writes(Some(&f), Some(t0 + Duration::from_millis(1)), false).is_err());
-        assert_eq!(
+        assert!(matches!(
             wal_writes(Some(&f), Some(t0 + Duration::from_millis(1)), true),
             Ok(())
-        );
+        ));
         // A success clears the record; failures in a row keep their start.
         let mut w = WritePath::default();
         WritePath::note(&mut w.wal, Err(("one", 10)));
@@ -378,9 +394,10 @@ mod tests {
         );
         WritePath::note(&mut w.wal, Ok(()));
         assert_eq!(w.wal, None);
-        assert_eq!(flushes(None), Ok(()));
+        assert!(matches!(flushes(None), Ok(())));
         assert!(flushes(Some(&f))
             .unwrap_err()
+            .to_string()
             .starts_with("flushes to Parquet have failed for 0 s"));
         assert_eq!(
             (size(64 << 10), size(3 << 20)),

@@ -29,14 +29,11 @@ pub fn http_router(
     let mut reads = crate::read::cache::Reads::new(reader);
     if let Some(l) = sweeper.leader() {
         let l = Arc::clone(l);
-        reads.by_hand = Some(Arc::new(move || {
-            match l.acting() {
+        reads.by_hand = Some(Arc::new(move || match l.acting() {
             Some(_) => Ok(()),
-            None => Err(format!(
-                "this node is a standby of the detect role (the lease is held by {}); change signals there",
-                l.holder_seen()
-            )),
-        }
+            None => Err(crate::read::cache::Refused {
+                holder: l.holder_seen(),
+            }),
         }));
     }
     let reads = Arc::new(reads);
@@ -123,13 +120,14 @@ impl crate::mcp::Sweeps for McpSweeps {
     fn sweep(
         &self,
         dry_run: bool,
-    ) -> crate::mcp::BoxFuture<'_, Result<Option<crate::sweep::SweepReport>, String>> {
+    ) -> crate::mcp::BoxFuture<'_, Result<Option<crate::sweep::SweepReport>, crate::mcp::SweepsError>>
+    {
         Box::pin(async move {
             self.0
                 .sweep_report(scheduler::Trigger::Mcp, dry_run)
                 .await
                 .map(|(_, report)| report)
-                .map_err(|e| e.to_string())
+                .map_err(|e| crate::mcp::SweepsError::Runner(Box::new(e)))
         })
     }
 }

@@ -46,7 +46,8 @@ pub struct Summary {
     pub spans_scanned: usize,
     pub days_scanned: usize,
     pub days_reused: usize,
-    /// Days read from their sealed summaries, and days this sweep sealed.
+    /// Days read from their summaries, and days this sweep wrote a summary
+    /// of (the API's name: `days_sealed`).
     pub days_from_summary: usize,
     pub days_sealed: usize,
     pub signals: usize,
@@ -73,7 +74,7 @@ impl Summary {
             days_scanned: count(|r| r.days_scanned),
             days_reused: count(|r| r.days_reused),
             days_from_summary: count(|r| r.days_from_summary),
-            days_sealed: count(|r| r.days_sealed),
+            days_sealed: count(|r| r.days_summarized),
             signals: count(|r| r.signals.len()),
             findings: count(|r| r.signals.iter().map(|s| s.draft.findings).sum()) as u64,
             changes: count(|r| r.changes.len()),
@@ -90,11 +91,23 @@ pub enum ScheduleError {
     )]
     Busy { started_secs_ago: u64 },
     #[error("sweep failed: {0}")]
-    Failed(String),
+    Failed(#[source] SweepFailed),
     #[error(
         "this node is a standby of the detect role (the lease is held by {holder}); sweep there"
     )]
     Standby { holder: String },
+}
+
+/// Why a sweep the scheduler ran failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepFailed {
+    /// A fault injected at `sweep` (tests).
+    #[error(transparent)]
+    Fault(std::io::Error),
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+    #[error("the sweep thread panicked: {0}")]
+    Panicked(#[source] tokio::task::JoinError),
 }
 
 /// Counters for `/metrics`.
@@ -224,7 +237,7 @@ impl Sweeper {
             me.sweep_blocking(dry_run, generation)
         })
         .await
-        .unwrap_or_else(|e| Err(format!("the sweep thread panicked: {e}")));
+        .unwrap_or_else(|e| Err(SweepFailed::Panicked(e)));
         let took = begun.elapsed();
         let nanos = took.as_nanos().min(u64::MAX as u128) as u64;
         self.stats
@@ -285,11 +298,11 @@ impl Sweeper {
         &self,
         dry_run: bool,
         generation: Option<u64>,
-    ) -> Result<Option<SweepReport>, String> {
-        crate::faults::check("sweep").map_err(|e| e.to_string())?;
+    ) -> Result<Option<SweepReport>, SweepFailed> {
+        crate::faults::check("sweep").map_err(SweepFailed::Fault)?;
         let reader = self.store.reader();
         let mut state =
-            crate::signal::StateDb::open(&reader.layout().state_db()).map_err(|e| e.to_string())?;
+            crate::signal::StateDb::open(&reader.layout().state_db()).map_err(SweepError::from)?;
         let mut opts = crate::sweep::SweepOptions::from_config(
             &self.config,
             self.fixed_now_ns.unwrap_or_else(now_ns),
@@ -306,7 +319,7 @@ impl Sweeper {
         let result = match swept {
             Ok(report) => Ok(Some(report)),
             Err(SweepError::Empty(_)) => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(SweepFailed::from(e)),
         };
         if result.is_ok() && !dry_run {
             self.prune_outbox(&reader.layout().state_db());

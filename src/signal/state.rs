@@ -48,11 +48,6 @@ pub enum StateError {
         id: String,
         message: String,
     },
-    /// The sweep may no longer commit (it lost the detect lease).
-    #[error("{0}")]
-    Fenced(String),
-    #[error("{0}")]
-    Incident(String),
     /// A file whose schema could not be brought to this build's.
     #[error(transparent)]
     File(crate::state::StateFileError),
@@ -151,13 +146,16 @@ impl StateDb {
     /// [`apply`](Self::apply), then `after` in the same transaction (the
     /// alerter queues its messages there, so a state change and its
     /// notification commit together or not at all).
-    pub fn apply_then(
+    pub fn apply_then<E>(
         &mut self,
         drafts: &[SignalDraft],
         now_ns: i64,
         quiet: &Quiet,
-        after: impl FnOnce(&Connection, &SweepOutcome) -> Result<(), StateError>,
-    ) -> Result<SweepOutcome, StateError> {
+        after: impl FnOnce(&Connection, &SweepOutcome) -> Result<(), E>,
+    ) -> Result<SweepOutcome, E>
+    where
+        E: From<StateError>,
+    {
         let path = self.path.clone();
         let err = move |source| StateError::Db {
             path: path.clone(),

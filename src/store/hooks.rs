@@ -73,10 +73,14 @@ pub trait Fence: std::fmt::Debug + Send + Sync {
     fn check(&self) -> Result<(), FenceLost>;
 }
 
-/// A fence that no longer holds.
+/// A fence that no longer holds: the lease generation the sweep began
+/// under is no longer the one this node acts under.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct FenceLost(pub String);
+#[error("this node no longer holds the detect lease (generation {generation}); the sweep's changes are dropped, and the holder sweeps again")]
+pub struct FenceLost {
+    /// The generation the sweep began under.
+    pub generation: u64,
+}
 
 /// Commit parts downloaded into `day`'s directory: `fetched` as (temporary
 /// path, final file name), with the parts named `dropped` replaced; one

@@ -393,7 +393,7 @@ impl Reader {
 
     /// One file of `day`'s summary, read whole.
     pub fn summary_file(&self, day: i32, name: &str) -> Result<DataFrame, StoreError> {
-        let path = self.layout().sealed_dir(day).join(name);
+        let path = self.layout().summary_dir(day).join(name);
         let pin = self.pin();
         let df = parquet::scan(std::slice::from_ref(&path)).and_then(|lf| lf.collect());
         df.map_err(|e| read_error(&format!("reading {}", path.display()), e, &pin))
@@ -408,10 +408,10 @@ impl Reader {
     ) -> Result<Vec<PathBuf>, StoreError> {
         Ok(self
             .layout()
-            .sealed_days()?
+            .summary_days()?
             .into_iter()
             .filter(|d| days.contains(d))
-            .map(|d| self.layout().sealed_dir(d).join(name))
+            .map(|d| self.layout().summary_dir(d).join(name))
             .filter(|p| p.exists())
             .collect())
     }

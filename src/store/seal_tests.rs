@@ -250,8 +250,8 @@ fn the_summary_manifest_follows_the_seal_only_when_it_named_the_sources() {
     layout.create().unwrap();
     let day = day_from_str(DAY).unwrap();
     let opts = SealOptions::default();
-    let manifest = layout.sealed_dir(day).join("manifest.json");
-    std::fs::create_dir_all(layout.sealed_dir(day)).unwrap();
+    let manifest = layout.summary_dir(day).join("manifest.json");
+    std::fs::create_dir_all(layout.summary_dir(day)).unwrap();
     let write_manifest = |parts: Vec<String>| {
         let body = serde_json::json!({"version": 1, "rows": 123, "parts": parts});
         std::fs::write(&manifest, serde_json::to_vec(&body).unwrap()).unwrap();

@@ -251,10 +251,10 @@ fn retention_drops_old_days() {
         store.close().unwrap();
     }
     assert_eq!(count(dir.path()), 3);
-    // A sealed day's summary goes with it.
-    let sealed = Layout::new(dir.path()).sealed_dir(day_from_str("2020-01-01").unwrap());
-    std::fs::create_dir_all(&sealed).unwrap();
-    std::fs::write(sealed.join("manifest.json"), b"{}").unwrap();
+    // A day's summary goes with it.
+    let summary = Layout::new(dir.path()).summary_dir(day_from_str("2020-01-01").unwrap());
+    std::fs::create_dir_all(&summary).unwrap();
+    std::fs::write(summary.join("manifest.json"), b"{}").unwrap();
     let store = Store::open(
         dir.path(),
         StoreOptions {
@@ -272,7 +272,7 @@ fn retention_drops_old_days() {
     }
     store.close().unwrap();
     assert_eq!(count(dir.path()), 0);
-    assert!(!sealed.exists());
+    assert!(!summary.exists());
 }
 
 #[test]

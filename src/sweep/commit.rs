@@ -31,12 +31,10 @@ pub(super) fn commit(
     let state_path = reader.layout().state_db();
     let mut queued = Vec::new();
     let mut incident_changes = Vec::new();
-    let outcome = state.apply_then(drafts, now, quiet, |c, out| {
+    let outcome = state.apply_then(drafts, now, quiet, |c, out| -> Result<(), SweepError> {
         crate::faults::kill_point("sweep_before_commit");
         if let Some(fence) = &opts.fence {
-            fence
-                .check()
-                .map_err(|e| StateError::Fenced(e.to_string()))?;
+            fence.check()?;
         }
         let db = |source| StateError::Db {
             path: state_path.clone(),
@@ -116,8 +114,7 @@ pub(super) fn reported(
     });
     let ids: BTreeSet<&str> = signals.iter().map(|s| s.draft.id.as_str()).collect();
     let changed: BTreeSet<&str> = incident_changes.iter().map(|c| c.id.as_str()).collect();
-    let incidents: Vec<crate::incident::Incident> = crate::incident::store::list(state.conn())
-        .map_err(|e| StateError::Incident(e.to_string()))?
+    let incidents: Vec<crate::incident::Incident> = crate::incident::store::list(state.conn())?
         .into_iter()
         .filter(|i| {
             changed.contains(i.id.as_str())

@@ -1,5 +1,6 @@
-//! One day's per-turn result: from its sealed summary when it has a valid
-//! one, else from its spans through the kernel (sealing it when final);
+//! One day's per-turn result: from its day summary when it has a valid
+//! one, else from its spans through the kernel (writing its summary when
+//! final);
 //! and the fingerprint a stored result is kept under.
 
 use super::summary::{self, Summary};
@@ -153,7 +154,7 @@ fn fingerprint_through(cfg: &DetectConfig, day: i32, hashes: &[u128], through: i
 }
 
 /// Computes days' per-turn results from their spans, in ascending order
-/// of days (sealed days are read by [`from_summaries`]).
+/// of days (summarized days are read by [`from_summaries`]).
 pub struct Days<'a> {
     reader: &'a Reader,
     cfg: &'a DetectConfig,
@@ -174,7 +175,7 @@ impl<'a> Days<'a> {
     }
 
     /// `day`'s result from its spans, the fingerprint to keep it under, and
-    /// whether it was sealed.
+    /// whether its summary was written.
     pub fn result(&mut self, day: i32) -> Result<(signal::DayResult, String, bool), SweepError> {
         let (cfg, now) = (self.cfg, self.now);
         let settle = settle_ns(cfg);
@@ -235,7 +236,7 @@ impl<'a> Days<'a> {
             }
             (now, until.max(now + 1))
         });
-        let sealed = is_final
+        let summary_written = is_final
             && {
                 let parts = turns.parts.clone();
                 match summary::write(self.reader, day, &summary, &parts) {
@@ -261,7 +262,7 @@ impl<'a> Days<'a> {
         );
         let through = summary.read_through();
         let fingerprint = fingerprint_through(cfg, day, &hashes, through);
-        Ok((result, fingerprint, sealed))
+        Ok((result, fingerprint, summary_written))
     }
 }
 

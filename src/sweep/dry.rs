@@ -37,8 +37,8 @@ use crate::store::Reader;
 
 /// Sweep `reader`'s store as [`run`] would, on a snapshot of its
 /// `state.sqlite` (SQLite's `VACUUM INTO`) that is thrown away afterwards.
-/// Alerting is off whatever `opts` says. Like any sweep it may seal days
-/// that became final: those summaries are a cache, not state.
+/// Alerting is off whatever `opts` says. Like any sweep it may write the summaries
+/// of days that became final: those summaries are a cache, not state.
 pub fn dry_run(
     reader: &Reader,
     cfg: &DetectConfig,

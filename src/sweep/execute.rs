@@ -1,4 +1,4 @@
-//! Executing a sweep's plan: the sealed days read from their summaries on a
+//! Executing a sweep's plan: the summarized days read from their summaries on a
 //! thread of their own, beside the days read from their spans in order
 //! (each shares partitions with its neighbours); a summary that went stale
 //! in between, its day from its spans. Then every day's result folded into
@@ -22,11 +22,11 @@ pub(super) struct Executed {
     pub days_scanned: usize,
     pub days_reused: usize,
     pub days_from_summary: usize,
-    pub days_sealed: usize,
+    pub days_summarized: usize,
 }
 
-/// A day read from its spans: its result, fingerprint, and whether it was
-/// sealed.
+/// A day read from its spans: its result, fingerprint, and whether its
+/// summary was written.
 type Read = (i32, DayResult, String, bool);
 
 /// Run `plan` as of `now`.
@@ -46,12 +46,12 @@ pub(super) fn execute(
         spans_scanned: 0,
         days_scanned: 0,
         days_from_summary: 0,
-        days_sealed: 0,
+        days_summarized: 0,
     };
-    let sealed = plan.sealed;
+    let summarized = plan.summarized;
     let mut per_day = day::Days::new(reader, cfg, now);
     let (summaries, spans_read) = std::thread::scope(|scope| {
-        let summaries = scope.spawn(|| day::from_summaries(reader, cfg, now, &sealed));
+        let summaries = scope.spawn(|| day::from_summaries(reader, cfg, now, &summarized));
         let spans_read = read_days(&plan.from_spans, &mut per_day);
         let summaries = summaries
             .join()
@@ -64,15 +64,15 @@ pub(super) fn execute(
         done.results.insert(day, (result, Some(fingerprint)));
     }
     // A summary that went stale in between: its day from its spans.
-    let stale: Vec<i32> = sealed
+    let stale: Vec<i32> = summarized
         .into_iter()
         .filter(|d| !done.results.contains_key(d))
         .collect();
     read.extend(read_days(&stale, &mut day::Days::new(reader, cfg, now))?);
-    for (day, result, fingerprint, sealed) in read {
+    for (day, result, fingerprint, summary_written) in read {
         done.spans_scanned += result.spans;
         done.days_scanned += 1;
-        done.days_sealed += usize::from(sealed);
+        done.days_summarized += usize::from(summary_written);
         done.results.insert(day, (result, Some(fingerprint)));
     }
     Ok(done)
@@ -83,16 +83,16 @@ fn read_days(days: &[i32], per_day: &mut day::Days<'_>) -> Result<Vec<Read>, Swe
     let mut out = Vec::new();
     for &day in days {
         let t0 = std::time::Instant::now();
-        let (result, fingerprint, sealed) = per_day.result(day)?;
+        let (result, fingerprint, summary_written) = per_day.result(day)?;
         tracing::debug!(
             day = %day_to_string(day),
             spans = result.spans,
             through = %day_to_string(result.read_through),
-            sealed,
+            sealed = summary_written,
             ms = t0.elapsed().as_millis() as u64,
             "per-turn rules"
         );
-        out.push((day, result, fingerprint, sealed));
+        out.push((day, result, fingerprint, summary_written));
     }
     Ok(out)
 }

@@ -79,6 +79,12 @@ pub enum SweepError {
     Store(#[from] StoreError),
     #[error(transparent)]
     State(#[from] StateError),
+    /// The sweep may no longer commit (it lost the detect lease).
+    #[error(transparent)]
+    Fenced(#[from] crate::store::hooks::FenceLost),
+    /// The incidents could not be read.
+    #[error(transparent)]
+    Incident(#[from] crate::incident::IncidentError),
     #[error("a dry run's scratch directory {path}: {source}")]
     Scratch {
         path: std::path::PathBuf,
@@ -120,10 +126,10 @@ pub struct SweepReport {
     /// Days the per-turn rules read, and days whose stored result was reused.
     pub days_scanned: usize,
     pub days_reused: usize,
-    /// Days whose sealed summary was read instead of their spans, and days
-    /// this sweep sealed.
+    /// Days whose summary was read instead of their spans, and days this
+    /// sweep wrote a summary of (`days_sealed` in the JSON).
     pub days_from_summary: usize,
-    pub days_sealed: usize,
+    pub days_summarized: usize,
     pub signals: Vec<Signal>,
     pub changes: Vec<Change>,
     /// The incidents of these signals (open), and those this sweep changed.
@@ -166,8 +172,8 @@ pub fn run(
     // traces that began then, the days after for as long as the day's traces
     // go on — and their findings belong to the day the turn began. A day
     // whose parts have not changed since a sweep that saw it final (or
-    // whose provisional result still holds) is not read again; a sealed day
-    // is read from its summary.
+    // whose provisional result still holds) is not read again; a day with
+    // a summary is read from it.
     if let Some(first) = days.first() {
         state.forget_days_before(first - 1)?;
     }
@@ -211,7 +217,7 @@ pub fn run(
         days_scanned: done.days_scanned,
         days_reused: done.days_reused,
         days_from_summary: done.days_from_summary,
-        days_sealed: done.days_sealed,
+        days_summarized: done.days_summarized,
         signals,
         changes: committed.changes,
         queued: committed.queued,

@@ -1,5 +1,5 @@
 //! A sweep's plan: the window's days, each to be taken from its stored
-//! result (unchanged since a sweep that saw it), from its sealed summary,
+//! result (unchanged since a sweep that saw it), from its day summary,
 //! or read from its spans.
 
 use std::collections::BTreeMap;
@@ -14,8 +14,8 @@ use crate::store::Reader;
 pub(super) struct Plan {
     /// Days whose stored result still holds, with it.
     pub reused: BTreeMap<i32, DayResult>,
-    /// Days with a usable sealed summary.
-    pub sealed: Vec<i32>,
+    /// Days with a usable day summary.
+    pub summarized: Vec<i32>,
     /// Days to read from their spans, in order.
     pub from_spans: Vec<i32>,
 }
@@ -51,18 +51,18 @@ pub(super) fn plan(
         }
         pending.push(day);
     }
-    let mut sealed = Vec::new();
+    let mut summarized = Vec::new();
     let mut from_spans = Vec::new();
     for day in pending {
         if opts.reuse && day::has_usable_summary(reader, cfg, now, day)? {
-            sealed.push(day);
+            summarized.push(day);
         } else {
             from_spans.push(day);
         }
     }
     Ok(Plan {
         reused,
-        sealed,
+        summarized,
         from_spans,
     })
 }

@@ -16,7 +16,7 @@ pub fn to_json(report: &SweepReport) -> serde_json::Value {
         "days_scanned": report.days_scanned,
         "days_reused": report.days_reused,
         "days_from_summary": report.days_from_summary,
-        "days_sealed": report.days_sealed,
+        "days_sealed": report.days_summarized,
         "signals": report.signals.iter().map(signal_json).collect::<Vec<_>>(),
         "changes": report.changes,
         "incidents": report.incidents,

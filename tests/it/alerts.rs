@@ -614,7 +614,7 @@ fn sweep_state(
                 .enqueue(c, &signals, &out.changes, &[], now_ns, now_ns)
                 .unwrap()
                 .len();
-            Ok(())
+            Ok::<_, stormwatch::signal::StateError>(())
         })
         .unwrap();
     queued

@@ -219,7 +219,7 @@ impl World {
                 queued = alerting
                     .enqueue(c, &signals, &out.changes, &changes, now, now)
                     .unwrap();
-                Ok(())
+                Ok::<_, stormwatch::signal::StateError>(())
             })
             .unwrap();
         queued

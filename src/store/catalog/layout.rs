@@ -60,13 +60,14 @@ impl Layout {
         self.spans_dir()
             .join(format!("date={}", day_to_string(day)))
     }
-    /// Where the derived summaries of sealed days live.
-    pub fn sealed_root(&self) -> PathBuf {
+    /// Where the day summaries live (the directory is named `sealed/` on
+    /// disk, as it always was).
+    pub fn summary_root(&self) -> PathBuf {
         self.root.join("sealed")
     }
-    /// `<root>/sealed/date=YYYY-MM-DD`: a sealed day's summary and its `manifest.json`.
-    pub fn sealed_dir(&self, day: i32) -> PathBuf {
-        self.sealed_root()
+    /// `<root>/sealed/date=YYYY-MM-DD`: a final day's summary and its `manifest.json`.
+    pub fn summary_dir(&self, day: i32) -> PathBuf {
+        self.summary_root()
             .join(format!("date={}", day_to_string(day)))
     }
     pub fn rollups_dir(&self) -> PathBuf {
@@ -116,9 +117,9 @@ impl Layout {
         list_days(&self.spans_dir())
     }
 
-    /// Days with a directory under `sealed/`, in order.
-    pub fn sealed_days(&self) -> Result<Vec<i32>, StoreError> {
-        list_days(&self.sealed_root())
+    /// Days with a summary directory (under `sealed/`), in order.
+    pub fn summary_days(&self) -> Result<Vec<i32>, StoreError> {
+        list_days(&self.summary_root())
     }
 
     /// The live Parquet parts of a day, in name order: those its manifest

@@ -186,7 +186,7 @@ pub(in crate::store) fn reclaim(catalog: &Catalog, grace: Duration) -> Result<us
         }
         if dir == layout.rollups_dir() {
             rollup_set::forget_retired(layout, &names)?;
-        } else if dir.starts_with(layout.sealed_root()) {
+        } else if dir.starts_with(layout.summary_root()) {
             summary::forget_retired(&dir);
         } else {
             manifest::forget_retired(&dir, &names)?;

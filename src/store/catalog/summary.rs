@@ -91,7 +91,7 @@ fn tmp_name(name: &str) -> String {
 }
 
 fn manifest_path(layout: &Layout, day: i32) -> PathBuf {
-    layout.sealed_dir(day).join(MANIFEST)
+    layout.summary_dir(day).join(MANIFEST)
 }
 
 /// `day`'s summary manifest as it is on disk, a write a crash left
@@ -117,7 +117,7 @@ pub fn write_manifest(layout: &Layout, day: i32, m: &SummaryManifest) -> Result<
     let path = manifest_path(layout, day);
     let body = serde_json::to_vec_pretty(m)
         .map_err(|e| StoreError::data("encoding a summary manifest", e))?;
-    let tmp = layout.sealed_dir(day).join(tmp_name(MANIFEST));
+    let tmp = layout.summary_dir(day).join(tmp_name(MANIFEST));
     fsutil::replace_file(&path, &tmp, &body)
 }
 
@@ -144,7 +144,7 @@ fn prepare(
     compression: ParquetCompression,
     mut manifest: SummaryManifest,
 ) -> Result<Intent, StoreError> {
-    let dir = layout.sealed_dir(day);
+    let dir = layout.summary_dir(day);
     fs::create_dir_all(&dir)
         .map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
     finish_pending(layout, day)?;
@@ -178,7 +178,7 @@ fn remove_tmps(dir: &Path, renames: &[(String, String)]) {
 
 /// Finish the write an intent on disk records, if any.
 fn finish_pending(layout: &Layout, day: i32) -> Result<(), StoreError> {
-    let path = layout.sealed_dir(day).join(INTENT);
+    let path = layout.summary_dir(day).join(INTENT);
     let body = match fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
@@ -199,7 +199,7 @@ fn finish_pending(layout: &Layout, day: i32) -> Result<(), StoreError> {
 /// Apply an intent; each step can be repeated (a rename already made is
 /// passed over), so a write cut short is finished by the next reader.
 fn apply(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
-    let dir = layout.sealed_dir(day);
+    let dir = layout.summary_dir(day);
     for (tmp, name) in &intent.renames {
         match fs::rename(dir.join(tmp), dir.join(name)) {
             Ok(()) => {}
@@ -221,7 +221,7 @@ fn apply(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
 /// in progress removed at once, its files retired; the directory goes now
 /// when nothing is left in it, else with its last retired file.
 pub(in crate::store) fn retire_day(catalog: &Catalog, day: i32) -> Result<(), StoreError> {
-    let dir = catalog.layout().sealed_dir(day);
+    let dir = catalog.layout().summary_dir(day);
     let io = |e| StoreError::io(format!("removing {}", dir.display()), e);
     for name in [MANIFEST, INTENT] {
         match fs::remove_file(dir.join(name)) {
@@ -287,7 +287,7 @@ mod tests {
     }
 
     fn x(layout: &Layout, day: i32) -> i64 {
-        let path = layout.sealed_dir(day).join("a.parquet");
+        let path = layout.summary_dir(day).join("a.parquet");
         let df = parquet::scan(&[path]).unwrap().collect().unwrap();
         df.column("x").unwrap().i64().unwrap().get(0).unwrap()
     }
@@ -321,7 +321,7 @@ mod tests {
         let m = read(&layout, day).unwrap().unwrap().unwrap();
         assert_eq!(m.parts, vec!["p2".to_string()]);
         assert_eq!(x(&layout, day), 2);
-        let left: Vec<_> = fs::read_dir(layout.sealed_dir(day))
+        let left: Vec<_> = fs::read_dir(layout.summary_dir(day))
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
@@ -334,7 +334,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::new(dir.path());
         let day = crate::model::day_from_str("2026-01-02").unwrap();
-        fs::create_dir_all(layout.sealed_dir(day)).unwrap();
+        fs::create_dir_all(layout.summary_dir(day)).unwrap();
         let body = br#"{"version":1,"rows":123,"parts":["a"]}"#;
         fs::write(manifest_path(&layout, day), body).unwrap();
         let m = read(&layout, day).unwrap().unwrap().unwrap();
@@ -371,6 +371,6 @@ mod tests {
         assert_eq!(x(layout, day), 1);
         drop(pin);
         retire::reclaim(&catalog, Duration::ZERO).unwrap();
-        assert!(!layout.sealed_dir(day).exists());
+        assert!(!layout.summary_dir(day).exists());
     }
 }

@@ -54,7 +54,7 @@ pub(super) fn apply_retention(
     }
     // Their summaries go too (also those a crash left behind their spans):
     // out of use at once, their files retired like parts.
-    for day in layout.sealed_days()? {
+    for day in layout.summary_days()? {
         if day < oldest_kept {
             summary::retire_day(&shared.catalog, day)?;
         }

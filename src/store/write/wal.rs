@@ -285,7 +285,7 @@ impl Wal {
         self.len <= SEGMENT_HEADER as u64
     }
 
-    /// Close this segment and open the next; returns the sealed segment's
+    /// Close this segment and open the next; returns the closed segment's
     /// number. Refused while a failed write is not cut back: only the
     /// newest segment may end in an unfinished group.
     pub fn rotate(&mut self) -> Result<u64, StoreError> {
@@ -295,8 +295,8 @@ impl Wal {
                 StoreError::io(format!("cutting a failed write off {}", path.display()), e)
             })?;
         }
-        let sealed = self.seq;
-        *self = Wal::create(&self.dir, sealed)?;
-        Ok(sealed)
+        let closed = self.seq;
+        *self = Wal::create(&self.dir, closed)?;
+        Ok(closed)
     }
 }

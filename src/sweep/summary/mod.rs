@@ -1,10 +1,10 @@
-//! Sealed days: once a day is final (every turn that began on it settled),
+//! Day summaries: once a day is final (every turn that began on it settled),
 //! the per-turn kernel's output for it — its turn summary — is handed to
 //! the store once (which writes it as Parquet under `sealed/date=YYYY-MM-DD/`:
 //! `crate::store::Reader::write_summary`), and later sweeps run the rules
 //! on it (read through the `Reader`) instead of decoding the day's spans
-//! again. This module owns what the files mean; the store owns the files. A summary holds
-//! what the rules read and nothing they decide: no `now`, no threshold.
+//! again. This module owns what the files mean; the store owns the files.
+//! A summary holds what the rules read and nothing they decide: no `now`, no threshold.
 //!
 //! - `calls.parquet`: the calls of every (turn, tool) pair called twice or
 //!   more in a turn begun that day (the input of chains, storms, loops and
@@ -26,7 +26,7 @@
 //!
 //! A summary is valid while the parts it names are exactly the parts those
 //! days hold: a late span (a new part), a re-import or a compaction makes
-//! the next sweep read the day again and re-seal it.
+//! the next sweep read the day again and summarize it again.
 
 use polars::prelude::*;
 
@@ -44,7 +44,7 @@ use frames::*;
 /// wait_from_ns, and only waits of failures waiting can fix).
 pub const VERSION: u32 = 5;
 
-/// What a sealed day holds.
+/// What a day summary holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     pub calls: TurnCalls,
@@ -100,7 +100,7 @@ pub fn load(reader: &Reader, day: i32) -> Result<Option<Summary>, SweepError> {
         return Ok(None);
     };
     // A summary that cannot be read (a torn file) is none: the day is read
-    // from its spans and sealed again.
+    // from its spans and summarized again.
     match read_files(reader, day, m) {
         Ok(s) => Ok(s),
         Err(e) => {

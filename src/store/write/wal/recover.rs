@@ -284,7 +284,7 @@ fn parse_v2(buf: &[u8]) -> Parsed {
         }
         match split_records(body, h.count) {
             Ok(group) => records.extend(group),
-            Err(what) => break damage(pos, what),
+            Err(what) => break damage(pos, what.to_string()),
         }
         pos = end;
     };
@@ -354,36 +354,47 @@ fn n_records(n: usize) -> String {
     }
 }
 
+/// How a group's body that passes its checksum does not hold the records
+/// its header declares.
+#[derive(Debug, thiserror::Error)]
+enum BadBody {
+    #[error("a group whose body passes its checksum but ends in a {rest}-byte fragment")]
+    Fragment { rest: usize },
+    #[error(
+        "a group whose body passes its checksum but holds a record of {len} bytes with {left} left"
+    )]
+    Overlong { len: usize, left: usize },
+    #[error("a group declaring {} whose body passes its checksum and holds {held}", n_records(*.declared))]
+    Count { declared: usize, held: usize },
+}
+
 /// A checksummed body's records; that they do not fill it exactly as the
 /// header says is damage (the checksum matched, so no tear did this).
-fn split_records(body: &[u8], count: u32) -> Result<Vec<Vec<u8>>, String> {
+fn split_records(body: &[u8], count: u32) -> Result<Vec<Vec<u8>>, BadBody> {
     // The count is checksummed, not trusted: no allocation larger than the body.
     let mut records = Vec::with_capacity((count as usize).min(body.len() / RECORD_HEADER));
     let mut pos = 0usize;
     while pos < body.len() {
         let rest = body.len() - pos;
         if rest < RECORD_HEADER {
-            return Err(format!(
-                "a group whose body passes its checksum but ends in a {rest}-byte fragment"
-            ));
+            return Err(BadBody::Fragment { rest });
         }
         let h = &body[pos..pos + RECORD_HEADER];
         let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
         if len > MAX_RECORD || len > rest - RECORD_HEADER {
-            return Err(format!(
-                "a group whose body passes its checksum but holds a record of {len} bytes with {} left",
-                rest - RECORD_HEADER
-            ));
+            return Err(BadBody::Overlong {
+                len,
+                left: rest - RECORD_HEADER,
+            });
         }
         records.push(body[pos + RECORD_HEADER..pos + RECORD_HEADER + len].to_vec());
         pos += RECORD_HEADER + len;
     }
     if records.len() != count as usize {
-        return Err(format!(
-            "a group declaring {} whose body passes its checksum and holds {}",
-            n_records(count as usize),
-            records.len()
-        ));
+        return Err(BadBody::Count {
+            declared: count as usize,
+            held: records.len(),
+        });
     }
     Ok(records)
 }

@@ -1,4 +1,6 @@
-//! A day's `_sealed.json` on the shared store, and the day's live parts.
+//! A day's ledger, `_sealed.json` on the shared store (what the seals of the
+//! day published: their outputs, and the parts they replaced), and the
+//! day's live parts.
 //!
 //! Ingest nodes only add parts to a day (`part-<node>-…`). The lease holder
 //! seals a day: it uploads the seal's outputs (`…-s.parquet`), then replaces
@@ -28,9 +30,10 @@ use crate::store::hooks::{is_part_name, is_seal_output};
 
 pub const FILE: &str = "_sealed.json";
 
-/// What the last seal of a day published.
+/// A day's ledger (`_sealed.json`): what the last seal of the day
+/// published, and every part the day's seals replaced.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sealed {
+pub struct Ledger {
     pub version: u32,
     /// The lease generation of the seal that wrote it.
     pub generation: u64,
@@ -58,7 +61,7 @@ pub struct Day {
     pub live: Vec<String>,
     /// Every part listed, live or not, with its size.
     pub listed: Vec<(String, u64)>,
-    pub sealed: Sealed,
+    pub ledger: Ledger,
     /// The version of `_sealed.json` read (`None`: there is none yet).
     pub at: Option<Version>,
 }
@@ -69,14 +72,14 @@ pub struct Day {
 /// not live) or not.
 pub async fn read_day(remote: &Remote, day: i32) -> Result<Day, ClusterError> {
     let dir = day_dir(day);
-    let (sealed, at) = match remote.get(&format!("{dir}/{FILE}")).await? {
+    let (ledger, at) = match remote.get(&format!("{dir}/{FILE}")).await? {
         Some((bytes, v)) => {
-            let s: Sealed = serde_json::from_slice(&bytes).map_err(|e| {
+            let s: Ledger = serde_json::from_slice(&bytes).map_err(|e| {
                 ClusterError::document(format!("reading {dir}/{FILE} ({})", remote.url()), e)
             })?;
             (s, Some(v))
         }
-        None => (Sealed::default(), None),
+        None => (Ledger::default(), None),
     };
     let listed: Vec<(String, u64)> = remote
         .list(&dir)
@@ -87,8 +90,8 @@ pub async fn read_day(remote: &Remote, day: i32) -> Result<Day, ClusterError> {
             is_part_name(&name).then_some((name, o.size))
         })
         .collect();
-    let replaced: BTreeSet<&str> = sealed.replaced.iter().map(|r| r.name.as_str()).collect();
-    let outputs: BTreeSet<&str> = sealed.outputs.iter().map(String::as_str).collect();
+    let replaced: BTreeSet<&str> = ledger.replaced.iter().map(|r| r.name.as_str()).collect();
+    let outputs: BTreeSet<&str> = ledger.outputs.iter().map(String::as_str).collect();
     let mut live: Vec<String> = listed
         .iter()
         .map(|(n, _)| n)
@@ -105,7 +108,7 @@ pub async fn read_day(remote: &Remote, day: i32) -> Result<Day, ClusterError> {
     Ok(Day {
         live,
         listed,
-        sealed,
+        ledger,
         at,
     })
 }
@@ -122,7 +125,7 @@ pub async fn publish(
     generation: u64,
     now_ms: u64,
 ) -> Result<bool, ClusterError> {
-    let mut next = read.sealed.clone();
+    let mut next = read.ledger.clone();
     next.version = 1;
     next.generation = generation;
     let fresh: BTreeSet<&str> = outputs.iter().map(String::as_str).collect();
@@ -143,7 +146,7 @@ pub async fn publish(
 pub async fn write(
     remote: &Remote,
     day: i32,
-    doc: &Sealed,
+    doc: &Ledger,
     at: Option<Version>,
 ) -> Result<bool, ClusterError> {
     let body = serde_json::to_vec_pretty(doc)
@@ -171,7 +174,7 @@ pub async fn reclaim(
     // that crashed before it knew its upload had landed uploads it again).
     let listed: BTreeSet<&str> = read.listed.iter().map(|(n, _)| n.as_str()).collect();
     let gone: Vec<&Replaced> = read
-        .sealed
+        .ledger
         .replaced
         .iter()
         .filter(|r| old(r.at_ms) && (!r.deleted || listed.contains(r.name.as_str())))
@@ -183,8 +186,8 @@ pub async fn reclaim(
         .map(|(n, _)| n)
         .filter(|n| {
             is_seal_output(std::path::Path::new(n.as_str()))
-                && !read.sealed.outputs.contains(n)
-                && !read.sealed.replaced.iter().any(|r| &r.name == *n)
+                && !read.ledger.outputs.contains(n)
+                && !read.ledger.replaced.iter().any(|r| &r.name == *n)
                 && seal_stamp_ms(n).is_some_and(old)
         })
         .collect();
@@ -197,7 +200,7 @@ pub async fn reclaim(
     for r in &gone {
         remote.delete(&format!("{dir}/{}", r.name)).await?;
     }
-    let mut next = read.sealed.clone();
+    let mut next = read.ledger.clone();
     for r in next.replaced.iter_mut().filter(|r| old(r.at_ms)) {
         r.deleted = true;
     }
