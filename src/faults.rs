@@ -18,7 +18,7 @@
 //! (every alert delivery), `alert_kill_before_send`, `alert_kill_after_send`,
 //! `seal_compact_before_commit` (a seal compaction's outputs written, not
 //! committed) and `seal_compact_after_commit` (committed, manifest and
-//! scratch files not yet seen to), `seal_summary` (a sweep writing a day's
+//! scratch files not yet seen to), `summary_write` (a sweep writing a day's
 //! summary: some of its files written, no manifest yet), `ship` (an ingest
 //! node's upload of a flushed part to the shared store),
 //! `ship_before_wal_delete` (shipped, the WAL not yet trimmed),
@@ -163,7 +163,7 @@ const KILL_POINTS: [&str; 7] = [
     "alert_kill_after_send",
     "seal_compact_before_commit",
     "seal_compact_after_commit",
-    "seal_summary",
+    "summary_write",
     "ship_before_wal_delete",
     "sweep_before_commit",
 ];

@@ -222,11 +222,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Status> {
 /// `serve`'s flags as its options.
 fn serve_options(cli: &Cli, a: &cli::ServeArgs) -> serve::Options {
     serve::Options {
-        role: match a.role {
-            cli::Role::Ingest => serve::Role::Ingest,
-            cli::Role::Detect => serve::Role::Detect,
-            cli::Role::All => serve::Role::All,
-        },
+        role: a.role,
         public_url: cli.public_url.clone(),
         demo: a.demo,
         retention_days: a.retention_days,

@@ -14,13 +14,8 @@ use crate::config::Config;
 use crate::serve::auth::Token;
 use crate::store::Store;
 
-/// What a node does (`--role`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Ingest,
-    Detect,
-    All,
-}
+/// What a node does (`--role`): the one enum, clap's value.
+pub use crate::cli::Role;
 
 /// `serve`'s flags, the config file aside.
 #[derive(Debug, Clone)]

@@ -1,3 +1,5 @@
+//! Tests of the daily rules: the spike judgement over daily rows.
+
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;

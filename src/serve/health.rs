@@ -29,7 +29,7 @@
 //!
 //! A write path that fails is not ready either, though 64 KiB may still fit
 //! (a disk with 1 MiB left refuses every 2 MiB export while the probe
-//! passes). The store records its last failures ([`WritePath`]): the WAL's
+//! passes). The store records its last failures ([`crate::store::WritePath`]): the WAL's
 //! group commit (every acknowledgement waits on one) and the flush to
 //! Parquet, each cleared by the next success. While the last WAL write
 //! failed, the probe is a copy of it: its size (64 KiB to 8 MiB), through

@@ -1,7 +1,7 @@
 //! The network surface of `stormwatch serve`: the OTLP/HTTP receiver on its
-//! own port (4318 by default, where SDKs send without configuration) and the
-//! HTTP server for health, metrics, the dashboard and its API. Holds no
-//! detection logic.
+//! own port (4318 by default, where SDKs send without configuration), the
+//! OTLP/gRPC receiver (4317), and the HTTP server for health, metrics, the
+//! dashboard, its API and MCP. Holds no detection logic.
 //!
 //! Nothing that can block runs on the async workers: no polars work and no
 //! SQLite call (`state.sqlite` may be locked by a sweep's IMMEDIATE

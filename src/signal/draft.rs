@@ -32,7 +32,7 @@ pub struct SignalDraft {
     /// of a read-only tool is `info`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity: Option<Severity>,
-    /// What to do about it (see [`super::remedy`]); drafts stored before
+    /// What to do about it (see [`mod@super::remedy`]); drafts stored before
     /// remedies existed have none until the next sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remedy: Option<Remedy>,

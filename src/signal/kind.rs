@@ -57,7 +57,7 @@ impl Severity {
     /// Retry storms, repeated side effects, retries that ignore the
     /// server's Retry-After and a tool with no success for days page; spikes, wasted retries, loops and a silent tool warn; a
     /// latency spike informs. (A retry after success of a
-    /// read-only tool informs too: see [`SignalDraft::severity`].)
+    /// read-only tool informs too: see [`crate::signal::draft::SignalDraft::severity`].)
     pub fn of(kind: Kind) -> Severity {
         match kind {
             Kind::RetryStorm

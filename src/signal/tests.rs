@@ -1,3 +1,5 @@
+//! Tests of signals: stable ids, grouping with evidence, and the lifecycle over sweeps.
+
 use super::group::{key, short_id};
 use super::*;
 use crate::model::ErrorClass;

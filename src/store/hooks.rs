@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use super::catalog::commit::{self, Intent};
 pub use super::catalog::ship::Shipper;
-use super::compaction::{SealOptions, SealReport};
+use super::seal_types::{SealOptions, SealReport};
 use super::{fsutil, Catalog, StoreError};
 
 pub use super::catalog::layout::is_seal_output;

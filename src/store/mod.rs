@@ -3,7 +3,7 @@
 //! `spans/date=YYYY-MM-DD/` (the live ones named by the day's `_parts.json`)
 //! written from the log by a background flusher, compaction of small parts,
 //! seal compaction of finished days (a few large files sorted by trace, see
-//! [`seal`]), retention, the per-tool daily rollup, and readers that hand
+//! [`maintain::seal`]), retention, the per-tool daily rollup, and readers that hand
 //! out polars `LazyFrame`s (and a trace lookup that decodes only the row
 //! groups that can hold the trace). Files are never rewritten in place nor
 //! renamed over; a file a change replaces is retired and deleted only once
@@ -14,7 +14,6 @@
 //! Both are plain OS threads, so polars work never lands on async workers.
 
 mod catalog;
-mod compaction;
 mod error;
 mod format;
 pub mod fsutil;
@@ -23,6 +22,7 @@ mod maintain;
 mod open;
 mod options;
 pub mod read;
+mod seal_types;
 mod segments;
 mod stats;
 mod write;
@@ -48,12 +48,12 @@ pub use catalog::handle::Catalog;
 pub use catalog::layout::{self, Layout};
 pub use catalog::retire::{self, Pin};
 pub use catalog::summary::SummaryManifest;
-pub use compaction::{ManifestUpdate, SealOptions, SealReport};
 pub use error::StoreError;
 pub use format::{frame, parquet};
 pub use maintain::rollup;
 pub use maintain::seal::{seal_compact, seal_compact_publishing, Publish};
 pub use read::{DayParts, ReadStats, Reader, RollupStamp, Rollups, Scan};
+pub use seal_types::{ManifestUpdate, SealOptions, SealReport};
 pub use stats::{Failing, Stats, WritePath, MAINTENANCE_TASKS, WAL_SYNC_BUCKETS};
 pub use write::wal;
 

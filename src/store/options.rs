@@ -48,7 +48,7 @@ pub struct StoreOptions {
     /// role): pulled, sealed and kept by the lease holder.
     pub mirror: Option<Arc<dyn hooks::Upstream>>,
     /// The span times the receivers and `import` accept, judged at receive
-    /// time ([`Store::window_now`]): `ingest.max_future_secs` and the
+    /// time ([`crate::store::Store::window_now`]): `ingest.max_future_secs` and the
     /// retention (over a shared store the cluster's, not an ingest node's
     /// dedup window). Replay and [`crate::ingest::prepare`] take any time.
     pub accept: crate::ingest::TimeBounds,

@@ -1,3 +1,5 @@
+//! Tests of the store end to end: acknowledged spans read back once, dedup across reopens, retention.
+
 use std::io::Write;
 use std::time::Duration;
 

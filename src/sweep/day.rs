@@ -254,7 +254,7 @@ impl<'a> Days<'a> {
             day = %day_to_string(day),
             read_ms = (t1 - t0).as_millis() as u64,
             kernel_ms = (t2 - t1).as_millis() as u64,
-            seal_ms = (t3 - t2).as_millis() as u64,
+            summary_ms = (t3 - t2).as_millis() as u64,
             rules_ms = t3.elapsed().as_millis() as u64,
             calls = summary.calls.calls.len(),
             rss_mib = rss_mib(),

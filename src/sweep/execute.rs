@@ -88,7 +88,7 @@ fn read_days(days: &[i32], per_day: &mut day::Days<'_>) -> Result<Vec<Read>, Swe
             day = %day_to_string(day),
             spans = result.spans,
             through = %day_to_string(result.read_through),
-            sealed = summary_written,
+            summarized = summary_written,
             ms = t0.elapsed().as_millis() as u64,
             "per-turn rules"
         );

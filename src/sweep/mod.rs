@@ -129,6 +129,7 @@ pub struct SweepReport {
     /// Days whose summary was read instead of their spans, and days this
     /// sweep wrote a summary of (`days_sealed` in the JSON).
     pub days_from_summary: usize,
+    #[serde(rename = "days_sealed")]
     pub days_summarized: usize,
     pub signals: Vec<Signal>,
     pub changes: Vec<Change>,

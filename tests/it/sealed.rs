@@ -290,7 +290,7 @@ fn a_sweep_killed_while_sealing_leaves_the_day_to_be_sealed_again() {
             "--format",
             "json",
         ],
-        &[("STORMWATCH_FAULTS", "seal_summary=kill@6")],
+        &[("STORMWATCH_FAULTS", "summary_write=kill@6")],
     );
     assert!(!out.status.success(), "the sweep was to be killed");
     let half: Vec<PathBuf> = std::fs::read_dir(data.join("sealed"))

@@ -1,3 +1,5 @@
+//! Tests of the answer budget: answers within it kept, larger ones cut with a marker.
+
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Value};
 

@@ -1,3 +1,5 @@
+//! Tests of the MCP sessions: slots, limits and their error codes.
+
 use rmcp::model::{ErrorCode, RequestId};
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Tests of admission: the in-flight budget, its reserve, and bodies too slow or too large.
+
 use std::convert::Infallible;
 
 use bytes::Bytes;

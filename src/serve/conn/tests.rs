@@ -1,3 +1,5 @@
+//! Tests of the connection limits, on real TCP connections.
+
 use std::time::Duration;
 
 use axum::routing::get;

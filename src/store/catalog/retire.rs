@@ -173,6 +173,21 @@ pub(in crate::store) fn reclaim(catalog: &Catalog, grace: Duration) -> Result<us
     }
     let mut deleted = 0;
     for (dir, names) in due {
+        // A summary written again since its retirement (its manifest back)
+        // owns those names now: forget them, delete nothing.
+        let _summaries = if dir.starts_with(layout.summary_root()) {
+            let held = summary::exclusive(layout)?;
+            if summary::in_use(&held, &dir) {
+                let mut s = state(catalog);
+                for name in &names {
+                    s.retired.remove(&dir.join(name));
+                }
+                continue;
+            }
+            Some(held)
+        } else {
+            None
+        };
         for name in &names {
             let p = dir.join(name);
             match fs::remove_file(&p) {

@@ -11,9 +11,14 @@
 //! and the new manifest) is made durable, then applied — renames, the
 //! manifest replaced last — and removed. A crash before the intent leaves
 //! the old summary; after it, the next read of the day finishes the write
-//! ([`read`]), so a reader sees the old summary or the new one. The
-//! summary's files keep their plain names (what an earlier version and
-//! MCP `query` read), so a rewrite renames them over the old ones.
+//! ([`read`]), so after a crash a reader sees the old summary or the new
+//! one. Writes, finishing a write, retention and a seal's re-pointing take
+//! one lock across processes ([`Exclusive`], `sealed/.lock`), so two of
+//! them never interleave. A reader takes no lock: one in another process
+//! that reads while a write renames its files can see the old manifest
+//! beside some new files; the summary's files keep their plain names (what
+//! an earlier version and MCP `query` read), so a rewrite renames them over
+//! the old ones (ARCHITECTURE.md, "renamed over").
 //!
 //! Retention removes a day's summary through [`retire_day`]: the manifest
 //! goes at once (no reader takes the summary from then on), its files are
@@ -94,6 +99,27 @@ fn manifest_path(layout: &Layout, day: i32) -> PathBuf {
     layout.summary_dir(day).join(MANIFEST)
 }
 
+/// Held while a summary is written, finished, retired or re-pointed: an
+/// exclusive lock on `sealed/.lock`, across processes (a cron sweep beside
+/// a serving store). Not re-entrant: take it once per change.
+pub struct Exclusive(#[allow(dead_code)] fs::File);
+
+/// Wait for the summaries' lock ([`Exclusive`]).
+pub fn exclusive(layout: &Layout) -> Result<Exclusive, StoreError> {
+    let root = layout.summary_root();
+    let path = root.join(".lock");
+    let io = |what: &str, e| StoreError::io(format!("{what} {}", path.display()), e);
+    fs::create_dir_all(&root).map_err(|e| io("creating the directory of", e))?;
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io("opening", e))?;
+    file.lock().map_err(|e| io("locking", e))?;
+    Ok(Exclusive(file))
+}
+
 /// `day`'s summary manifest as it is on disk, a write a crash left
 /// finished first: `None` when there is none, `Some(Err)` when it does not
 /// parse (a manifest this version cannot read).
@@ -101,7 +127,27 @@ pub fn read(
     layout: &Layout,
     day: i32,
 ) -> Result<Option<serde_json::Result<SummaryManifest>>, StoreError> {
+    if layout.summary_dir(day).join(INTENT).exists() {
+        let _x = exclusive(layout)?;
+        finish_pending(layout, day)?;
+    }
+    read_manifest(layout, day)
+}
+
+/// [`read`] for a caller that holds [`Exclusive`].
+pub fn read_exclusive(
+    _held: &Exclusive,
+    layout: &Layout,
+    day: i32,
+) -> Result<Option<serde_json::Result<SummaryManifest>>, StoreError> {
     finish_pending(layout, day)?;
+    read_manifest(layout, day)
+}
+
+fn read_manifest(
+    layout: &Layout,
+    day: i32,
+) -> Result<Option<serde_json::Result<SummaryManifest>>, StoreError> {
     let path = manifest_path(layout, day);
     let body = match fs::read(&path) {
         Ok(b) => b,
@@ -113,7 +159,16 @@ pub fn read(
 
 /// Replace `day`'s manifest by `m` (temporary file, fsync, rename), as
 /// the last step of a write and when a seal re-points it.
-pub fn write_manifest(layout: &Layout, day: i32, m: &SummaryManifest) -> Result<(), StoreError> {
+pub fn write_manifest(
+    _held: &Exclusive,
+    layout: &Layout,
+    day: i32,
+    m: &SummaryManifest,
+) -> Result<(), StoreError> {
+    put_manifest(layout, day, m)
+}
+
+fn put_manifest(layout: &Layout, day: i32, m: &SummaryManifest) -> Result<(), StoreError> {
     let path = manifest_path(layout, day);
     let body = serde_json::to_vec_pretty(m)
         .map_err(|e| StoreError::data("encoding a summary manifest", e))?;
@@ -131,8 +186,9 @@ pub fn write(
     compression: ParquetCompression,
     manifest: SummaryManifest,
 ) -> Result<(), StoreError> {
+    let held = exclusive(layout)?;
     let intent = prepare(layout, day, files, compression, manifest)?;
-    apply(layout, day, &intent)
+    apply(&held, layout, day, &intent)
 }
 
 /// A write up to its durable intent: the files under temporary names,
@@ -157,14 +213,23 @@ fn prepare(
             return Err(e);
         }
         // For the crash test: killed with some files written, no manifest.
-        crate::faults::kill_point("seal_summary");
+        crate::faults::kill_point("summary_write");
     }
     manifest.files = Some(files.iter().map(|(n, _)| n.to_string()).collect());
     let intent = Intent { renames, manifest };
     let body = serde_json::to_vec(&intent)
         .map_err(|e| StoreError::data("encoding a summary intent", e))?;
-    if let Err(e) = fsutil::replace_file(&dir.join(INTENT), &dir.join(tmp_name(INTENT)), &body) {
+    // The files' names are durable before an intent can name them.
+    if let Err(e) = fsutil::sync_dir(&dir) {
         remove_tmps(&dir, &intent.renames);
+        return Err(e);
+    }
+    if let Err(e) = fsutil::replace_file(&dir.join(INTENT), &dir.join(tmp_name(INTENT)), &body) {
+        // An intent that reached the disk (its directory's fsync failed)
+        // still names the files: the next read finishes it.
+        if fs::read(dir.join(INTENT)).ok().as_deref() != Some(body.as_slice()) {
+            remove_tmps(&dir, &intent.renames);
+        }
         return Err(e);
     }
     Ok(intent)
@@ -185,7 +250,7 @@ fn finish_pending(layout: &Layout, day: i32) -> Result<(), StoreError> {
         Err(e) => return Err(StoreError::io(format!("reading {}", path.display()), e)),
     };
     match serde_json::from_slice::<Intent>(&body) {
-        Ok(intent) => apply(layout, day, &intent),
+        Ok(intent) => apply_named(layout, day, &intent),
         // Written whole or not at all (a rename), so one that does not
         // parse is no write of this version's: as if it was never made.
         Err(e) => {
@@ -196,10 +261,32 @@ fn finish_pending(layout: &Layout, day: i32) -> Result<(), StoreError> {
     }
 }
 
+/// Apply an intent under [`Exclusive`].
+fn apply(_held: &Exclusive, layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
+    apply_named(layout, day, intent)
+}
+
 /// Apply an intent; each step can be repeated (a rename already made is
-/// passed over), so a write cut short is finished by the next reader.
-fn apply(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
+/// passed over), so a write cut short is finished by the next reader. An
+/// intent whose file is gone under both names (not this version's, or its
+/// files lost) is dropped, the summary left as it was. The caller holds
+/// [`Exclusive`].
+fn apply_named(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
     let dir = layout.summary_dir(day);
+    let drop_intent = || match fs::remove_file(dir.join(INTENT)) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(format!("writing {}", dir.display()), e)),
+    };
+    if let Some((tmp, _)) = intent
+        .renames
+        .iter()
+        .find(|(tmp, name)| !dir.join(tmp).exists() && !dir.join(name).exists())
+    {
+        tracing::warn!(day = %crate::model::day_to_string(day), file = %tmp, "a summary write names a file that is gone; the write is dropped and the summary stays as it was");
+        drop_intent()?;
+        return fsutil::sync_dir(&dir);
+    }
     for (tmp, name) in &intent.renames {
         match fs::rename(dir.join(tmp), dir.join(name)) {
             Ok(()) => {}
@@ -208,12 +295,8 @@ fn apply(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
         }
     }
     fsutil::sync_dir(&dir)?;
-    write_manifest(layout, day, &intent.manifest)?;
-    match fs::remove_file(dir.join(INTENT)) {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        Err(e) => return Err(StoreError::io(format!("writing {}", dir.display()), e)),
-    }
+    put_manifest(layout, day, &intent.manifest)?;
+    drop_intent()?;
     fsutil::sync_dir(&dir)
 }
 
@@ -221,6 +304,7 @@ fn apply(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
 /// in progress removed at once, its files retired; the directory goes now
 /// when nothing is left in it, else with its last retired file.
 pub(in crate::store) fn retire_day(catalog: &Catalog, day: i32) -> Result<(), StoreError> {
+    let _x = exclusive(catalog.layout())?;
     let dir = catalog.layout().summary_dir(day);
     let io = |e| StoreError::io(format!("removing {}", dir.display()), e);
     for name in [MANIFEST, INTENT] {
@@ -251,6 +335,12 @@ pub(in crate::store) fn retire_day(catalog: &Catalog, day: i32) -> Result<(), St
         retire::retired(catalog, files);
     }
     Ok(())
+}
+
+/// Whether the summary directory `dir` has a manifest (or a write under
+/// way) again: its retired files' names are a new summary's.
+pub(in crate::store) fn in_use(_held: &Exclusive, dir: &Path) -> bool {
+    dir.join(MANIFEST).exists() || dir.join(INTENT).exists()
 }
 
 /// After retired files of a summary directory were deleted: the directory
@@ -338,7 +428,7 @@ mod tests {
         let body = br#"{"version":1,"rows":123,"parts":["a"]}"#;
         fs::write(manifest_path(&layout, day), body).unwrap();
         let m = read(&layout, day).unwrap().unwrap().unwrap();
-        write_manifest(&layout, day, &m).unwrap();
+        write_manifest(&exclusive(&layout).unwrap(), &layout, day, &m).unwrap();
         let again: serde_json::Value =
             serde_json::from_slice(&fs::read(manifest_path(&layout, day)).unwrap()).unwrap();
         assert_eq!(
@@ -372,5 +462,70 @@ mod tests {
         drop(pin);
         retire::reclaim(&catalog, Duration::ZERO).unwrap();
         assert!(!layout.summary_dir(day).exists());
+    }
+
+    #[test]
+    fn an_intent_whose_files_are_gone_is_dropped_and_the_summary_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let day = crate::model::day_from_str("2026-01-02").unwrap();
+        let codec = ParquetCompression::Zstd(None);
+        write(
+            &layout,
+            day,
+            &mut [("a.parquet", frame(1))],
+            codec,
+            manifest(&["p1"]),
+        )
+        .unwrap();
+        // An intent durable, a new file it names lost (never reached the disk).
+        let mut files = [("b.parquet", frame(2))];
+        let intent = prepare(&layout, day, &mut files, codec, manifest(&["p2"])).unwrap();
+        fs::remove_file(layout.summary_dir(day).join(&intent.renames[0].0)).unwrap();
+        let m = read(&layout, day).unwrap().unwrap().unwrap();
+        assert_eq!(m.parts, vec!["p1".to_string()]);
+        assert!(!layout.summary_dir(day).join(INTENT).exists());
+        // Later writes go through again.
+        write(
+            &layout,
+            day,
+            &mut [("a.parquet", frame(3))],
+            codec,
+            manifest(&["p3"]),
+        )
+        .unwrap();
+        assert_eq!(x(&layout, day), 3);
+    }
+
+    #[test]
+    fn a_summary_written_again_after_retention_is_not_deleted_by_the_reclaim() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::new(Layout::new(dir.path()));
+        let layout = catalog.layout();
+        let day = crate::model::day_from_str("2026-01-02").unwrap();
+        let codec = ParquetCompression::Zstd(None);
+        write(
+            layout,
+            day,
+            &mut [("a.parquet", frame(1))],
+            codec,
+            manifest(&[]),
+        )
+        .unwrap();
+        retire_day(&catalog, day).unwrap();
+        // A sweep whose window reaches back writes the day again …
+        write(
+            layout,
+            day,
+            &mut [("a.parquet", frame(2))],
+            codec,
+            manifest(&[]),
+        )
+        .unwrap();
+        // … and the reclaim of the first one's names leaves it whole.
+        retire::reclaim(&catalog, Duration::ZERO).unwrap();
+        assert!(read(layout, day).unwrap().is_some());
+        assert_eq!(x(layout, day), 2);
+        assert_eq!(retire::pending(&catalog), 0);
     }
 }

@@ -321,7 +321,6 @@ fn pull(
     Ok(report)
 }
 
-/// A flushed table: its days, who waits and how it went.
 /// Delete the retired files no reader can hold; a failure is logged and the
 /// files are tried again on the next pass.
 fn reclaim(shared: &Shared) {

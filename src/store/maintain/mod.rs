@@ -1,5 +1,5 @@
 //! The flusher thread and what it runs: flushes and the task loop
-//! ([`flusher`]), merging small parts ([`compact`]), day compaction
+//! ([`flusher`]), merging small parts ([`compact`]), seal compaction
 //! ([`seal`]) and when to run it ([`sealer`]), and the rollup refresh
 //! ([`rollup`]).
 

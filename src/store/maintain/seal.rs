@@ -35,7 +35,7 @@ pub const MAX_OUTPUTS: usize = 4;
 /// Trace ids sampled to place the sub-range boundaries.
 const SAMPLE_ROWS: usize = 100_000;
 
-pub use crate::store::compaction::{ManifestUpdate, SealOptions, SealReport};
+pub use crate::store::seal_types::{ManifestUpdate, SealOptions, SealReport};
 
 /// Whether `day` has a part that is not a seal output.
 pub fn needs_seal(layout: &Layout, day: i32) -> Result<bool, StoreError> {
@@ -371,7 +371,8 @@ fn carry_one(
     outputs: &[String],
     duplicates: usize,
 ) -> Result<ManifestUpdate, StoreError> {
-    let mut manifest = match summary::read(layout, summary_day)? {
+    let held = summary::exclusive(layout)?;
+    let mut manifest = match summary::read_exclusive(&held, layout, summary_day)? {
         None => return Ok(ManifestUpdate::Absent),
         Some(Err(_)) => return Ok(ManifestUpdate::Stale),
         Some(Ok(m)) => m,
@@ -391,6 +392,6 @@ fn carry_one(
     }
     manifest.parts = elsewhere;
     manifest.parts.extend(outputs.iter().cloned());
-    summary::write_manifest(layout, summary_day, &manifest)?;
+    summary::write_manifest(&held, layout, summary_day, &manifest)?;
     Ok(ManifestUpdate::Carried)
 }

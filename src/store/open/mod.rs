@@ -1,6 +1,6 @@
 //! The open, writable [`Store`]: taking the directory's lock, recovery
 //! ([`replay`]), starting the writer and flusher threads, and the handle's
-//! calls (submit, flush, day compaction, pull, close).
+//! calls (submit, flush, seal compaction, pull, close).
 
 pub mod replay;
 
@@ -262,7 +262,7 @@ impl Store {
         rx.await.unwrap_or(Err(StoreError::Closed))
     }
 
-    /// Seal-compact `day` now (see [`seal`]), on the flusher thread, and
+    /// Seal-compact `day` now (see [`crate::store::maintain::seal`]), on the flusher thread, and
     /// wait for it: `None` when every part of the day already is a seal
     /// output. The automatic trigger is [`StoreOptions::seal_after`].
     pub fn seal_compact(&self, day: i32) -> Result<Option<SealReport>, StoreError> {

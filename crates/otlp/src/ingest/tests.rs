@@ -1,3 +1,5 @@
+//! Tests of the decoding and normalization of export requests.
+
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;

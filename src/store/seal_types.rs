@@ -1,4 +1,4 @@
-//! What a day compaction ([`super::maintain::seal`]) is told and what it
+//! What a seal compaction ([`super::maintain::seal`]) is told and what it
 //! reports: types the store's options and the cluster's hooks name too.
 
 /// How seal compaction sizes its work.
