@@ -13,7 +13,7 @@
 //! the old summary; after it, the next read of the day finishes the write
 //! ([`read`]), so after a crash a reader sees the old summary or the new
 //! one. Writes, finishing a write, retention and a seal's re-pointing take
-//! one lock across processes ([`Exclusive`], `sealed/.lock`), so two of
+//! one lock across processes ([`Exclusive`], `.summaries.lock`), so two of
 //! them never interleave. A reader takes no lock: one in another process
 //! that reads while a write renames its files can see the old manifest
 //! beside some new files; the summary's files keep their plain names (what
@@ -100,16 +100,15 @@ fn manifest_path(layout: &Layout, day: i32) -> PathBuf {
 }
 
 /// Held while a summary is written, finished, retired or re-pointed: an
-/// exclusive lock on `sealed/.lock`, across processes (a cron sweep beside
-/// a serving store). Not re-entrant: take it once per change.
+/// exclusive lock on `.summaries.lock` in the data directory (not under
+/// `sealed/`, which readers list), across processes (a cron sweep beside a
+/// serving store). Not re-entrant: take it once per change.
 pub struct Exclusive(#[allow(dead_code)] fs::File);
 
 /// Wait for the summaries' lock ([`Exclusive`]).
 pub fn exclusive(layout: &Layout) -> Result<Exclusive, StoreError> {
-    let root = layout.summary_root();
-    let path = root.join(".lock");
+    let path = layout.root().join(".summaries.lock");
     let io = |what: &str, e| StoreError::io(format!("{what} {}", path.display()), e);
-    fs::create_dir_all(&root).map_err(|e| io("creating the directory of", e))?;
     let file = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
