@@ -107,12 +107,12 @@ WHERE j.spike AND s.h[j.i].d >= getvariable('since_day');
 -- ===========================================================================
 
 -- Candidates from the failed calls alone (a few percent of the spans):
--- (trace, tool) with 2+ failures, not all deterministic.
+-- (trace, tool) with 2+ failures, not all deterministic. A superset (calls
+-- after now count here, not below): the filter reads no time column.
 CREATE OR REPLACE TEMP TABLE cand AS
 SELECT hash(trace_id) AS th, tool_name
 FROM read_parquet(getvariable('window_files'))
-WHERE is_tool_call AND error_class NOT IN ('ok', 'interrupted', 'cancelled')
-  AND start_ns < getvariable('now_ns') AND tool_name IS NOT NULL
+WHERE is_tool_call AND error_class NOT IN ('ok', 'interrupted', 'cancelled') AND tool_name IS NOT NULL
 GROUP BY ALL
 HAVING count(*) >= 2
    AND bool_or(error_class NOT IN ('auth', 'not_found', 'invalid_request', 'client_error', 'policy'));
