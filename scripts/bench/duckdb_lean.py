@@ -2,7 +2,7 @@
 """Run a lean DuckDB query of the error-rate spike and retry-storm rules alone.
 
     python duckdb_lean.py --data-dir DIR --now 2026-08-06T00:00:00Z \
-        --since-days 30 [--threads 2] [--memory-limit 1GB] [--profile]
+        --since-days 30 [--threads 2] [--memory-limit 1GB] [--rollup store] [--profile]
 
 The yardstick the sweep benchmark (sweep_bench.py) sets beside the full
 detection in SQL (duckdb_sweep.py): duckdb_lean.sql, next to this file, is
@@ -17,6 +17,14 @@ reads the live parts of a stormwatch data directory (each day's
 `seconds` is the wall time from opening the (in-memory) database to having
 the result, Parquet reading included; not Python's start-up nor the import
 of duckdb. `--profile` prints each statement's seconds on stderr.
+
+The spike rule's daily counts per (tool, service, day) cover all history
+(a baseline reaches back to a tool's first day). By default they are
+counted from the span parts, as duckdb_sweep.sql counts them (the work a
+cold read does); `--rollup store` reads them from the store's daily rollup
+instead (`rollups/current.json`'s `tool_daily` file, which `stormwatch
+sweep` reads), so that a sweep of one new day reads only that day's spans
+(and the day before's, for the turns that cross midnight).
 """
 
 import argparse
@@ -56,6 +64,24 @@ def live_parts(spans_dir):
     return days
 
 
+# --rollup store: the daily counts from the store's rollup file instead.
+DAILY_FROM_STORE = """
+CREATE OR REPLACE TEMP TABLE daily AS
+SELECT tool_name, service_name, CAST(day AS DATE) AS day, calls::BIGINT AS calls, errors::BIGINT AS errors
+FROM read_parquet(getvariable('rollup_file'));
+"""
+
+
+def rollup_file(data_dir):
+    """The store's current daily rollup (rollups/current.json names it)."""
+    rollups = os.path.join(data_dir, "rollups")
+    try:
+        with open(os.path.join(rollups, "current.json"), encoding="utf-8") as f:
+            return os.path.join(rollups, json.load(f)["tool_daily"])
+    except FileNotFoundError:
+        return os.path.join(rollups, "tool_daily.parquet")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", required=True, help="a stormwatch data directory")
@@ -63,6 +89,8 @@ def main():
     ap.add_argument("--since-days", type=int, default=30, help="days of findings (default 30)")
     ap.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     ap.add_argument("--memory-limit", help="DuckDB memory_limit, e.g. 1GB (default: DuckDB's)")
+    ap.add_argument("--rollup", choices=["spans", "store"], default="spans",
+                    help="the spike rule's daily counts: from the span parts (default) or the store's rollup")
     ap.add_argument("--profile", action="store_true", help="print each statement's seconds on stderr")
     args = ap.parse_args()
 
@@ -70,6 +98,10 @@ def main():
     if not os.path.isdir(spans_dir):
         sys.exit(f"{args.data_dir} holds no spans/ directory")
     statements = split_statements(open(SQL_PATH, encoding="utf-8").read())
+    if args.rollup == "store":
+        daily = [i for i, st in enumerate(statements) if "CREATE OR REPLACE TEMP TABLE daily AS" in st]
+        assert len(daily) == 1, "duckdb_lean.sql makes `daily` in one statement"
+        statements[daily[0]] = DAILY_FROM_STORE.strip()
 
     started = time.perf_counter()
     days = live_parts(spans_dir)
@@ -91,6 +123,7 @@ def main():
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET VARIABLE all_files = ?::VARCHAR[]", [all_files])
     con.execute("SET VARIABLE window_files = ?::VARCHAR[]", [window_files])
+    con.execute("SET VARIABLE rollup_file = ?::VARCHAR", [rollup_file(args.data_dir)])
     con.execute("SET VARIABLE now_ns = ?::BIGINT", [args.now])
     con.execute("SET VARIABLE since_days = ?::INTEGER", [args.since_days])
     result = None
