@@ -17,12 +17,16 @@ measures, alternating the order so drift hits both alike:
 - stormwatch sealed: a fresh state.sqlite again, every day from the
   summaries the cold run sealed;
 - DuckDB: scripts/bench/duckdb_sweep.py with --threads 2;
+- DuckDB lean: scripts/bench/duckdb_lean.py with --threads 2, the
+  error-rate spike and retry storms alone in a query written to be fast
+  (issue 30's yardstick for a cold read; daily counts from the spans);
 - stormwatch unchanged: the same sweep again, state kept;
 - stormwatch after one more day: a hard-linked copy of the store with one
   more day appended, swept with the state and summaries of the runs before.
 
 Wall time and peak RSS come from wait4() on each child process. Medians are
-printed, with the ratio stormwatch / DuckDB per run and its median.
+printed, with the ratio stormwatch / DuckDB per run and its median, and
+beside it stormwatch / DuckDB lean.
 """
 
 import argparse
@@ -120,20 +124,25 @@ def main():
     sweep = [stormwatch, "sweep", "--now", args.now, "--since", days_since, "--format", "json"]
     duck = [sys.executable, os.path.join(HERE, "duckdb_sweep.py"), "--data-dir", args.data,
             "--now", args.now, "--since-days", str(args.days), "--threads", "2"]
+    lean = [sys.executable, os.path.join(HERE, "duckdb_lean.py"), "--data-dir", args.data,
+            "--now", args.now, "--since-days", str(args.days), "--threads", "2"]
     env = dict(os.environ, RUST_LOG="warn")
 
-    rows = {"cold": [], "duckdb": [], "sealed": [], "unchanged": [], "plus1": []}
+    rows = {"cold": [], "duckdb": [], "lean": [], "sealed": [], "unchanged": [], "plus1": []}
     found = {}
     for run in range(args.runs):
-        order = ["cold", "duckdb"] if run % 2 == 0 else ["duckdb", "cold"]
+        order = ["cold", "duckdb", "lean"] if run % 2 == 0 else ["lean", "duckdb", "cold"]
         for what in order:
             if what == "cold":
                 clear_state(args.data)
                 wall, rss, out = measure(sweep[:1] + ["--data-dir", args.data] + sweep[1:] + ["--rescan"], env)
                 found["stormwatch"] = counts(out)
-            else:
+            elif what == "duckdb":
                 wall, rss, out = measure(duck)
                 found["duckdb"] = json.loads(out)["findings"]
+            else:
+                wall, rss, out = measure(lean)
+                found["lean"] = json.loads(out)["findings"]
             rows[what].append((wall, rss))
         clear_state(args.data)
         wall, rss, out = measure(sweep[:1] + ["--data-dir", args.data] + sweep[1:], env)
@@ -161,21 +170,33 @@ def main():
            for k, v in rows.items()}
     ratios = [c[0] / d[0] for c, d in zip(rows["cold"], rows["duckdb"])]
     sealed_ratios = [c[0] / d[0] for c, d in zip(rows["sealed"], rows["duckdb"])]
+    lean_ratios = [c[0] / d[0] for c, d in zip(rows["cold"], rows["lean"])]
+    sealed_lean_ratios = [c[0] / d[0] for c, d in zip(rows["sealed"], rows["lean"])]
     print()
     print(f"{args.days} days x {args.per_day} tool spans/day, {args.runs} runs, medians:")
     for k, label in [("cold", "stormwatch sweep, every day read"),
                      ("duckdb", "DuckDB, same detection in SQL"),
+                     ("lean", "DuckDB lean: spikes and storms"),
                      ("sealed", "stormwatch sweep, sealed days"),
                      ("unchanged", "stormwatch sweep, nothing changed"),
                      ("plus1", "stormwatch sweep after one more day")]:
         print(f"  {label:40} {med[k][0]:8.2f} s  peak RSS {med[k][1]:7.0f} MiB")
     print(f"  cold / DuckDB time: median {statistics.median(ratios):.2f} "
-          f"(runs {', '.join(f'{r:.2f}' for r in ratios)})")
+          f"(runs {', '.join(f'{r:.2f}' for r in ratios)}); "
+          f"cold / DuckDB lean: median {statistics.median(lean_ratios):.2f} "
+          f"(runs {', '.join(f'{r:.2f}' for r in lean_ratios)})")
     print(f"  sealed / DuckDB time: median {statistics.median(sealed_ratios):.2f} "
-          f"(runs {', '.join(f'{r:.2f}' for r in sealed_ratios)})")
+          f"(runs {', '.join(f'{r:.2f}' for r in sealed_ratios)}); "
+          f"sealed / DuckDB lean: median {statistics.median(sealed_lean_ratios):.2f} "
+          f"(runs {', '.join(f'{r:.2f}' for r in sealed_lean_ratios)})")
     print(f"  findings, stormwatch: {json.dumps(found.get('stormwatch'), sort_keys=True)}")
     print(f"  findings, sealed:     {json.dumps(found.get('sealed'), sort_keys=True)}")
     print(f"  findings, DuckDB:     {json.dumps(found.get('duckdb'), sort_keys=True)}")
+    print(f"  findings, DuckDB lean: {json.dumps(found.get('lean'), sort_keys=True)}")
+    # The lean query finds two kinds; they must be the full detection's.
+    for kind, n in (found.get("lean") or {}).items():
+        if n != (found.get("duckdb") or {}).get(kind):
+            print(f"  MISMATCH: DuckDB lean finds {n} {kind}, DuckDB {(found.get('duckdb') or {}).get(kind)}")
 
 
 if __name__ == "__main__":
