@@ -10,9 +10,25 @@
 -- The last statement returns one row: error_rate_spike, retry_storm.
 --
 -- Simplifications against the full rules (duckdb_sweep.sql, the Rust), each
--- a "LEAN:" below: a turn is the whole trace (no walk up parent links);
--- each tool span is one call (no MCP client/server pairing); the stated
--- Retry-After waits are not read; z is the exact normal quantile.
+-- a "LEAN:" below: a turn is the whole trace (no walk up parent links, no
+-- agent call id turns, no frame rules at midnight); each tool span is one
+-- call (no MCP client/server pairing, no wrapper around attempts); stated
+-- Retry-After waits are not read; z is the exact normal quantile. On the
+-- benchmark's data (one agent span per trace, the tool calls under it, one
+-- convention, no Retry-After) none applies: the same 9 spikes and 90 storms
+-- as duckdb_sweep.sql. On check_sql.py's small stores (imported with
+-- stormwatch at 19500a1) they change counts where their cases are:
+--   frameworks   spikes 7 (full 3): MCP client and server spans count twice
+--                (a tool of 6 calls reads as 12, over the 10-call minimum)
+--   edge_cases   spikes 13 (full 10), the same (fetch_doc, fetch_doc2,
+--                query_db); storms 31 (full 32): two turns in one trace are
+--                one (summarize, render: -2), an agent call id turn over two
+--                traces is split in two, neither a storm (lookup: -1), a
+--                wrapper around attempts is a call (query_db2: +1), a root
+--                that ended before midnight does not cut its turn (sync: +1)
+--   retry_after_cases  storms 4 (full 3): a chain that waited out every
+--                stated Retry-After and recovered is a storm here
+-- and agree on the other nine (fixtures, silent cases, the generator's).
 --
 -- Statements end with a semicolon at the end of a line; comments hold none.
 
