@@ -17,12 +17,21 @@ measures, alternating the order so drift hits both alike:
 - stormwatch sealed: a fresh state.sqlite again, every day from the
   summaries the cold run sealed;
 - DuckDB: scripts/bench/duckdb_sweep.py with --threads 2;
+- DuckDB lean: scripts/bench/duckdb_lean.py with --threads 2, the
+  error-rate spike and retry storms alone in a query written to be fast
+  (issue 30's yardstick for a cold read; daily counts from the spans);
 - stormwatch unchanged: the same sweep again, state kept;
 - stormwatch after one more day: a hard-linked copy of the store with one
-  more day appended, swept with the state and summaries of the runs before.
+  more day appended, swept with the state and summaries of the runs before;
+- DuckDB lean, one more day: duckdb_lean.py on that copy for the new day
+  alone (`--since-days 1`: its spans and the day before's, for turns across
+  midnight; `--rollup store`: the daily counts from the store's rollup, as
+  stormwatch reads them).
 
 Wall time and peak RSS come from wait4() on each child process. Medians are
-printed, with the ratio stormwatch / DuckDB per run and its median.
+printed, with the ratio stormwatch / DuckDB per run and its median, and
+beside it stormwatch / DuckDB lean (one more day: against the lean query
+of the new day).
 """
 
 import argparse
@@ -120,20 +129,25 @@ def main():
     sweep = [stormwatch, "sweep", "--now", args.now, "--since", days_since, "--format", "json"]
     duck = [sys.executable, os.path.join(HERE, "duckdb_sweep.py"), "--data-dir", args.data,
             "--now", args.now, "--since-days", str(args.days), "--threads", "2"]
+    lean = [sys.executable, os.path.join(HERE, "duckdb_lean.py"), "--data-dir", args.data,
+            "--now", args.now, "--since-days", str(args.days), "--threads", "2"]
     env = dict(os.environ, RUST_LOG="warn")
 
-    rows = {"cold": [], "duckdb": [], "sealed": [], "unchanged": [], "plus1": []}
+    rows = {"cold": [], "duckdb": [], "lean": [], "sealed": [], "unchanged": [], "plus1": [], "lean_plus1": []}
     found = {}
     for run in range(args.runs):
-        order = ["cold", "duckdb"] if run % 2 == 0 else ["duckdb", "cold"]
+        order = ["cold", "duckdb", "lean"] if run % 2 == 0 else ["lean", "duckdb", "cold"]
         for what in order:
             if what == "cold":
                 clear_state(args.data)
                 wall, rss, out = measure(sweep[:1] + ["--data-dir", args.data] + sweep[1:] + ["--rescan"], env)
                 found["stormwatch"] = counts(out)
-            else:
+            elif what == "duckdb":
                 wall, rss, out = measure(duck)
                 found["duckdb"] = json.loads(out)["findings"]
+            else:
+                wall, rss, out = measure(lean)
+                found["lean"] = json.loads(out)["findings"]
             rows[what].append((wall, rss))
         clear_state(args.data)
         wall, rss, out = measure(sweep[:1] + ["--data-dir", args.data] + sweep[1:], env)
@@ -152,6 +166,9 @@ def main():
         wall, rss, out = measure(plus_cmd, env)
         rows["plus1"].append((wall, rss))
         report = json.loads(out)
+        wall, rss, _ = measure([sys.executable, os.path.join(HERE, "duckdb_lean.py"), "--data-dir", plus,
+                                "--now", next_now, "--since-days", "1", "--rollup", "store", "--threads", "2"])
+        rows["lean_plus1"].append((wall, rss))
         print(f"run {run + 1}: " + ", ".join(
             f"{k} {v[-1][0]:.2f} s / {v[-1][1]:.0f} MiB" for k, v in rows.items())
             + f" (plus1 read {report['days_scanned']} day(s), reused {report['days_reused']})",
@@ -161,21 +178,37 @@ def main():
            for k, v in rows.items()}
     ratios = [c[0] / d[0] for c, d in zip(rows["cold"], rows["duckdb"])]
     sealed_ratios = [c[0] / d[0] for c, d in zip(rows["sealed"], rows["duckdb"])]
+    lean_ratios = [c[0] / d[0] for c, d in zip(rows["cold"], rows["lean"])]
+    sealed_lean_ratios = [c[0] / d[0] for c, d in zip(rows["sealed"], rows["lean"])]
+    plus1_lean_ratios = [c[0] / d[0] for c, d in zip(rows["plus1"], rows["lean_plus1"])]
     print()
     print(f"{args.days} days x {args.per_day} tool spans/day, {args.runs} runs, medians:")
     for k, label in [("cold", "stormwatch sweep, every day read"),
                      ("duckdb", "DuckDB, same detection in SQL"),
+                     ("lean", "DuckDB lean: spikes and storms"),
                      ("sealed", "stormwatch sweep, sealed days"),
                      ("unchanged", "stormwatch sweep, nothing changed"),
-                     ("plus1", "stormwatch sweep after one more day")]:
+                     ("plus1", "stormwatch sweep after one more day"),
+                     ("lean_plus1", "DuckDB lean: the one more day")]:
         print(f"  {label:40} {med[k][0]:8.2f} s  peak RSS {med[k][1]:7.0f} MiB")
     print(f"  cold / DuckDB time: median {statistics.median(ratios):.2f} "
-          f"(runs {', '.join(f'{r:.2f}' for r in ratios)})")
+          f"(runs {', '.join(f'{r:.2f}' for r in ratios)}); "
+          f"cold / DuckDB lean: median {statistics.median(lean_ratios):.2f} "
+          f"(runs {', '.join(f'{r:.2f}' for r in lean_ratios)})")
     print(f"  sealed / DuckDB time: median {statistics.median(sealed_ratios):.2f} "
-          f"(runs {', '.join(f'{r:.2f}' for r in sealed_ratios)})")
+          f"(runs {', '.join(f'{r:.2f}' for r in sealed_ratios)}); "
+          f"sealed / DuckDB lean: median {statistics.median(sealed_lean_ratios):.2f} "
+          f"(runs {', '.join(f'{r:.2f}' for r in sealed_lean_ratios)})")
+    print(f"  one more day / DuckDB lean of that day: median {statistics.median(plus1_lean_ratios):.2f} "
+          f"(runs {', '.join(f'{r:.2f}' for r in plus1_lean_ratios)})")
     print(f"  findings, stormwatch: {json.dumps(found.get('stormwatch'), sort_keys=True)}")
     print(f"  findings, sealed:     {json.dumps(found.get('sealed'), sort_keys=True)}")
     print(f"  findings, DuckDB:     {json.dumps(found.get('duckdb'), sort_keys=True)}")
+    print(f"  findings, DuckDB lean: {json.dumps(found.get('lean'), sort_keys=True)}")
+    # The lean query finds two kinds; they must be the full detection's.
+    for kind, n in (found.get("lean") or {}).items():
+        if n != (found.get("duckdb") or {}).get(kind):
+            print(f"  MISMATCH: DuckDB lean finds {n} {kind}, DuckDB {(found.get('duckdb') or {}).get(kind)}")
 
 
 if __name__ == "__main__":
