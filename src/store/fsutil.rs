@@ -1,5 +1,5 @@
 //! File helpers every part of the store shares: replacing a small file
-//! durably and making a directory's entries durable.
+//! durably, making a directory's entries durable, and opening a lock file.
 
 use std::fs::File;
 use std::io::Write;
@@ -28,4 +28,15 @@ pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| StoreError::io(format!("syncing directory {}", dir.display()), e))
+}
+
+/// Open (creating it, never truncating) the lock file at `path`, for the
+/// caller to `lock` or `try_lock`.
+pub fn open_lock_file(path: &Path) -> Result<File, StoreError> {
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| StoreError::io(format!("opening {}", path.display()), e))
 }

@@ -94,6 +94,12 @@ impl Layout {
     pub fn lock(&self) -> PathBuf {
         self.root.join(".lock")
     }
+    /// The day summaries' lock across processes
+    /// ([`crate::store::catalog::summary::Exclusive`]); not under
+    /// `sealed/`, which readers list.
+    pub fn summaries_lock(&self) -> PathBuf {
+        self.root.join(".summaries.lock")
+    }
     pub fn state_db(&self) -> PathBuf {
         self.root.join("state.sqlite")
     }

@@ -107,15 +107,10 @@ pub struct Exclusive(#[allow(dead_code)] fs::File);
 
 /// Wait for the summaries' lock ([`Exclusive`]).
 pub fn exclusive(layout: &Layout) -> Result<Exclusive, StoreError> {
-    let path = layout.root().join(".summaries.lock");
-    let io = |what: &str, e| StoreError::io(format!("{what} {}", path.display()), e);
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| io("opening", e))?;
-    file.lock().map_err(|e| io("locking", e))?;
+    let path = layout.summaries_lock();
+    let file = fsutil::open_lock_file(&path)?;
+    file.lock()
+        .map_err(|e| StoreError::io(format!("locking {}", path.display()), e))?;
     Ok(Exclusive(file))
 }
 
@@ -185,9 +180,9 @@ pub fn write(
     compression: ParquetCompression,
     manifest: SummaryManifest,
 ) -> Result<(), StoreError> {
-    let held = exclusive(layout)?;
+    let _held = exclusive(layout)?;
     let intent = prepare(layout, day, files, compression, manifest)?;
-    apply(&held, layout, day, &intent)
+    apply(layout, day, &intent)
 }
 
 /// A write up to its durable intent: the files under temporary names,
@@ -249,7 +244,7 @@ fn finish_pending(layout: &Layout, day: i32) -> Result<(), StoreError> {
         Err(e) => return Err(StoreError::io(format!("reading {}", path.display()), e)),
     };
     match serde_json::from_slice::<Intent>(&body) {
-        Ok(intent) => apply_named(layout, day, &intent),
+        Ok(intent) => apply(layout, day, &intent),
         // Written whole or not at all (a rename), so one that does not
         // parse is no write of this version's: as if it was never made.
         Err(e) => {
@@ -260,17 +255,12 @@ fn finish_pending(layout: &Layout, day: i32) -> Result<(), StoreError> {
     }
 }
 
-/// Apply an intent under [`Exclusive`].
-fn apply(_held: &Exclusive, layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
-    apply_named(layout, day, intent)
-}
-
 /// Apply an intent; each step can be repeated (a rename already made is
 /// passed over), so a write cut short is finished by the next reader. An
 /// intent whose file is gone under both names (not this version's, or its
 /// files lost) is dropped, the summary left as it was. The caller holds
 /// [`Exclusive`].
-fn apply_named(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
+fn apply(layout: &Layout, day: i32, intent: &Intent) -> Result<(), StoreError> {
     let dir = layout.summary_dir(day);
     let drop_intent = || match fs::remove_file(dir.join(INTENT)) {
         Ok(()) => Ok(()),

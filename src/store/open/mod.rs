@@ -61,12 +61,7 @@ impl Store {
         let dir = dir.as_path();
         layout.create()?;
         let lock_path = layout.lock();
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| StoreError::io(format!("opening {}", lock_path.display()), e))?;
+        let lock = crate::store::fsutil::open_lock_file(&lock_path)?;
         if lock.try_lock().is_err() {
             return Err(StoreError::Locked {
                 dir: dir.display().to_string(),
