@@ -142,6 +142,9 @@ pub struct Sweeper {
     /// The node's own ingest store when it is not the one swept (`--role
     /// all` over a shared store): flushed (and so shipped) before a sweep.
     ingest: Option<Arc<Store>>,
+    /// Today as the last sweep left it: each sweep reads only what
+    /// arrived since (`sweep::Live`). Sweeps run one at a time.
+    live: std::sync::Mutex<crate::sweep::Live>,
 }
 
 impl Sweeper {
@@ -161,6 +164,7 @@ impl Sweeper {
             stats: SweepStats::default(),
             leader: None,
             ingest: None,
+            live: std::sync::Mutex::new(crate::sweep::Live::default()),
         }
     }
 
@@ -314,7 +318,13 @@ impl Sweeper {
         let swept = if dry_run {
             crate::sweep::dry_run(&reader, &self.config.detect, &opts)
         } else {
-            crate::sweep::run(&reader, &mut state, &self.config.detect, &opts)
+            // A sweep that panicked may have left today's state half made.
+            let mut live = self.live.lock().unwrap_or_else(|p| {
+                let mut live = p.into_inner();
+                *live = crate::sweep::Live::default();
+                live
+            });
+            crate::sweep::run_live(&reader, &mut state, &self.config.detect, &opts, &mut live)
         };
         let result = match swept {
             Ok(report) => Ok(Some(report)),

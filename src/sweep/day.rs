@@ -19,7 +19,7 @@ pub fn settle_ns(cfg: &DetectConfig) -> i64 {
 
 /// Bumped whenever a per-turn rule changes what it finds, so stored day
 /// results from an older version are recomputed.
-const RULES_VERSION: u32 = 8;
+const RULES_VERSION: u32 = 9;
 
 /// The rules' version and parameters: the start of every day's fingerprint.
 fn rules_hasher(cfg: &DetectConfig) -> xxhash_rust::xxh3::Xxh3 {
@@ -147,6 +147,27 @@ fn day_hashes(reader: &Reader, day: i32, today: i32) -> Result<Vec<u128>, SweepE
     hashes(reader, day, today.min(day + FOLLOW_DAYS))
 }
 
+/// The fingerprint of a read of `day` through `day` (today's, whose
+/// following days are still to come), the days read at `versions`.
+pub(super) fn fingerprint_of_versions(
+    reader: &Reader,
+    cfg: &DetectConfig,
+    day: i32,
+    today: i32,
+    versions: &[(i32, u128)],
+) -> Result<String, SweepError> {
+    let mut hashes = day_hashes(reader, day, today)?;
+    for (d, v) in versions {
+        if let Some(h) = usize::try_from(d - (day - 1))
+            .ok()
+            .and_then(|k| hashes.get_mut(k))
+        {
+            *h = *v;
+        }
+    }
+    Ok(fingerprint_through(cfg, day, &hashes, day))
+}
+
 /// The fingerprint of a read of `day` through `through`, from [`day_hashes`].
 fn fingerprint_through(cfg: &DetectConfig, day: i32, hashes: &[u128], through: i32) -> String {
     let n = (through.max(day) - (day - 1) + 1) as usize;
@@ -172,6 +193,22 @@ impl<'a> Days<'a> {
             today: day_of_ns(now),
             window: Window::new(reader, now),
         }
+    }
+
+    pub fn today(&self) -> i32 {
+        self.today
+    }
+
+    pub fn reader(&self) -> &'a Reader {
+        self.reader
+    }
+
+    pub fn cfg(&self) -> &'a DetectConfig {
+        self.cfg
+    }
+
+    pub fn now(&self) -> i64 {
+        self.now
     }
 
     /// `day`'s result from its spans, the fingerprint to keep it under, and
@@ -271,7 +308,7 @@ fn rss_mib() -> u64 {
     crate::telemetry::own_resident_bytes() >> 20
 }
 
-fn day_result(
+pub(super) fn day_result(
     s: &Summary,
     day: i32,
     now: i64,

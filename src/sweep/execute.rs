@@ -35,6 +35,7 @@ pub(super) fn execute(
     cfg: &DetectConfig,
     now: i64,
     plan: Plan,
+    mut live: Option<&mut super::Live>,
 ) -> Result<Executed, SweepError> {
     let mut done = Executed {
         days_reused: plan.reused.len(),
@@ -52,7 +53,7 @@ pub(super) fn execute(
     let mut per_day = day::Days::new(reader, cfg, now);
     let (summaries, spans_read) = std::thread::scope(|scope| {
         let summaries = scope.spawn(|| day::from_summaries(reader, cfg, now, &summarized));
-        let spans_read = read_days(&plan.from_spans, &mut per_day);
+        let spans_read = read_days(&plan.from_spans, &mut per_day, live.as_deref_mut());
         let summaries = summaries
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -68,7 +69,11 @@ pub(super) fn execute(
         .into_iter()
         .filter(|d| !done.results.contains_key(d))
         .collect();
-    read.extend(read_days(&stale, &mut day::Days::new(reader, cfg, now))?);
+    read.extend(read_days(
+        &stale,
+        &mut day::Days::new(reader, cfg, now),
+        live,
+    )?);
     for (day, result, fingerprint, summary_written) in read {
         done.spans_scanned += result.spans;
         done.days_scanned += 1;
@@ -78,12 +83,24 @@ pub(super) fn execute(
     Ok(done)
 }
 
-/// `days` read from their spans, in order.
-fn read_days(days: &[i32], per_day: &mut day::Days<'_>) -> Result<Vec<Read>, SweepError> {
+/// `days` read from their spans, in order; today from what `live` kept
+/// of it, when there is a `live`.
+fn read_days(
+    days: &[i32],
+    per_day: &mut day::Days<'_>,
+    mut live: Option<&mut super::Live>,
+) -> Result<Vec<Read>, SweepError> {
     let mut out = Vec::new();
     for &day in days {
         let t0 = std::time::Instant::now();
-        let (result, fingerprint, summary_written) = per_day.result(day)?;
+        let (result, fingerprint, summary_written) = match live.as_deref_mut() {
+            Some(live) if day == per_day.today() => {
+                let (result, fingerprint) =
+                    live.result(per_day.reader(), per_day.cfg(), per_day.now(), day)?;
+                (result, fingerprint, false)
+            }
+            _ => per_day.result(day)?,
+        };
         tracing::debug!(
             day = %day_to_string(day),
             spans = result.spans,

@@ -17,6 +17,7 @@ mod commit;
 mod day;
 mod dry;
 mod execute;
+mod live;
 mod plan;
 mod remedies;
 mod report;
@@ -26,6 +27,7 @@ mod window;
 
 pub use day::{day_fingerprint, settle_ns};
 pub use dry::dry_run;
+pub use live::Live;
 pub use report::{signal_json, to_json, to_markdown, to_text};
 
 /// What a sweep looks at.
@@ -150,6 +152,30 @@ pub fn run(
     cfg: &DetectConfig,
     opts: &SweepOptions,
 ) -> Result<SweepReport, SweepError> {
+    sweep(reader, state, cfg, opts, None)
+}
+
+/// [`run`] as a process that sweeps again and again runs it (`serve`'s
+/// scheduler): today is read from what `live` kept of it at the last
+/// sweep and the spans that arrived since ([`Live`]); the findings are
+/// those of [`run`].
+pub fn run_live(
+    reader: &Reader,
+    state: &mut StateDb,
+    cfg: &DetectConfig,
+    opts: &SweepOptions,
+    live: &mut Live,
+) -> Result<SweepReport, SweepError> {
+    sweep(reader, state, cfg, opts, Some(live))
+}
+
+fn sweep(
+    reader: &Reader,
+    state: &mut StateDb,
+    cfg: &DetectConfig,
+    opts: &SweepOptions,
+    live: Option<&mut Live>,
+) -> Result<SweepReport, SweepError> {
     // Every part and rollup file this sweep lists stays on disk until it
     // ends, whatever the store compacts or refreshes meanwhile.
     let _pin = reader.pin();
@@ -179,7 +205,7 @@ pub fn run(
         state.forget_days_before(first - 1)?;
     }
     let plan = plan::plan(reader, state, cfg, opts, &days, (since, today))?;
-    let done = execute::execute(reader, cfg, now, plan)?;
+    let done = execute::execute(reader, cfg, now, plan, live)?;
     let mut tally = execute::Tally::default();
     for (day, (result, fingerprint)) in done.results {
         if let Some(fingerprint) = fingerprint {

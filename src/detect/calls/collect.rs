@@ -1,14 +1,17 @@
 //! [`collect_table_keeping`], the kernel, as steps: the rows numbered and
 //! bucketed (`numbering`), one pass over each turn's calls by tool (what is
 //! repeated, healthy, failing, last called), and only then the strings of
-//! the repeated calls and the per-tool and per-day tables.
+//! the repeated calls; the records ([`Parts`]) made into the per-tool and
+//! per-day tables by [`finish`].
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::numbering::{Buckets, Rows, Sessions, Turns};
+use super::parts::{finish, Parts, ToolTurn, TurnService};
 use super::{
-    stated_waits, Call, Class, FailingTurn, Fast, Healthy, Hex, Keep, SpanIndex, SpanTable,
-    StatedWait, Turn, TurnCalls, WORST_TURNS,
+    stated_waits, Call, Class, FailingTurn, Fast, Hex, Keep, SpanIndex, SpanTable, StatedWait,
+    Turn, TurnCalls,
 };
 use crate::detect::turns::{self, Anchor};
 use crate::model::ErrorClass;
@@ -16,54 +19,48 @@ use crate::model::ErrorClass;
 /// [`collect_table`](super::collect_table), building calls only for the
 /// pairs `keep` names.
 pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> TurnCalls {
+    finish([&parts(t, keep)], settled_by_ns)
+}
+
+/// The kernel's records of the turns of `t`, which must hold its turns
+/// whole: [`finish`] of the parts of tables that split the spans by whole
+/// turns is [`collect_table_keeping`] of them all.
+pub fn parts(t: &SpanTable, keep: Keep) -> Parts {
     let index = SpanIndex::new(t);
     let rows = Rows::of(t, &index);
     let turns = Turns::number(t, &rows.anchors);
     let waits = stated_waits(t, &index, |i| rows.is_call(i));
     let buckets = Buckets::of(&rows, &turns);
-    let scan = scan(&rows, &turns, &buckets, keep, settled_by_ns);
     let sessions = Sessions::of(t, &rows.anchors, &turns);
-    let mut out = TurnCalls::default();
+    let scan = scan(&rows, &turns, &buckets, &sessions, keep);
+    let mut out = Parts::default();
     let ids = calls(&rows, &index, &turns, &sessions, &scan, &waits, &mut out);
     out.models = crate::detect::models::of_turns(t, &index, &turns.turn_of, &ids);
-    let dict = |id: u32| t.dict.get(id).unwrap_or("").to_string();
-    out.failing = failing(&rows, &turns, &sessions, scan.worst);
-    out.last_call = scan
-        .last_call
-        .into_iter()
-        .map(|((tool, day), ns)| ((dict(tool), day), ns))
-        .collect();
-    out.turns_by_service = turns_by_service(&rows, &turns);
-    out.calls.sort_by(|a, b| {
-        (&a.turn, &a.tool, a.start_ns, &a.span_id).cmp(&(&b.turn, &b.tool, b.start_ns, &b.span_id))
-    });
-    out.healthy = scan
-        .healthy
-        .into_iter()
-        .map(|(tool, (d, s))| {
-            (
-                dict(tool),
-                Healthy {
-                    duration_s: crate::detect::median(d),
-                    spans: crate::detect::median(s),
-                },
-            )
-        })
-        .collect();
+    out.tool_turns = scan.tool_turns;
+    out.turn_services = turn_services(&rows, &turns);
     out
 }
 
-/// (tool, day) → (failures, calls, turn number) of the turns it failed in.
-type Worst = HashMap<(u32, i32), Vec<(i64, i64, u32)>, Fast>;
+/// Dictionary strings as shared names, each made once.
+struct Names<'t> {
+    t: &'t SpanTable,
+    made: HashMap<u32, Arc<str>, Fast>,
+}
+
+impl Names<'_> {
+    fn get(&mut self, id: u32) -> Arc<str> {
+        let t = self.t;
+        self.made
+            .entry(id)
+            .or_insert_with(|| Arc::from(t.dict.get(id).unwrap_or("")))
+            .clone()
+    }
+}
 
 /// What one pass over each turn's calls, by tool, found.
 struct Scan {
-    /// (tool, day) → the latest start of a call of it in a settled turn.
-    last_call: HashMap<(u32, i32), i64, Fast>,
-    worst: Worst,
-    /// Per tool, the durations (s) and span counts of the turns that called
-    /// it and saw no failure of it.
-    healthy: HashMap<u32, (Vec<f64>, Vec<f64>), Fast>,
+    /// One record per turn and tool called.
+    tool_turns: Vec<ToolTurn>,
     /// Per row, its place among its turn's calls by start (turns with a
     /// repeated pair only).
     seq_of: Vec<u32>,
@@ -72,12 +69,20 @@ struct Scan {
 }
 
 /// Go over each turn's calls by tool.
-fn scan(rows: &Rows<'_>, turns: &Turns, buckets: &Buckets, keep: Keep, settled_by_ns: i64) -> Scan {
+fn scan(
+    rows: &Rows<'_>,
+    turns: &Turns,
+    buckets: &Buckets,
+    sessions: &Sessions,
+    keep: Keep,
+) -> Scan {
     let t = rows.t;
+    let mut names = Names {
+        t,
+        made: HashMap::default(),
+    };
     let mut out = Scan {
-        last_call: HashMap::default(),
-        worst: Worst::default(),
-        healthy: HashMap::default(),
+        tool_turns: Vec::new(),
         seq_of: vec![0; t.len()],
         repeated_rows: Vec::new(),
     };
@@ -112,20 +117,27 @@ fn scan(rows: &Rows<'_>, turns: &Turns, buckets: &Buckets, keep: Keep, settled_b
                 findable |= g.iter().any(failed) || repeats_a_request(t, g);
                 turn_rows.extend_from_slice(g);
             }
-            if st.end_ns <= settled_by_ns {
-                let l = out.last_call.entry((tool, day)).or_insert(i64::MIN);
-                *l = (*l).max(last);
-            }
-            if failures > 0 {
-                out.worst
-                    .entry((tool, day))
-                    .or_default()
-                    .push((failures, n, k as u32));
-            } else {
-                let h = out.healthy.entry(tool).or_default();
-                h.0.push((st.end_ns - st.start_ns) as f64 / 1e9);
-                h.1.push(st.spans as f64);
-            }
+            let failing = (failures > 0).then(|| {
+                Box::new(FailingTurn {
+                    turn: turns::turn_id(rows.anchors[st.row], t),
+                    trace_id: t.trace_str(st.row),
+                    calls: n.max(0) as usize,
+                    failures: failures.max(0) as usize,
+                    session_id: t.dict.get(sessions.turn[k]).map(str::to_string),
+                })
+            });
+            out.tool_turns.push(ToolTurn {
+                trace: t.trace[st.row],
+                tool: names.get(tool),
+                day,
+                turn_end_ns: st.end_ns,
+                last_start_ns: last,
+                calls: n,
+                failures,
+                duration_s: (st.end_ns - st.start_ns) as f64 / 1e9,
+                spans: st.spans as f64,
+                failing,
+            });
         }
         // A turn is kept whole: the rules read its other repeated calls too
         // (a read-only call between a success and its repeat).
@@ -164,7 +176,7 @@ fn calls(
     sessions: &Sessions,
     scan: &Scan,
     waits: &HashMap<u32, StatedWait, Fast>,
-    out: &mut TurnCalls,
+    out: &mut Parts,
 ) -> HashMap<u32, String, Fast> {
     let t = rows.t;
     let session = |id: u32| t.dict.get(id).map(str::to_string);
@@ -181,6 +193,7 @@ fn calls(
             .clone();
         if !out.turns.contains_key(&turn_id) {
             let st = turns.stats[k as usize];
+            out.turn_traces.insert(turn_id.clone(), t.trace[st.row]);
             // The newest span end of the turn's trace, for settling.
             let last_end = index
                 .trace_rows(st.row)
@@ -228,62 +241,26 @@ fn calls(
     ids
 }
 
-/// Per (tool, day), the turns it failed most in, worst first.
-fn failing(
-    rows: &Rows<'_>,
-    turns: &Turns,
-    sessions: &Sessions,
-    worst: Worst,
-) -> std::collections::BTreeMap<(String, i32), Vec<FailingTurn>> {
+/// Per turn, the service of its anchor and the day it began.
+fn turn_services(rows: &Rows<'_>, turns: &Turns) -> Vec<TurnService> {
     let t = rows.t;
-    let mut out = std::collections::BTreeMap::new();
-    for ((tool, day), turns_) in worst {
-        // Worst first; ties by turn id, so the order of rows in the parts
-        // (a compaction re-sorts them) changes nothing.
-        let mut turns_: Vec<(i64, i64, u32, String)> = turns_
-            .into_iter()
-            .map(|(f, c, k)| {
-                let anchor = rows.anchors[turns.stats[k as usize].row];
-                (f, c, k, turns::turn_id(anchor, t))
-            })
-            .collect();
-        turns_.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.3.cmp(&b.3)));
-        let kept = turns_
-            .into_iter()
-            .take(WORST_TURNS)
-            .map(|(failures, calls, k, turn)| {
-                let row = turns.stats[k as usize].row;
-                FailingTurn {
-                    turn,
-                    trace_id: t.trace_str(row),
-                    calls: calls.max(0) as usize,
-                    failures: failures.max(0) as usize,
-                    session_id: t.dict.get(sessions.turn[k as usize]).map(str::to_string),
-                }
-            })
-            .collect();
-        out.insert((t.dict.get(tool).unwrap_or("").to_string(), day), kept);
-    }
-    out
-}
-
-/// Per (service of the turn's anchor, day it began), the turns.
-fn turns_by_service(
-    rows: &Rows<'_>,
-    turns: &Turns,
-) -> std::collections::BTreeMap<(String, i32), u64> {
-    let t = rows.t;
-    let mut by_service: HashMap<(u32, i32), u64, Fast> = HashMap::default();
-    for st in &turns.stats {
-        let anchor = match rows.anchors[st.row] {
-            Anchor::Row(r) => r,
-            Anchor::AgentCall(_) => st.row,
-        };
-        let day = crate::model::day_of_ns(st.began_ns);
-        *by_service.entry((t.service[anchor], day)).or_insert(0) += 1;
-    }
-    by_service
-        .into_iter()
-        .map(|((service, day), n)| ((t.dict.get(service).unwrap_or("").to_string(), day), n))
+    let mut names = Names {
+        t,
+        made: HashMap::default(),
+    };
+    turns
+        .stats
+        .iter()
+        .map(|st| {
+            let anchor = match rows.anchors[st.row] {
+                Anchor::Row(r) => r,
+                Anchor::AgentCall(_) => st.row,
+            };
+            TurnService {
+                trace: t.trace[st.row],
+                service: names.get(t.service[anchor]),
+                day: crate::model::day_of_ns(st.began_ns),
+            }
+        })
         .collect()
 }

@@ -23,9 +23,11 @@ use crate::model::ErrorClass;
 
 mod collect;
 mod numbering;
+mod parts;
 mod waits;
 
-pub use collect::collect_table_keeping;
+pub use collect::{collect_table_keeping, parts};
+pub use parts::{finish, Parts, ToolTurn, TurnService};
 pub use waits::{stated_waits, waitable, StatedWait};
 
 type Fast = foldhash::fast::RandomState;

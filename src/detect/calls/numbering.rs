@@ -58,7 +58,8 @@ impl<'t> Rows<'t> {
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct TurnStat {
-    /// The turn's first row.
+    /// The turn's first row: its earliest span (by start, then trace and
+    /// span id), whatever the order of the table's rows.
     pub row: usize,
     /// When the turn began: its anchor span's start (else its first span's).
     pub began_ns: i64,
@@ -104,6 +105,11 @@ impl Turns {
             }
             let k = *slot;
             let st = &mut stats[k as usize];
+            // The turn's first row is its earliest span, whatever the
+            // order of the rows (a compaction re-sorts them).
+            if (s, t.trace[i], t.span[i]) < (t.start[st.row], t.trace[st.row], t.span[st.row]) {
+                st.row = i;
+            }
             st.start_ns = st.start_ns.min(s);
             if matches!(anchor, Anchor::AgentCall(_)) {
                 st.began_ns = st.began_ns.min(s);
@@ -157,11 +163,11 @@ impl Buckets {
 }
 
 /// The session of each turn: its anchor's (the user's request: a
-/// supervisor's, not a sub-agent's), else the first any span has.
+/// supervisor's, not a sub-agent's), else the earliest span's that has one.
 pub(super) struct Sessions {
     /// Per turn, its anchor's session (0: none).
     pub anchor: Vec<u32>,
-    /// Per turn, its anchor's, else the first of any span's (0: none).
+    /// Per turn, its anchor's, else the earliest span's that has one (0: none).
     pub turn: Vec<u32>,
 }
 
@@ -175,10 +181,19 @@ impl Sessions {
                 }
             }
         }
+        // Else the session of the earliest span that has one (by start,
+        // then trace and span id), whatever the order of the rows.
         let mut turn = anchor.clone();
+        let mut from: Vec<Option<usize>> = vec![None; turn.len()];
         for (i, &k) in turns.turn_of.iter().enumerate() {
-            if turn[k as usize] == 0 {
-                turn[k as usize] = t.session[i];
+            let k = k as usize;
+            if anchor[k] != 0 || t.session[i] == 0 {
+                continue;
+            }
+            let key = |r: usize| (t.start[r], t.trace[r], t.span[r]);
+            if from[k].is_none_or(|r| key(i) < key(r)) {
+                from[k] = Some(i);
+                turn[k] = t.session[i];
             }
         }
         Sessions { anchor, turn }

@@ -1,0 +1,239 @@
+//! Today read incrementally: what `serve`'s scheduled sweep keeps between
+//! sweeps so that each one costs what arrived since the last, not the
+//! whole day. Today's spans stay decoded ([`rows`]: only new parts read),
+//! the day before is read only for the traces that need it ([`before`]),
+//! and the kernel's records ([`crate::detect::calls::Parts`]) are kept per
+//! group of traces (traces joined by a turn: an agent call id shared
+//! between them) and made again only for the groups that got spans. The
+//! day's result is then made from all the records, exactly as a full read
+//! of the day would make it ([`groups`]).
+//!
+//! The state lives in the process: a restart (or a change it cannot
+//! follow, such as spans taken out of the day) rebuilds it with one read
+//! of the day, logged.
+
+use std::collections::HashSet;
+
+use super::day::{self, settle_ns};
+use super::SweepError;
+use crate::config::DetectConfig;
+use crate::detect::calls;
+use crate::model::{day_of_ns, day_to_string, NANOS_PER_DAY};
+use crate::signal;
+use crate::store::Reader;
+
+mod before;
+mod groups;
+mod rows;
+
+use before::Before;
+use groups::Groups;
+use rows::DayRows;
+
+/// What a process keeps of today between its sweeps (one per data
+/// directory; `serve`'s scheduler holds it).
+#[derive(Default)]
+pub struct Live {
+    today: Option<Today>,
+    /// The last rebuild's reason, for tests and logs.
+    rebuilt: usize,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field(
+                "day",
+                &self.today.as_ref().map(|t| day_to_string(t.rows.day)),
+            )
+            .field("rebuilt", &self.rebuilt)
+            .finish()
+    }
+}
+
+/// One day's kept state.
+struct Today {
+    rows: DayRows,
+    before: Option<Before>,
+    groups: Groups,
+    /// The rules' parameters it was made under.
+    rules: String,
+}
+
+impl Live {
+    /// How many times the state was built from a whole read of the day.
+    pub fn rebuilds(&self) -> usize {
+        self.rebuilt
+    }
+
+    /// `day`'s (today's) result as of `now` and its fingerprint (today is
+    /// not over: no summary is written of it).
+    pub(super) fn result(
+        &mut self,
+        reader: &Reader,
+        cfg: &DetectConfig,
+        now: i64,
+        day: i32,
+    ) -> Result<(signal::DayResult, String), SweepError> {
+        let out = self.update(reader, cfg, now, day);
+        if out.is_err() {
+            // Rows may have been taken and records not: start over next time.
+            self.today = None;
+        }
+        out
+    }
+
+    fn update(
+        &mut self,
+        reader: &Reader,
+        cfg: &DetectConfig,
+        now: i64,
+        day: i32,
+    ) -> Result<(signal::DayResult, String), SweepError> {
+        let rules = format!("{cfg:?}");
+        let keep = self
+            .today
+            .as_ref()
+            .is_some_and(|t| t.rows.day == day && t.rules == rules);
+        if !keep {
+            self.rebuild(day, rules.clone(), "a new day (or a restart)");
+        }
+        let t0 = std::time::Instant::now();
+        let today = self.today.as_mut().expect("built above");
+        let first_new = match today.rows.refresh(reader, now)? {
+            Ok(first) => first,
+            Err(rows::Stale(why)) => {
+                self.rebuild(day, rules, &why);
+                let today = self.today.as_mut().expect("built above");
+                match today.rows.refresh(reader, now)? {
+                    Ok(first) => first,
+                    Err(rows::Stale(why)) => {
+                        return Err(SweepError::Store(crate::store::StoreError::data(
+                            "reading today's spans",
+                            why,
+                        )))
+                    }
+                }
+            }
+        };
+        let today = self.today.as_mut().expect("built above");
+        let t1 = std::time::Instant::now();
+        let before_changed = today.refresh_before(reader, now)?;
+        let dirty = today
+            .groups
+            .take_rows(&today.rows.table, first_new, before_changed);
+        let rootless = today.groups.rootless(&today.rows.table, &dirty);
+        if let Some(b) = today.before.as_mut() {
+            b.pull(reader, now, &rootless)?;
+        }
+        let t2 = std::time::Instant::now();
+        let recomputed = today
+            .groups
+            .recompute(&mut today.rows.table, today.before.as_ref(), &dirty);
+        let t3 = std::time::Instant::now();
+        let out = today.result(reader, cfg, now)?;
+        tracing::debug!(
+            day = %day_to_string(day),
+            new_rows = today.rows.table.len() - first_new,
+            traces = dirty.len(),
+            groups = recomputed,
+            read_ms = (t1 - t0).as_millis() as u64,
+            before_ms = (t2 - t1).as_millis() as u64,
+            kernel_ms = (t3 - t2).as_millis() as u64,
+            rules_ms = t3.elapsed().as_millis() as u64,
+            "today from its new spans"
+        );
+        Ok(out)
+    }
+
+    fn rebuild(&mut self, day: i32, rules: String, why: &str) {
+        if self.today.is_some() {
+            tracing::info!(day = %day_to_string(day), reason = why, "today's kept state read again from the day's spans");
+        }
+        self.rebuilt += 1;
+        self.today = Some(Today {
+            rows: DayRows::new(day),
+            before: None,
+            groups: Groups::default(),
+            rules,
+        });
+    }
+}
+
+impl Today {
+    /// The day before brought up to date: read again when its parts
+    /// changed (late spans for it, its seal); whether it was.
+    fn refresh_before(&mut self, reader: &Reader, now: i64) -> Result<bool, SweepError> {
+        let day = self.rows.day - 1;
+        let version = super::window::part_hash(reader, day)?;
+        if self.before.as_ref().is_some_and(|b| b.version == version) {
+            return Ok(false);
+        }
+        self.before = Some(Before::load(reader, day, now)?);
+        Ok(true)
+    }
+
+    /// The day's result from every group's records, as [`day::Days`]
+    /// makes it from a whole read.
+    fn result(
+        &self,
+        reader: &Reader,
+        cfg: &DetectConfig,
+        now: i64,
+    ) -> Result<(signal::DayResult, String), SweepError> {
+        let day = self.rows.day;
+        let settle = settle_ns(cfg);
+        let tc = calls::finish(self.groups.parts(), now - settle).began_on(day);
+        let shape = self
+            .groups
+            .shape(&self.rows.table, self.before.as_ref(), day, now - settle);
+        let mut read_days = Vec::new();
+        let mut versions = vec![(day, self.rows.version)];
+        if shape.rootless {
+            read_days.push(day - 1);
+            if let Some(b) = &self.before {
+                versions.insert(0, (day - 1, b.version));
+            }
+        }
+        read_days.push(day);
+        let summary = super::summary::Summary {
+            calls: tc,
+            spans: shape.spans,
+            horizon_ns: shape.horizon_ns,
+            read_days,
+        };
+        // Today is never final: it holds until its first unsettled span
+        // settles, its first held-back span is due, or the day is over.
+        let day_over = i64::from(day + 1) * NANOS_PER_DAY + settle;
+        let mut until = shape
+            .settles_at
+            .map_or(i64::MAX, |e| e.saturating_add(settle));
+        if let Some(b) = self.rows.held_back_ns() {
+            until = until.min(b);
+        }
+        if shape.reaching {
+            until = until.min(i64::from(day + 1) * NANOS_PER_DAY);
+        }
+        if now < day_over {
+            until = until.min(day_over);
+        }
+        let provisional = Some((now, until.max(now + 1)));
+        let result = day::day_result(&summary, day, now, cfg, provisional);
+        let fingerprint =
+            day::fingerprint_of_versions(reader, cfg, day, day_of_ns(now), &versions)?;
+        Ok((result, fingerprint))
+    }
+}
+
+/// Traces by their ids as stored, for reading the day before.
+pub(super) type TraceIds = Vec<(u128, String)>;
+
+/// The traces of a set, in a stable order.
+fn sorted(set: &HashSet<u128>) -> Vec<u128> {
+    let mut v: Vec<u128> = set.iter().copied().collect();
+    v.sort_unstable();
+    v
+}
+
+#[cfg(test)]
+mod tests;

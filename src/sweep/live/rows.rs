@@ -1,0 +1,239 @@
+//! A day's spans kept decoded between sweeps: only the parts that are new
+//! since the last sweep are read; of a compaction's merged part, only the
+//! spans that were not read from the parts it replaced are kept. A change
+//! that takes spans away (parts removed that no merged part holds) makes
+//! the caller read the day again.
+
+use std::collections::{BTreeMap, HashMap};
+
+use polars::prelude::*;
+
+use super::super::window::part_hash;
+use super::super::SweepError;
+use crate::model::NANOS_PER_DAY;
+use crate::spans::{SpanTable, COLUMNS};
+use crate::store::{DayParts, Reader};
+
+/// What was read of one part.
+#[derive(Debug, Clone)]
+struct Seen {
+    /// The rows of the table read from it (a merged part: those of the
+    /// parts it replaced, then its own).
+    ranges: Vec<(usize, usize)>,
+    /// Its spans of the day that started before this were read.
+    read_until_ns: i64,
+    /// The earliest start of the day it holds at or after `read_until_ns`.
+    held_back_ns: Option<i64>,
+}
+
+/// A day's spans that started before the latest `now`, in the order read.
+pub(super) struct DayRows {
+    pub day: i32,
+    pub table: SpanTable,
+    seen: BTreeMap<String, Seen>,
+    /// The day's version ([`part_hash`]) taken before its parts were listed.
+    pub version: u128,
+}
+
+/// Why kept rows cannot be brought up to date by reading new parts alone.
+pub(super) struct Stale(pub String);
+
+type Fast = foldhash::fast::RandomState;
+
+impl DayRows {
+    pub fn new(day: i32) -> DayRows {
+        DayRows {
+            day,
+            table: SpanTable::default(),
+            seen: BTreeMap::new(),
+            version: 0,
+        }
+    }
+
+    /// The earliest start of the day left out for being at or after `now`.
+    pub fn held_back_ns(&self) -> Option<i64> {
+        self.seen.values().filter_map(|s| s.held_back_ns).min()
+    }
+
+    /// Read what is new as of `now`: the parts not read yet (of a merged
+    /// part, the spans not read from the parts it replaced), and the spans
+    /// of parts read that were left out for starting after the last `now`.
+    /// Rows are only appended; the first new row's index.
+    pub fn refresh(
+        &mut self,
+        reader: &Reader,
+        now: i64,
+    ) -> Result<Result<usize, Stale>, SweepError> {
+        let first_new = self.table.len();
+        let version = part_hash(reader, self.day)?;
+        let listed = reader.day_parts(self.day)?;
+        let names: Vec<String> = listed.names().to_vec();
+        let removed: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|k| !names.contains(k))
+            .cloned()
+            .collect();
+        let range = (
+            i64::from(self.day) * NANOS_PER_DAY,
+            i64::from(self.day + 1) * NANOS_PER_DAY,
+        );
+        // The spans of the parts replaced, to be found in the merged parts.
+        let mut replaced: HashMap<(u128, u64), usize, Fast> = HashMap::default();
+        let mut inherited = Vec::new();
+        for k in &removed {
+            let s = self.seen.remove(k).expect("listed above");
+            for &(a, b) in &s.ranges {
+                for r in a..b {
+                    *replaced
+                        .entry((self.table.trace[r], self.table.span[r]))
+                        .or_insert(0) += 1;
+                }
+            }
+            inherited.extend(s.ranges);
+        }
+        for (i, name) in names.iter().enumerate() {
+            if self.seen.contains_key(name) {
+                continue;
+            }
+            let merged = !removed.is_empty() && is_rewrite(name);
+            let part = read_part(&listed, i, range, now)?;
+            let at = self.table.len();
+            if merged {
+                let rows: Vec<usize> = (0..part.table.len())
+                    .filter(|&r| {
+                        match replaced.get_mut(&(part.table.trace[r], part.table.span[r])) {
+                            Some(n) if *n > 0 => {
+                                *n -= 1;
+                                false
+                            }
+                            _ => true,
+                        }
+                    })
+                    .collect();
+                self.table.extend_from(&part.table, &rows);
+            } else {
+                self.table
+                    .extend_from(&part.table, &(0..part.table.len()).collect::<Vec<_>>());
+            }
+            let mut ranges = if merged {
+                std::mem::take(&mut inherited)
+            } else {
+                Vec::new()
+            };
+            ranges.push((at, self.table.len()));
+            self.seen.insert(
+                name.clone(),
+                Seen {
+                    ranges,
+                    read_until_ns: now,
+                    held_back_ns: part.held_back_ns,
+                },
+            );
+        }
+        if let Some(missing) = replaced
+            .values()
+            .copied()
+            .filter(|n| *n > 0)
+            .reduce(|a, b| a + b)
+        {
+            return Ok(Err(Stale(format!(
+                "{missing} spans read from parts since replaced are in no part that replaced them"
+            ))));
+        }
+        if !inherited.is_empty() {
+            return Ok(Err(Stale(
+                "parts read were removed, and no merged part holds them".into(),
+            )));
+        }
+        // Spans held back for starting after an earlier `now`, now due.
+        let due: Vec<String> = self
+            .seen
+            .iter()
+            .filter(|(_, s)| s.held_back_ns.is_some_and(|h| h < now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for name in due {
+            let i = names
+                .iter()
+                .position(|n| *n == name)
+                .expect("read parts are listed");
+            let from = self.seen[&name].read_until_ns.max(range.0);
+            let part = read_part(&listed, i, (from, range.1), now)?;
+            let at = self.table.len();
+            self.table
+                .extend_from(&part.table, &(0..part.table.len()).collect::<Vec<_>>());
+            let s = self.seen.get_mut(&name).expect("listed above");
+            s.ranges.push((at, self.table.len()));
+            s.read_until_ns = now;
+            s.held_back_ns = part.held_back_ns;
+        }
+        self.version = version;
+        Ok(Ok(first_new))
+    }
+}
+
+/// What one read of a part gave.
+struct PartRead {
+    table: SpanTable,
+    held_back_ns: Option<i64>,
+}
+
+/// Part `i`'s spans that started in `from..until` and before `now`, and
+/// the earliest start in that range at or after `now`.
+fn read_part(
+    listed: &DayParts,
+    i: usize,
+    (from, until): (i64, i64),
+    now: i64,
+) -> Result<PartRead, SweepError> {
+    let Some((path, lf)) = listed.each().nth(i) else {
+        return Err(SweepError::Store(crate::store::StoreError::data(
+            "reading today's new spans",
+            "a part listed was not found in the listing",
+        )));
+    };
+    let context = format!("reading {}", path.display());
+    let data = |e| SweepError::Data {
+        context: context.clone(),
+        source: e,
+    };
+    let lf = lf.map_err(data)?;
+    let in_day = col("start_ns")
+        .gt_eq(lit(from))
+        .and(col("start_ns").lt(lit(until)));
+    let columns: Vec<Expr> = COLUMNS.iter().map(|c| col(*c)).collect();
+    let df = lf
+        .clone()
+        .filter(in_day.clone().and(col("start_ns").lt(lit(now))))
+        .select(columns)
+        .collect()
+        .map_err(data)?;
+    let mut table = SpanTable::default();
+    table.append(&df).map_err(data)?;
+    if until <= now {
+        return Ok(PartRead {
+            table,
+            held_back_ns: None,
+        });
+    }
+    let later = lf
+        .filter(in_day.and(col("start_ns").gt_eq(lit(now))))
+        .select([col("start_ns").min()])
+        .collect()
+        .map_err(data)?;
+    let held_back_ns = later
+        .column("start_ns")
+        .and_then(|c| c.i64().map(|c| c.get(0)))
+        .map_err(data)?;
+    Ok(PartRead {
+        table,
+        held_back_ns,
+    })
+}
+
+/// A part that holds only spans of the parts it replaced: a compaction's
+/// merged part, or a seal's output.
+fn is_rewrite(name: &str) -> bool {
+    name.ends_with("-c.parquet") || crate::store::layout::is_seal_output(std::path::Path::new(name))
+}
