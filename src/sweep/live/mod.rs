@@ -127,9 +127,10 @@ impl Live {
             b.pull(reader, now, &rootless)?;
         }
         let t2 = std::time::Instant::now();
-        let recomputed = today
-            .groups
-            .recompute(&mut today.rows.table, today.before.as_ref(), &dirty);
+        let recomputed =
+            today
+                .groups
+                .recompute(&mut today.rows.table, today.before.as_ref(), &dirty);
         let t3 = std::time::Instant::now();
         let out = today.result(reader, cfg, now)?;
         tracing::debug!(

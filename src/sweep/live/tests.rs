@@ -258,9 +258,15 @@ fn every_sweep_of_the_day_finds_what_a_whole_read_finds() {
         found >= 5,
         "the traffic gives the rules something to find ({found})"
     );
-    assert_eq!(
-        live.rebuilds(),
-        2,
-        "built at the first sweep and after the restart only"
-    );
+    assert_eq!(live.rebuilds(), 1, "built again only at the restart");
+    // The store compacted flush outputs under the kept state meanwhile.
+    let merged = store
+        .reader()
+        .day_parts(day)
+        .unwrap()
+        .names()
+        .iter()
+        .filter(|n| n.ends_with("-c.parquet"))
+        .count();
+    assert!(merged >= 2, "{merged} merged parts");
 }
