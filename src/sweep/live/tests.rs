@@ -1,6 +1,7 @@
 //! Parity of the incremental path with a whole read of the day: a day of
 //! agent traffic arrives slice by slice through a real store (flushes,
-//! compactions of flush outputs, late spans, spans dated after `now`,
+//! compactions of flush outputs, seals of the day before and of the day,
+//! late spans, spans dated after `now`,
 //! turns across midnight, MCP client/server pairs whose server span comes
 //! later, turns of an agent call id across traces, a restart), and after
 //! every slice today's result from [`Live`] is the one [`day::Days`] reads.
@@ -196,6 +197,8 @@ fn options() -> StoreOptions {
         flush_interval: Duration::from_secs(3600),
         retired_grace: Duration::ZERO,
         compact_parts: 4,
+        // Seals when the test says (the days are long over by the clock).
+        seal_after: None,
         ..StoreOptions::default()
     }
 }
@@ -236,6 +239,24 @@ fn every_sweep_of_the_day_finds_what_a_whole_read_finds() {
                 .unwrap();
         }
         store.flush().unwrap();
+        if k == 12 {
+            // The day before sealed (its late spans since come as new parts).
+            store.seal_compact(day - 1).unwrap();
+        }
+        if k == 30 {
+            // The store compacted flush outputs under the kept state so far.
+            let merged = store
+                .reader()
+                .day_parts(day)
+                .unwrap()
+                .names()
+                .iter()
+                .filter(|n| n.ends_with("-c.parquet"))
+                .count();
+            assert!(merged >= 2, "{merged} merged parts");
+            // Today's parts rewritten as a seal would: the spans stay.
+            store.seal_compact(day).unwrap();
+        }
         if k == 40 {
             // A restart: the state is built again from one read.
             assert_eq!(live.rebuilds(), 1, "built once, at the first sweep");
@@ -259,14 +280,4 @@ fn every_sweep_of_the_day_finds_what_a_whole_read_finds() {
         "the traffic gives the rules something to find ({found})"
     );
     assert_eq!(live.rebuilds(), 1, "built again only at the restart");
-    // The store compacted flush outputs under the kept state meanwhile.
-    let merged = store
-        .reader()
-        .day_parts(day)
-        .unwrap()
-        .names()
-        .iter()
-        .filter(|n| n.ends_with("-c.parquet"))
-        .count();
-    assert!(merged >= 2, "{merged} merged parts");
 }
