@@ -5,6 +5,11 @@
 //!
 //!     cargo bench --bench sweep_data -- --out DIR [--days 30] [--per-day 1000000]
 //!                                       [--tools 40] [--first 2026-07-07] [--append]
+//!     cargo bench --bench sweep_data -- --slices --out DIR [--per-day 1000000] ...
+//!
+//! `--slices` is `serve`'s five-minute sweep over one day arriving through
+//! the store, timed sweep by sweep: see `sweep_data/slices.rs` for it and
+//! its flags.
 //!
 //! Each turn is an `invoke_agent` span with one to four tool calls under it
 //! (1 M tool spans a day means about 400 k traces). Forty tools (`--tools`) with skewed
@@ -28,6 +33,16 @@ use std::time::Instant;
 
 use stormwatch::model::{day_from_str, day_to_string, ErrorClass, SpanRow, NANOS_PER_DAY};
 use stormwatch::store::{frame, parquet, rollup, Catalog, Layout};
+
+#[path = "sweep_data/arrivals.rs"]
+mod arrivals;
+#[path = "sweep_data/slices.rs"]
+mod slices;
+
+/// The allocator `stormwatch` itself runs on (src/main.rs), so that the
+/// sweeps `--slices` times cost what they cost in `serve`.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const SEC: i64 = 1_000_000_000;
 const MS: i64 = 1_000_000;
@@ -86,7 +101,6 @@ struct Day<'a> {
     rng: Rng,
     service: Vec<Arc<str>>,
     resource: Arc<str>,
-    day: i32,
     seq: u64,
     tools: &'a [Tool],
 }
@@ -236,6 +250,33 @@ fn fail_class(rng: &mut Rng) -> ErrorClass {
 
 /// One day's rows, written as parts; returns the tool spans written.
 fn write_day(layout: &Layout, day: i32, index: i32, per_day: usize, tools: &[Tool]) -> usize {
+    let dir = layout.day_dir(day);
+    let mut part = 0;
+    generate_day(day, index, per_day, tools, &mut |rows, force| {
+        if rows.is_empty() || (!force && rows.len() < ROWS_PER_PART) {
+            return;
+        }
+        let refs: Vec<&SpanRow> = rows.iter().collect();
+        let mut df = frame::rows_to_frame(&refs).expect("frame");
+        std::fs::create_dir_all(&dir).expect("day dir");
+        parquet::write_file(&dir.join(format!("part-{part:016}-c.parquet")), &mut df)
+            .expect("write part");
+        part += 1;
+        rows.clear();
+    })
+}
+
+/// One day's rows, handed to `sink` after each trace (the trace's calls
+/// in the order they started, then its root) and once more at the end
+/// with `true`; the sink takes what it wants out of the vector. Returns
+/// the tool spans generated.
+fn generate_day(
+    day: i32,
+    index: i32,
+    per_day: usize,
+    tools: &[Tool],
+    sink: &mut dyn FnMut(&mut Vec<SpanRow>, bool),
+) -> usize {
     let total: u64 = tools.iter().map(|t| t.weight).sum();
     let mut d = Day {
         rows: Vec::with_capacity(ROWS_PER_PART + 64),
@@ -245,7 +286,6 @@ fn write_day(layout: &Layout, day: i32, index: i32, per_day: usize, tools: &[Too
             .map(|s| Arc::from(*s))
             .collect(),
         resource: Arc::from("{\"service.name\":\"travel-agent\"}"),
-        day,
         seq: u64::from(day as u32) << 32,
         tools,
     };
@@ -253,20 +293,6 @@ fn write_day(layout: &Layout, day: i32, index: i32, per_day: usize, tools: &[Too
     let outage = (20..=22).contains(&index);
     let slow_fetch = index == 25;
     let mut tool_spans = 0;
-    let mut part = 0;
-    let mut flush = |d: &mut Day<'_>, force: bool| {
-        if d.rows.is_empty() || (!force && d.rows.len() < ROWS_PER_PART) {
-            return;
-        }
-        let refs: Vec<&SpanRow> = d.rows.iter().collect();
-        let mut df = frame::rows_to_frame(&refs).expect("frame");
-        let dir = layout.day_dir(d.day);
-        std::fs::create_dir_all(&dir).expect("day dir");
-        parquet::write_file(&dir.join(format!("part-{part:016}-c.parquet")), &mut df)
-            .expect("write part");
-        part += 1;
-        d.rows.clear();
-    };
     let mut planted = [(0usize, 30usize), (1, 50), (2, 20)];
     if !outage {
         planted[0].1 = 0;
@@ -365,13 +391,16 @@ fn write_day(layout: &Layout, day: i32, index: i32, per_day: usize, tools: &[Too
             planted[i].1 -= 1;
         }
         d.agent(&trace, &agent, start, t + 10 * MS, svc);
-        flush(&mut d, false);
+        sink(&mut d.rows, false);
     }
-    flush(&mut d, true);
+    sink(&mut d.rows, true);
     tool_spans
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--slices") {
+        return slices::main();
+    }
     let mut args = std::env::args().skip(1);
     let mut out: Option<PathBuf> = None;
     let (mut days, mut per_day, mut first, mut append) = (30i32, 1_000_000usize, None, false);

@@ -28,6 +28,18 @@ measures, alternating the order so drift hits both alike:
   midnight; `--rollup store`: the daily counts from the store's rollup, as
   stormwatch reads them).
 
+With --slices, each run also measures `serve`'s five-minute sweep: the
+`sweep_data` bench's --slices mode (benches/sweep_data/slices.rs) writes
+a few history days into a new store beside --data (`<data>-slices`),
+delivers one more day of --slices-per-day tool spans (default --per-day)
+through the store in 288 slices by span end time, and sweeps after each
+(every --slices-every-th with that flag) with `now` at the slice's end;
+then one cold read of the day, a sweep with a fresh state. It reports the
+sweeps' median, p90, max and their sum over the day, the cold read, sum /
+cold, and the peak RSS from the store's opening on (the process's,
+history writing included, beside it; each slice's line is kept in
+`<data>-slices.jsonl`). --slices-only runs that mode alone.
+
 Wall time and peak RSS come from wait4() on each child process. Medians are
 printed, with the ratio stormwatch / DuckDB per run and its median, and
 beside it stormwatch / DuckDB lean (one more day: against the lean query
@@ -105,10 +117,20 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--stormwatch", help="the stormwatch binary (default: the release build)")
     ap.add_argument("--generator", help="the sweep_data bench binary (default: built with cargo)")
+    ap.add_argument("--slices", action="store_true",
+                    help="also measure the five-minute sweep over a day arriving in 288 slices")
+    ap.add_argument("--slices-only", action="store_true", help="measure the five-minute sweep alone")
+    ap.add_argument("--slices-per-day", type=int, help="tool spans of the sliced day (default: --per-day)")
+    ap.add_argument("--slices-every", type=int, default=1,
+                    help="sweep after every N-th slice only (a quicker run)")
     args = ap.parse_args()
 
     stormwatch = args.stormwatch or os.path.join(target_dir(), "release", "stormwatch")
     gen = args.generator or generator()
+    if args.slices_only:
+        slices_rows = [run_slices(args, gen) for _ in range(args.runs)]
+        print_slices(args, slices_rows)
+        return
     if not os.path.isdir(os.path.join(args.data, "spans")):
         subprocess.run([gen, "--out", args.data, "--days", str(args.days),
                         "--per-day", str(args.per_day)], check=True)
@@ -209,6 +231,62 @@ def main():
     for kind, n in (found.get("lean") or {}).items():
         if n != (found.get("duckdb") or {}).get(kind):
             print(f"  MISMATCH: DuckDB lean finds {n} {kind}, DuckDB {(found.get('duckdb') or {}).get(kind)}")
+    if args.slices:
+        slices_rows = [run_slices(args, gen) for _ in range(args.runs)]
+        print_slices(args, slices_rows)
+
+
+def run_slices(args, gen):
+    """One run of the five-minute sweep (sweep_data --slices) on a new store;
+    its summary line, with the process's wall time and peak RSS."""
+    out = args.data.rstrip("/") + "-slices"
+    for path in (out, out + ".slices-spill"):
+        shutil.rmtree(path, ignore_errors=True)
+    per_day = args.slices_per_day or args.per_day
+    wall, rss, stdout = measure([gen, "--slices", "--out", out, "--per-day", str(per_day),
+                                 "--sweep-every", str(args.slices_every)])
+    shutil.rmtree(out, ignore_errors=True)
+    # Every slice's line, kept for a closer look (sweep time by hour).
+    with open(out + ".jsonl", "wb") as f:
+        f.write(stdout)
+    lines = [json.loads(line) for line in stdout.decode().splitlines() if line.startswith("{")]
+    summary = next(line for line in lines if line.get("mode") == "slices")
+    summary["wall_s"], summary["wait4_rss_mib"] = wall, rss
+    summary["flush_s"] = sum(line.get("flush_s", 0) for line in lines if "slice" in line)
+    print(f"slices run: {summary['sweeps']} sweeps, median {summary['median_s']:.3f} s, "
+          f"p90 {summary['p90_s']:.3f} s, max {summary['max_s']:.3f} s, sum {summary['sum_s']:.1f} s; "
+          f"cold read {summary['cold_s']:.2f} s, sum / cold {summary['sum_over_cold']:.1f}; "
+          f"peak RSS {summary['peak_rss_mib']:.0f} MiB (the process {rss:.0f}); {wall:.0f} s in all",
+          flush=True)
+    return summary
+
+
+def print_slices(args, rows):
+    """The five-minute sweep's medians over the runs."""
+    per_day = args.slices_per_day or args.per_day
+
+    def med(key):
+        return statistics.median(r[key] for r in rows)
+
+    every = f", a sweep after every {args.slices_every}th" if args.slices_every > 1 else ""
+    print()
+    print(f"serve's five-minute sweep: a day of {per_day} tool spans in {rows[0]['slices']} slices"
+          f"{every}, {len(rows)} run(s), medians:")
+    print(f"  {'one sweep: median':40} {med('median_s'):8.3f} s")
+    print(f"  {'one sweep: p90':40} {med('p90_s'):8.3f} s")
+    print(f"  {'one sweep: max':40} {med('max_s'):8.3f} s")
+    label = "the day's sweeps together" + (" (estimated)" if args.slices_every > 1 else "")
+    print(f"  {label:40} {med('sum_day_s'):8.2f} s")
+    print(f"  {'one cold read of the day':40} {med('cold_s'):8.2f} s")
+    print(f"  {'peak RSS, store and sweeps':40} {med('peak_rss_mib'):8.0f} MiB")
+    print(f"  {'peak RSS, the process (with the setup)':40} {med('wait4_rss_mib'):8.0f} MiB")
+    print(f"  the day's sweeps / cold read: median {med('sum_over_cold'):.1f} "
+          "(runs " + ", ".join(f"{r['sum_over_cold']:.1f}" for r in rows) + ")")
+    for r in rows:
+        if not r["findings_match"]:
+            print(f"  MISMATCH: the last sweep finds {json.dumps(r['findings_last_sweep'], sort_keys=True)}, "
+                  f"the cold read {json.dumps(r['findings_cold'], sort_keys=True)}")
+    print(f"  findings, cold read of the day: {json.dumps(rows[-1]['findings_cold'], sort_keys=True)}")
 
 
 if __name__ == "__main__":
