@@ -237,6 +237,8 @@ fn summary(
 struct Sweeper {
     config: Config,
     state: StateDb,
+    /// Today as the last sweep left it (`serve`'s scheduler keeps one).
+    live: stormwatch::sweep::Live,
 }
 
 impl Sweeper {
@@ -244,6 +246,7 @@ impl Sweeper {
         Sweeper {
             config: config.clone(),
             state: StateDb::open(state).expect("opening the state"),
+            live: stormwatch::sweep::Live::default(),
         }
     }
 
@@ -252,11 +255,16 @@ impl Sweeper {
     fn sweep(&mut self, reader: &Reader, now_ns: i64) -> (f64, SweepReport) {
         let opts = SweepOptions::from_config(&self.config, now_ns, None);
         let t = Instant::now();
-        // The one call the incremental path changes (issue 30):
-        // `run_live(reader, &mut self.state, cfg, &opts, &mut self.live)`
-        // with a `live: sweep::Live` kept beside the state.
-        let report = stormwatch::sweep::run(reader, &mut self.state, &self.config.detect, &opts)
-            .expect("sweep");
+        // What `serve`'s scheduler calls: today from what the last sweep
+        // kept of it and the spans since.
+        let report = stormwatch::sweep::run_live(
+            reader,
+            &mut self.state,
+            &self.config.detect,
+            &opts,
+            &mut self.live,
+        )
+        .expect("sweep");
         (t.elapsed().as_secs_f64(), report)
     }
 }
