@@ -34,6 +34,12 @@ impl DayParts {
         parquet::scan_parts(&self.paths)
     }
 
+    /// Part `i`'s path (for messages) and a frame of it alone.
+    pub fn part(&self, i: usize) -> Option<(&Path, PolarsResult<LazyFrame>)> {
+        let p = self.paths.get(i)?;
+        Some((p.as_path(), parquet::scan_parts(std::slice::from_ref(p))))
+    }
+
     /// Each part's path (for messages) and a frame of it alone.
     pub fn each(&self) -> impl Iterator<Item = (&Path, PolarsResult<LazyFrame>)> + '_ {
         self.paths

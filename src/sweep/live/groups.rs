@@ -29,8 +29,10 @@ struct Trace {
 #[derive(Default)]
 pub(super) struct Groups {
     traces: HashMap<u128, Trace, Fast>,
-    /// Agent call id → the traces with a span of it.
+    /// Agent call id → the traces with a span of it today, and those
+    /// whose spans pulled from the day before have it.
     by_call: HashMap<String, Vec<u128>>,
+    by_call_before: HashMap<String, Vec<u128>>,
     /// Trace → its group's key (the group's lowest trace), and each
     /// group's traces and records.
     group_of: HashMap<u128, u128, Fast>,
@@ -71,13 +73,11 @@ impl Groups {
             trace.rooted |= !table.has_parent[r];
             dirty.insert(t);
             if let Some(call) = agent_call(table, r) {
-                let traces = self.by_call.entry(call.to_string()).or_default();
-                if !traces.contains(&t) {
-                    traces.push(t);
-                }
+                add(&mut self.by_call, call, t);
             }
         }
         if before_changed {
+            self.by_call_before.clear();
             dirty.extend(
                 self.traces
                     .iter()
@@ -180,7 +180,7 @@ impl Groups {
                 next.extend(self.members.get(g).into_iter().flatten().copied());
             }
             for call in self.calls_of(table, before, t) {
-                next.extend(self.by_call.get(&call).into_iter().flatten().copied());
+                next.extend(self.sharing(&call));
             }
             for n in next {
                 if seen.insert(n) {
@@ -230,7 +230,7 @@ impl Groups {
         };
         for &t in closure {
             for call in self.calls_of(table, before, t) {
-                for &o in self.by_call.get(&call).into_iter().flatten() {
+                for o in self.sharing(&call) {
                     if !closure.contains(&o) {
                         continue;
                     }
@@ -244,6 +244,26 @@ impl Groups {
         }
         let roots: Vec<(u128, u128)> = closure.iter().map(|&t| (t, find(&key, t))).collect();
         roots.into_iter().collect()
+    }
+
+    /// Index the agent call ids of the spans pulled from the day before
+    /// for `traces` (after [`Before::pull`]).
+    pub fn index_pulled(&mut self, before: Option<&Before>, traces: &TraceIds) {
+        let Some(b) = before else { return };
+        for (t, _) in traces {
+            for &r in b.rows(*t) {
+                if let Some(call) = agent_call(&b.pulled, r) {
+                    add(&mut self.by_call_before, call, *t);
+                }
+            }
+        }
+    }
+
+    /// The traces with a span of agent call `call`, today's or pulled.
+    fn sharing<'s>(&'s self, call: &str) -> impl Iterator<Item = u128> + 's {
+        let today = self.by_call.get(call).into_iter().flatten();
+        let before = self.by_call_before.get(call).into_iter().flatten();
+        today.chain(before).copied()
     }
 
     /// Every group's records.
@@ -299,6 +319,14 @@ impl Groups {
             shape.reaching |= !rooted || last >= day_end;
         }
         shape
+    }
+}
+
+/// Note that `trace` has a span of agent call `call`.
+fn add(index: &mut HashMap<String, Vec<u128>>, call: &str, trace: u128) {
+    let traces = index.entry(call.to_string()).or_default();
+    if traces.last() != Some(&trace) && !traces.contains(&trace) {
+        traces.push(trace);
     }
 }
 

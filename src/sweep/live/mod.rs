@@ -58,6 +58,8 @@ struct Today {
     groups: Groups,
     /// The rules' parameters it was made under.
     rules: String,
+    /// The `now` of the last sweep that brought it up to date.
+    last_now: i64,
 }
 
 impl Live {
@@ -94,9 +96,14 @@ impl Live {
         let keep = self
             .today
             .as_ref()
-            .is_some_and(|t| t.rows.day == day && t.rules == rules);
+            .is_some_and(|t| t.rows.day == day && t.rules == rules && t.last_now <= now);
         if !keep {
-            self.rebuild(day, rules.clone(), "a new day (or a restart)");
+            // (A `now` before the last sweep's: spans read since may start after it.)
+            self.rebuild(
+                day,
+                rules.clone(),
+                "a new day, new rules or a clock set back",
+            );
         }
         let t0 = std::time::Instant::now();
         let today = self.today.as_mut().expect("built above");
@@ -126,6 +133,7 @@ impl Live {
         if let Some(b) = today.before.as_mut() {
             b.pull(reader, now, &rootless)?;
         }
+        today.groups.index_pulled(today.before.as_ref(), &rootless);
         let t2 = std::time::Instant::now();
         let recomputed =
             today
@@ -133,6 +141,7 @@ impl Live {
                 .recompute(&mut today.rows.table, today.before.as_ref(), &dirty);
         let t3 = std::time::Instant::now();
         let out = today.result(reader, cfg, now)?;
+        today.last_now = now;
         tracing::debug!(
             day = %day_to_string(day),
             new_rows = today.rows.table.len() - first_new,
@@ -157,6 +166,7 @@ impl Live {
             before: None,
             groups: Groups::default(),
             rules,
+            last_now: i64::MIN,
         });
     }
 }

@@ -68,10 +68,15 @@ impl DayRows {
         let version = part_hash(reader, self.day)?;
         let listed = reader.day_parts(self.day)?;
         let names: Vec<String> = listed.names().to_vec();
+        let position: HashMap<&str, usize, Fast> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
         let removed: Vec<String> = self
             .seen
             .keys()
-            .filter(|k| !names.contains(k))
+            .filter(|k| !position.contains_key(k.as_str()))
             .cloned()
             .collect();
         let range = (
@@ -154,10 +159,7 @@ impl DayRows {
             .map(|(k, _)| k.clone())
             .collect();
         for name in due {
-            let i = names
-                .iter()
-                .position(|n| *n == name)
-                .expect("read parts are listed");
+            let i = position[name.as_str()];
             let from = self.seen[&name].read_until_ns.max(range.0);
             let part = read_part(&listed, i, (from, range.1), now)?;
             let at = self.table.len();
@@ -187,7 +189,7 @@ fn read_part(
     (from, until): (i64, i64),
     now: i64,
 ) -> Result<PartRead, SweepError> {
-    let Some((path, lf)) = listed.each().nth(i) else {
+    let Some((path, lf)) = listed.part(i) else {
         return Err(SweepError::Store(crate::store::StoreError::data(
             "reading today's new spans",
             "a part listed was not found in the listing",
