@@ -157,6 +157,13 @@ pub(super) fn fingerprint_of_versions(
     versions: &[(i32, u128)],
 ) -> Result<String, SweepError> {
     let mut hashes = day_hashes(reader, day, today)?;
+    with_versions(&mut hashes, day, versions);
+    Ok(fingerprint_through(cfg, day, &hashes, day))
+}
+
+/// `hashes` ([`day_hashes`] of `day`) with the days read at `versions`
+/// fingerprinted as they were read.
+fn with_versions(hashes: &mut [u128], day: i32, versions: &[(i32, u128)]) {
     for (d, v) in versions {
         if let Some(h) = usize::try_from(d - (day - 1))
             .ok()
@@ -165,7 +172,6 @@ pub(super) fn fingerprint_of_versions(
             *h = *v;
         }
     }
-    Ok(fingerprint_through(cfg, day, &hashes, day))
 }
 
 /// The fingerprint of a read of `day` through `through`, from [`day_hashes`].
@@ -222,14 +228,7 @@ impl<'a> Days<'a> {
         let turns = self.window.turns(day, self.today)?;
         // The days read are fingerprinted as they were when decoded (a day
         // may have been decoded before this one's hashes were taken).
-        for (d, v) in &turns.versions {
-            if let Some(h) = usize::try_from(d - (day - 1))
-                .ok()
-                .and_then(|k| hashes.get_mut(k))
-            {
-                *h = *v;
-            }
-        }
+        with_versions(&mut hashes, day, &turns.versions);
         let t1 = std::time::Instant::now();
         let table = &turns.table;
         let tc =
