@@ -81,6 +81,7 @@ pub(super) fn execute(
 /// `days` read from their spans, in order.
 fn read_days(days: &[i32], per_day: &mut day::Days<'_>) -> Result<Vec<Read>, SweepError> {
     let mut out = Vec::new();
+    per_day.plan(days);
     for &day in days {
         let t0 = std::time::Instant::now();
         let (result, fingerprint, summary_written) = per_day.result(day)?;
