@@ -217,6 +217,12 @@ impl<'a> Days<'a> {
         self.now
     }
 
+    /// The days [`result`](Self::result) will be asked for, in order (so
+    /// the window can decode the next one's spans ahead).
+    pub fn plan(&mut self, days: &[i32]) {
+        self.window.plan(days);
+    }
+
     /// `day`'s result from its spans, the fingerprint to keep it under, and
     /// whether its summary was written.
     pub fn result(&mut self, day: i32) -> Result<(signal::DayResult, String, bool), SweepError> {

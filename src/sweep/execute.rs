@@ -91,6 +91,7 @@ fn read_days(
     mut live: Option<&mut super::Live>,
 ) -> Result<Vec<Read>, SweepError> {
     let mut out = Vec::new();
+    per_day.plan(days);
     for &day in days {
         let t0 = std::time::Instant::now();
         let (result, fingerprint, summary_written) = match live.as_deref_mut() {

@@ -15,6 +15,7 @@ use crate::store::{Reader, StoreError};
 
 mod commit;
 mod day;
+mod decode;
 mod dry;
 mod execute;
 mod live;

@@ -5,15 +5,18 @@
 //! rootless) at each midnight. Days are read in order, each partition
 //! decoded into a [`SpanTable`] one part at a time and kept only while a
 //! neighbour may still need it: two days of integer columns at a time, not
-//! three decodes of every day.
+//! three decodes of every day. Given the days a sweep will ask for
+//! ([`Window::plan`]), the window decodes the partition the next day's read
+//! will need first on a thread of its own while the caller runs this day's
+//! kernel ([`Ahead`]): one partition more in memory, both cores busy.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use polars::prelude::*;
-
+pub use super::decode::part_hash;
+use super::decode::{decode, min_opt, Ahead, Decoded};
 use super::SweepError;
 use crate::model::{day_to_string, NANOS_PER_DAY};
-use crate::spans::{SpanTable, COLUMNS};
+use crate::spans::SpanTable;
 use crate::store::Reader;
 
 type Fast = foldhash::fast::RandomState;
@@ -21,22 +24,14 @@ type Fast = foldhash::fast::RandomState;
 /// Turns are followed at most this many days past the day they began.
 pub const FOLLOW_DAYS: i32 = 2;
 
-/// A decoded partition.
-struct Decoded {
-    table: SpanTable,
-    /// The parts it was decoded from (relative to the data directory), and
-    /// the day's version taken before they were listed.
-    parts: Vec<String>,
-    version: u128,
-    /// The earliest start the decode left out for being at or after `now`.
-    held_back_ns: Option<i64>,
-}
-
 /// The partitions a sweep has decoded and may still need.
 pub struct Window<'a> {
     reader: &'a Reader,
     now_ns: i64,
     days: BTreeMap<i32, Decoded>,
+    /// The days the sweep will ask for, ascending: what to decode ahead.
+    planned: Vec<i32>,
+    ahead: Option<Ahead>,
 }
 
 /// One day's turns, read whole; give them back with [`Window::done`].
@@ -58,22 +53,80 @@ pub struct DayTurns {
     pub held_back_ns: Option<i64>,
 }
 
+impl Drop for Window<'_> {
+    /// A decode still running ahead is waited for (its result dropped): no
+    /// thread reads the store past the sweep that started it.
+    fn drop(&mut self) {
+        if let Some(a) = self.ahead.take() {
+            let _ = a.join();
+        }
+    }
+}
+
 impl<'a> Window<'a> {
     pub fn new(reader: &'a Reader, now_ns: i64) -> Window<'a> {
         Window {
             reader,
             now_ns,
             days: BTreeMap::new(),
+            planned: Vec::new(),
+            ahead: None,
         }
+    }
+
+    /// The days [`turns`](Self::turns) will be asked for, in order; without
+    /// a plan nothing is decoded ahead.
+    pub fn plan(&mut self, days: &[i32]) {
+        self.planned = days.to_vec();
+    }
+
+    /// `day`'s partition, taken out of the window: held, decoded ahead, or
+    /// decoded now.
+    fn take(&mut self, day: i32) -> Result<Decoded, SweepError> {
+        if let Some(d) = self.days.remove(&day) {
+            return Ok(d);
+        }
+        if self.ahead.as_ref().is_some_and(|a| a.day == day) {
+            if let Some(a) = self.ahead.take() {
+                return a.join();
+            }
+        }
+        decode(self.reader, day, self.now_ns)
     }
 
     /// Decode `day`'s partition unless it is held.
     fn load(&mut self, day: i32) -> Result<&Decoded, SweepError> {
         if !self.days.contains_key(&day) {
-            let decoded = decode(self.reader, day, self.now_ns)?;
+            let decoded = self.take(day)?;
             self.days.insert(day, decoded);
         }
         Ok(&self.days[&day])
+    }
+
+    /// Start decoding, on a thread of its own, the partition the read of
+    /// the planned day after `day` will need first and the window does not
+    /// hold: that day's own, else the one after it (its turns' next
+    /// midnight), never past `today`. One at a time.
+    fn decode_ahead(&mut self, day: i32, today: i32) -> Result<(), SweepError> {
+        let Some(&next) = self.planned.iter().find(|&&d| d > day) else {
+            return Ok(());
+        };
+        let wanted = [next, next + 1]
+            .into_iter()
+            .find(|d| *d <= today && !self.days.contains_key(d));
+        match (&self.ahead, wanted) {
+            (Some(a), Some(w)) if a.day == w => return Ok(()),
+            (_, None) => return Ok(()),
+            _ => {}
+        }
+        // One decoding at a time: one ahead for another day is no longer wanted.
+        if let Some(a) = self.ahead.take() {
+            let _ = a.join();
+        }
+        if let Some(w) = wanted {
+            self.ahead = Some(Ahead::start(self.reader, w, self.now_ns)?);
+        }
+        Ok(())
     }
 
     /// Read `day`'s turns (`day` ≤ `today`), and forget partitions no
@@ -82,16 +135,14 @@ impl<'a> Window<'a> {
         // Partitions before the day before are no neighbour of this day or
         // of any later one.
         self.days.retain(|d, _| *d >= day - 1);
-        let mut own = match self.days.remove(&day) {
-            Some(d) => d,
-            None => decode(self.reader, day, self.now_ns)?,
-        };
+        let mut own = self.take(day)?;
         let base = own.table.len();
         let mut held_back = None;
         let mut read_days = Vec::new();
         let mut parts = Vec::new();
         let mut versions = Vec::new();
-        let rootless = traces_reaching(&own.table, None);
+        let mut reach = Reach::of(&own.table);
+        let rootless = reach.traces(None);
         if !rootless.is_empty() {
             read_days.push(day - 1);
             let before = self.load(day - 1)?;
@@ -99,6 +150,7 @@ impl<'a> Window<'a> {
             versions.push((day - 1, before.version));
             let rows = rows_of(&before.table, &rootless);
             own.table.extend_from(&before.table, &rows);
+            reach.add(&own.table, base);
         }
         // The day before is needed no more: the next day's own day before is this one.
         self.days.remove(&(day - 1));
@@ -108,7 +160,7 @@ impl<'a> Window<'a> {
         let mut d = day + 1;
         let mut capped = false;
         while d <= day + FOLLOW_DAYS {
-            let reaching = traces_reaching(&own.table, Some(i64::from(d) * NANOS_PER_DAY));
+            let reaching = reach.traces(Some(i64::from(d) * NANOS_PER_DAY));
             if reaching.is_empty() {
                 break;
             }
@@ -126,9 +178,12 @@ impl<'a> Window<'a> {
             if rows.is_empty() {
                 break;
             }
+            let from = own.table.len();
             own.table.extend_from(&next.table, &rows);
+            reach.add(&own.table, from);
             d += 1;
         }
+        self.decode_ahead(day, today)?;
         let held = own.held_back_ns;
         Ok(DayTurns {
             day,
@@ -141,7 +196,6 @@ impl<'a> Window<'a> {
             held_back_ns: min_opt(held_back, held),
         })
     }
-
     /// Keep a day's own rows for the next day's look back.
     pub fn done(&mut self, turns: DayTurns) {
         let mut table = turns.table;
@@ -167,13 +221,6 @@ impl<'a> Window<'a> {
     }
 }
 
-fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 /// Rows of `table` whose trace is in `traces`, in row order.
 fn rows_of(table: &SpanTable, traces: &HashSet<u128, Fast>) -> Vec<usize> {
     (0..table.len())
@@ -181,145 +228,38 @@ fn rows_of(table: &SpanTable, traces: &HashSet<u128, Fast>) -> Vec<usize> {
         .collect()
 }
 
-/// Traces of `table` whose turns may reach outside it: those with no root
-/// in it (a parent still to be read) when `open_at` is `None`; else those
-/// and the ones with a span still running at `open_at`.
-fn traces_reaching(table: &SpanTable, open_at: Option<i64>) -> HashSet<u128, Fast> {
-    // trace → (has a root here, latest end)
-    let mut seen: HashMap<u128, (bool, i64), Fast> = HashMap::default();
-    for i in 0..table.len() {
-        let e = seen.entry(table.trace[i]).or_insert((false, i64::MIN));
-        e.0 |= !table.has_parent[i];
-        e.1 = e.1.max(table.end[i]);
-    }
-    seen.into_iter()
-        .filter(|(_, (root, last))| match open_at {
-            None => !root,
-            Some(at) => !root || *last >= at,
-        })
-        .map(|(t, _)| t)
-        .collect()
-}
+/// Per trace of a day's read, whether it has a root and its latest end:
+/// which traces' turns may reach outside what was read, kept up to date as
+/// rows are added rather than recounted over the whole table each time.
+struct Reach(HashMap<u128, (bool, i64), Fast>);
 
-/// Decode the spans that started on `day` before `now_ns`, one part at a
-/// time. The sweep's pin keeps every part it lists; a sweep in another
-/// process than the store's that finds a part gone (it outlived the
-/// store's grace) lists the day again, up to three times, then says why.
-fn decode(reader: &Reader, day: i32, now_ns: i64) -> Result<Decoded, SweepError> {
-    let from = i64::from(day) * NANOS_PER_DAY;
-    let until = from + NANOS_PER_DAY;
-    let mut last = None;
-    for _ in 0..3 {
-        match decode_once(reader, day, from, until, now_ns) {
-            Ok(d) => return Ok(d),
-            Err(e) => last = Some(e),
+impl Reach {
+    fn of(table: &SpanTable) -> Reach {
+        let mut r = Reach(HashMap::default());
+        r.add(table, 0);
+        r
+    }
+
+    /// Take in the rows of `table` from `from` on.
+    fn add(&mut self, table: &SpanTable, from: usize) {
+        for i in from..table.len() {
+            let e = self.0.entry(table.trace[i]).or_insert((false, i64::MIN));
+            e.0 |= !table.has_parent[i];
+            e.1 = e.1.max(table.end[i]);
         }
     }
-    Err(match last {
-        Some(SweepError::Data { context, source }) => {
-            match crate::store::retire::gone_hint(&source, None) {
-                Some(hint) => SweepError::Store(crate::store::StoreError::data(
-                    context,
-                    format!("{source} ({hint})"),
-                )),
-                None => SweepError::Data { context, source },
-            }
-        }
-        Some(e) => e,
-        None => SweepError::Store(crate::store::StoreError::Closed),
-    })
-}
 
-fn decode_once(
-    reader: &Reader,
-    day: i32,
-    from: i64,
-    until: i64,
-    now_ns: i64,
-) -> Result<Decoded, SweepError> {
-    let context = "reading a day's spans";
-    let data = |e| SweepError::Data {
-        context: context.to_string(),
-        source: e,
-    };
-    let mut table = SpanTable::default();
-    let mut held_back: Option<i64> = None;
-    let columns: Vec<Expr> = COLUMNS.iter().map(|c| col(*c)).collect();
-    let version = part_hash(reader, day)?;
-    let listed = reader.day_parts(day)?;
-    let parts = listed.names().to_vec();
-    // Sized once from the footers, with a little room for the rows of
-    // neighbouring days a read adds.
-    if !listed.is_empty() {
-        let rows = listed
-            .scan_all()
-            .and_then(|lf| lf.select([len()]).collect())
-            .map_err(data)?;
-        let rows = rows
-            .column("len")
-            .ok()
-            .and_then(|c| c.get(0).ok())
-            .and_then(|v| v.extract::<usize>())
-            .unwrap_or(0);
-        table.reserve_exact(rows + rows / 64 + 1024);
-    }
-    for (part, lf) in listed.each() {
-        let lf = lf.map_err(data)?;
-        let in_day = col("start_ns")
-            .gt_eq(lit(from))
-            .and(col("start_ns").lt(lit(until)));
-        // In two narrower frames (the ids, then the rest): each column is
-        // decoded once, and half a part's Arrow columns are in memory at a time.
-        let kept = in_day.clone().and(col("start_ns").lt(lit(now_ns)));
-        let ids = lf
-            .clone()
-            .filter(kept.clone())
-            .select(&columns[..3])
+    /// Those with no root in the rows taken in (a parent still to be read)
+    /// when `open_at` is `None`; else those and the ones with a span still
+    /// running at `open_at`.
+    fn traces(&self, open_at: Option<i64>) -> HashSet<u128, Fast> {
+        self.0
+            .iter()
+            .filter(|(_, (root, last))| match open_at {
+                None => !root,
+                Some(at) => !root || *last >= at,
+            })
+            .map(|(t, _)| *t)
             .collect()
-            .map_err(data)?;
-        let rows = ids.height();
-        table.append_ids(&ids).map_err(data)?;
-        drop(ids);
-        let rest = lf
-            .clone()
-            .filter(kept)
-            .select(&columns[3..])
-            .collect()
-            .map_err(data)?;
-        if rest.height() != rows {
-            return Err(SweepError::Store(crate::store::StoreError::data(
-                format!("reading {}", part.display()),
-                format!(
-                    "the part changed while it was read ({rows} then {} rows)",
-                    rest.height()
-                ),
-            )));
-        }
-        table.append_rest(&rest).map_err(data)?;
-        if until > now_ns {
-            let later = lf
-                .filter(in_day.and(col("start_ns").gt_eq(lit(now_ns))))
-                .select([col("start_ns").min()])
-                .collect()
-                .map_err(data)?;
-            let min = later
-                .column("start_ns")
-                .and_then(|c| c.i64().map(|c| c.get(0)))
-                .map_err(data)?;
-            held_back = min_opt(held_back, min);
-        }
     }
-    Ok(Decoded {
-        table,
-        parts,
-        version,
-        held_back_ns: held_back,
-    })
-}
-
-/// A fingerprint of `day`'s parts: the store's day version (a hash of the
-/// day's part manifest), not a `stat` of every part.
-pub fn part_hash(reader: &Reader, day: i32) -> Result<u128, SweepError> {
-    let v = reader.day_version(day)?;
-    Ok(xxhash_rust::xxh3::xxh3_128(format!("{day} {v}").as_bytes()))
 }
