@@ -316,7 +316,11 @@ enum Transport {
 fn end_to_end(batches: &[Bytes], clients: usize, transport: Transport) -> (f64, u64, usize) {
     let dir = tempfile::tempdir().unwrap();
     let (otlp, grpc, http) = (free_port(), free_port(), free_port());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stormwatch"))
+    // `STORMWATCH_BIN`: another build of the server (a worktree's copy,
+    // the target directory being shared).
+    let bin = std::env::var_os("STORMWATCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_stormwatch").into());
+    let mut child = Command::new(bin)
         .args([
             "serve",
             "--otlp-addr",

@@ -426,7 +426,7 @@ fn redelivered_spans_are_dropped_against_memtable_frozen_table_and_parts() {
     assert_eq!(insert_batch(&mut mem, &mut seen, &batch), (0, 120));
     assert_eq!(mem.rows, 95);
     // In the frozen table, with the keys loaded afresh (as after eviction).
-    let frozen = Arc::new(Frozen::new(mem.take(), 0));
+    let frozen = Arc::new(Frozen::new(mem.take(0), 0));
     let mut seen = Seen::new(3);
     let in_use = days.iter().copied().collect();
     for &d in &days {

@@ -212,3 +212,83 @@ fn a_long_wal_replays_in_bounded_chunks_with_every_span_once() {
     store.close().unwrap();
     assert_eq!(count(dir.path()), 1200);
 }
+
+/// Every span of `dir`, all columns, in key order.
+fn all_rows(dir: &Path) -> DataFrame {
+    Reader::open(dir)
+        .unwrap()
+        .all_spans()
+        .unwrap()
+        .collect()
+        .unwrap()
+        .sort(["trace_id", "span_id"], Default::default())
+        .unwrap()
+}
+
+#[test]
+fn compaction_copies_flush_outputs_whole_and_drops_repeated_spans() {
+    let day = day_from_str("2026-08-05").unwrap();
+    let (merged, plain) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (dir, compact_parts) in [(&merged, 4), (&plain, 100)] {
+        {
+            let store = Store::open(dir.path(), quick()).unwrap();
+            for seed in 10..12 {
+                put(&store, "2026-08-05", seed, 11, "search_flights");
+                store.flush().unwrap();
+            }
+            store.close().unwrap();
+        }
+        // A third part repeating the first one's spans (as an older
+        // version's lost dedup could have left): the merge drops them.
+        let catalog = Catalog::new(Layout::new(dir.path()));
+        let layout = catalog.layout().clone();
+        let first = layout.parts(day).unwrap()[0].clone();
+        let mut df = parquet::scan_parts(&[first]).unwrap().collect().unwrap();
+        let rename = stage::write_tmp_part(&layout, day, &stage::new_part_tag(), &mut df).unwrap();
+        let intent = Intent {
+            renames: vec![rename],
+            ..Intent::default()
+        };
+        commit::commit(&catalog, &intent).unwrap();
+        drop(catalog);
+        let opts = StoreOptions {
+            compact_parts,
+            ..quick()
+        };
+        let store = Store::open(dir.path(), opts).unwrap();
+        put(&store, "2026-08-05", 12, 11, "search_flights");
+        store.flush().unwrap();
+        store.close().unwrap();
+    }
+    let parts = Layout::new(merged.path()).parts(day).unwrap();
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    assert!(parts[0].to_string_lossy().ends_with("-c.parquet"));
+    assert_eq!(Layout::new(plain.path()).parts(day).unwrap().len(), 4);
+    // The same rows, every column alike, each span once.
+    let (m, p) = (all_rows(merged.path()), all_rows(plain.path()));
+    assert_eq!(m.height(), 33);
+    assert_eq!(p.height(), 44, "the unmerged day still holds the repeats");
+    let p = p
+        .lazy()
+        .unique_stable_generic(
+            Some(vec![col("trace_id"), col("span_id")]),
+            UniqueKeepStrategy::First,
+        )
+        .collect()
+        .unwrap();
+    assert!(m.equals_missing(&p), "{m}\n{p}");
+    // Row groups copied whole keep their statistics.
+    let bytes = std::fs::read(&parts[0]).unwrap();
+    let meta =
+        polars_parquet::parquet::read::read_metadata(&mut std::io::Cursor::new(bytes)).unwrap();
+    assert_eq!(meta.num_rows, 33);
+    for rg in &meta.row_groups {
+        for c in rg.parquet_columns() {
+            assert!(
+                c.statistics(&meta.footer_buf).is_some_and(|s| s.is_ok()),
+                "{:?}",
+                c.descriptor()
+            );
+        }
+    }
+}

@@ -2,14 +2,22 @@
 //! of them they are merged into one part (`…-c.parquet`), streamed one
 //! part at a time and deduplicated; a merged part is never merged again and
 //! a sealed day's late parts wait for the re-seal. Between the parts merged
-//! the flusher may flush the tables handed off meanwhile.
+//! the flusher may flush the tables handed off meanwhile. A part whose keys
+//! are all new (as the writer's dedup leaves them) goes in as its
+//! compressed pages ([`pages`](crate::store::format::pages)): only its key
+//! columns are decoded.
 
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+
+use polars::prelude::{ParquetCompression, ParquetWriter};
 
 use crate::model::day_to_string;
 use crate::store::catalog::commit::{self, Intent};
 use crate::store::catalog::layout::is_seal_output;
 use crate::store::catalog::stage;
+use crate::store::format::pages::RawGroups;
 use crate::store::maintain::guard::{guarded, Task};
 use crate::store::write::memtable::KeySet;
 use crate::store::{format::frame, format::parquet, Shared, StoreError};
@@ -71,23 +79,9 @@ fn compact_day(shared: &Shared, day: i32, between: &mut dyn FnMut()) -> Result<b
     let tag = format!("{}-c", last.trim_start_matches("part-"));
     // One part in memory at a time: the merge streams into row groups.
     let mut seen = KeySet::default();
-    let mut remaining = small.iter();
     let mut rows = 0;
     let rename = stage::write_tmp_part_with(layout, day, &tag, |path| {
-        let mut first = true;
-        rows = parquet::write_batches(path, || {
-            let Some(part) = remaining.next() else {
-                return Ok(None);
-            };
-            if !std::mem::take(&mut first) {
-                between();
-            }
-            let df = parquet::scan_parts(std::slice::from_ref(part))
-                .and_then(|lf| lf.collect())
-                .and_then(|df| frame::dedup(df, &mut seen))
-                .map_err(|e| StoreError::data(context(), e))?;
-            Ok(Some(df))
-        })?;
+        rows = merge(path, &small, &mut seen, between, &context)?;
         Ok(())
     })?;
     let intent = Intent {
@@ -98,4 +92,85 @@ fn compact_day(shared: &Shared, day: i32, between: &mut dyn FnMut()) -> Result<b
     commit::commit(&shared.catalog, &intent)?;
     tracing::debug!(day = %day_to_string(day), parts = small.len(), rows, "compacted");
     Ok(true)
+}
+
+/// Write `parts` into one file at `path` (zstd, fsynced), each span once
+/// (the first of a key, against `seen`), calling `between` before each part
+/// after the first; returns the rows written. A part whose keys are all new
+/// and whose columns are the span schema's has its row groups copied as
+/// they are (compressed pages, not decoded); any other part is decoded,
+/// deduplicated and encoded again.
+fn merge(
+    path: &Path,
+    parts: &[PathBuf],
+    seen: &mut KeySet,
+    between: &mut dyn FnMut(),
+    context: &dyn Fn() -> String,
+) -> Result<usize, StoreError> {
+    let io = |e: std::io::Error| StoreError::io(format!("writing {}", path.display()), e);
+    let data = |e: polars::prelude::PolarsError| StoreError::data(context(), e);
+    crate::faults::check("parquet_write").map_err(io)?;
+    let file = File::create(path).map_err(io)?;
+    let mut writer = ParquetWriter::new(&file)
+        .with_compression(ParquetCompression::Zstd(None))
+        .batched(&frame::schema())
+        .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
+    let schema = writer.parquet_schema().clone();
+    let mut rows = 0;
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            between();
+        }
+        let part = std::slice::from_ref(part);
+        if let Some(raw) = raw_if_new(part, &schema, seen).map_err(data)? {
+            for (n, pages) in raw.groups() {
+                writer
+                    .write_row_group(n as u64, pages)
+                    .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
+            }
+            rows += raw.rows();
+            continue;
+        }
+        let df = parquet::scan_parts(part)
+            .and_then(|lf| lf.collect())
+            .and_then(|df| frame::dedup(df, seen))
+            .map_err(data)?;
+        writer
+            .write_batch(&df)
+            .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
+        rows += df.height();
+    }
+    writer
+        .finish()
+        .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
+    file.sync_all().map_err(io)?;
+    Ok(rows)
+}
+
+/// The part's row groups as they are, with its keys recorded in `seen`,
+/// when every key is new and its columns are `schema`'s; else `None`
+/// (and `seen` as it was).
+fn raw_if_new(
+    part: &[PathBuf],
+    schema: &polars_parquet::parquet::metadata::SchemaDescriptor,
+    seen: &mut KeySet,
+) -> polars::prelude::PolarsResult<Option<RawGroups>> {
+    let raw = RawGroups::read(&part[0])?;
+    let keys = parquet::read_keys(part)?;
+    // A row whose ids do not read as a key (none this version writes) is
+    // for the decoding path, as is a part of another schema.
+    if !raw.fits(schema) || keys.len() != raw.rows() {
+        return Ok(None);
+    }
+    let mut added = Vec::with_capacity(keys.len());
+    for k in keys {
+        if !seen.insert(k) {
+            for k in &added {
+                seen.remove(k);
+            }
+            return Ok(None);
+        }
+        added.push(k);
+    }
+    Ok(Some(raw))
 }

@@ -96,7 +96,11 @@ fn over_limit(shared: &Shared, mem: &Memtable) -> bool {
 /// `wal_upto`; retried with backoff a few times, then the open fails (the
 /// WAL keeps everything).
 fn flush_chunk(shared: &Shared, mem: &mut Memtable, wal_upto: u64) -> Result<(), StoreError> {
-    let frozen = Frozen::new(mem.take(), wal_upto);
+    let o = &shared.opts;
+    let frozen = Frozen::new(
+        mem.take(o.flush_bytes.min(o.max_memory_bytes) / 2),
+        wal_upto,
+    );
     let mut attempt = 0;
     loop {
         attempt += 1;

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use crate::ingest::batch::Shape;
 use crate::ingest::SpanBatch;
 use crate::store::write::frozen::Frozen;
 
@@ -15,6 +16,11 @@ pub struct Memtable {
     pub rows: usize,
     /// Bytes the day batches have allocated.
     pub bytes: usize,
+    /// The size of each day's batch in the table taken last: a day's new
+    /// batch is reserved like it (within [`Memtable::take`]'s bound), so
+    /// under steady traffic its columns are not moved over and over as they
+    /// grow (each move copies them to freshly faulted pages).
+    shapes: BTreeMap<i32, Shape>,
 }
 
 impl Memtable {
@@ -23,7 +29,14 @@ impl Memtable {
         if rows.is_empty() {
             return;
         }
-        let table = self.days.entry(day).or_default();
+        let shapes = &mut self.shapes;
+        let table = self.days.entry(day).or_insert_with(|| {
+            let mut b = SpanBatch::default();
+            if let Some(shape) = shapes.remove(&day) {
+                b.reserve_shape(&shape);
+            }
+            b
+        });
         let before = table.mem_bytes();
         table.extend_from(batch, rows);
         self.bytes = self.bytes - before + table.mem_bytes();
@@ -34,8 +47,30 @@ impl Memtable {
         self.rows == 0
     }
 
-    pub fn take(&mut self) -> Memtable {
-        std::mem::take(self)
+    /// The table, leaving an empty one that reserves each day's batch like
+    /// the one taken, scaled down to `reserve_bytes` in all.
+    pub fn take(&mut self, reserve_bytes: usize) -> Memtable {
+        let mut taken = std::mem::take(self);
+        // A sixteenth more: the next table tends to overshoot its trigger
+        // by a group, as this one did.
+        let shapes: Vec<(i32, Shape)> = taken
+            .days
+            .iter()
+            .map(|(&d, b)| (d, b.shape().scaled(17, 16)))
+            .collect();
+        let total: usize = shapes.iter().map(|(_, s)| s.bytes()).sum();
+        self.shapes = shapes
+            .into_iter()
+            .map(|(d, s)| {
+                if total > reserve_bytes {
+                    (d, s.scaled(reserve_bytes, total))
+                } else {
+                    (d, s)
+                }
+            })
+            .collect();
+        taken.shapes.clear();
+        taken
     }
 }
 

@@ -310,7 +310,8 @@ fn hand_off(
             return false;
         }
     };
-    let frozen = Arc::new(Frozen::new(state.mem.take(), upto));
+    let reserve = shared.opts.flush_bytes.min(shared.opts.max_memory_bytes) / 2;
+    let frozen = Arc::new(Frozen::new(state.mem.take(reserve), upto));
     *shared.frozen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&frozen));
     shared.stats.memtable_rows.store(0, Ordering::Relaxed);
     if let Err(waiters) = jobs(frozen, waiters) {

@@ -116,6 +116,33 @@ pub struct SpanBatch {
     pub models: Dict<Arc<str>>,
 }
 
+/// A batch's size: its spans and the bytes of each string column (name,
+/// status message, tool call id, session id, agent call id, error type,
+/// attributes, events), for [`SpanBatch::reserve_shape`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    pub spans: usize,
+    pub str_bytes: [usize; 8],
+}
+
+impl Shape {
+    /// The same shape with `num / den` of its spans and bytes.
+    pub fn scaled(&self, num: usize, den: usize) -> Shape {
+        let den = den.max(1);
+        Shape {
+            spans: self.spans * num / den,
+            str_bytes: self.str_bytes.map(|b| b * num / den),
+        }
+    }
+
+    /// About the bytes a batch of this shape allocates.
+    pub fn bytes(&self) -> usize {
+        // Fixed-width columns (ids, times, enums, options): about 200
+        // bytes a span; each string column's offsets and validity 9.
+        self.spans * (200 + 9 * self.str_bytes.len()) + self.str_bytes.iter().sum::<usize>()
+    }
+}
+
 /// Call `$m!(field)` for every per-span column of a `SpanBatch` that holds
 /// plain fixed-width values.
 macro_rules! fixed_columns {
@@ -189,6 +216,43 @@ impl SpanBatch {
             &mut self.error_type,
         ] {
             c.reserve(spans);
+        }
+    }
+
+    /// Its spans and each string column's bytes, to size a batch like it.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            spans: self.len(),
+            str_bytes: [
+                &self.name,
+                &self.status_message,
+                &self.tool_call_id,
+                &self.session_id,
+                &self.agent_call_id,
+                &self.error_type,
+                &self.attributes,
+                &self.events,
+            ]
+            .map(StrColumn::data_len),
+        }
+    }
+
+    /// Room for a batch of `shape` more (spans and string bytes), so that
+    /// filling it up to that size moves no column.
+    pub fn reserve_shape(&mut self, shape: &Shape) {
+        self.reserve(shape.spans);
+        let columns = [
+            &mut self.name,
+            &mut self.status_message,
+            &mut self.tool_call_id,
+            &mut self.session_id,
+            &mut self.agent_call_id,
+            &mut self.error_type,
+            &mut self.attributes,
+            &mut self.events,
+        ];
+        for (c, bytes) in columns.into_iter().zip(shape.str_bytes) {
+            c.reserve_bytes(bytes);
         }
     }
 
