@@ -5,6 +5,8 @@
 //! retention, and the deletion of retired files no reader holds any more
 //! ([`retire::reclaim`], after every flush and its merges, and every half second). Its own
 //! reads (compaction, seal, rollup) need no pin: nothing else deletes.
+//! A seal compaction runs on a thread of its own while this one goes on
+//! flushing (only flushing: merges, rollups and other jobs wait for it).
 //! A failed flush keeps its WAL segments and is retried with backoff.
 //! On a copy of the shared store (the detect role) it also pulls the shared
 //! store's parts in, and, while this node holds the lease, publishes its
@@ -18,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::store::hooks::Pulled;
-use crate::store::maintain::flush::flush_table;
+use crate::store::maintain::flush::{flush_table, Flushed};
 use crate::store::maintain::guard::{guarded, panic_text, Task};
 use crate::store::maintain::retention::apply_retention;
 use crate::store::maintain::seal::SealReport;
@@ -85,6 +87,8 @@ struct Upkeep {
     dirty: BTreeSet<i32>,
     /// When to compact finished days.
     sealer: Sealer,
+    /// The day the sealer found due, sealed after the periodic tasks.
+    seal_due: Option<i32>,
 }
 
 /// A task the loop runs on its clock, after every job and every tick.
@@ -183,7 +187,7 @@ fn periodic_tasks() -> [Periodic; 6] {
             every: every_pass,
             last: None,
             run: |s, u| {
-                u.sealer.tick(s, &mut u.dirty);
+                u.seal_due = u.sealer.due(s);
                 true
             },
             from_end: false,
@@ -219,13 +223,15 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
     let mut upkeep = Upkeep {
         dirty: rollup_dirty(shared),
         sealer: Sealer::new(&shared.opts),
+        seal_due: None,
     };
     let mut tasks = periodic_tasks();
     loop {
         crate::faults::panic_point("flusher");
         match jobs.recv_timeout(TICK) {
             Ok(Job::Seal { day, reply }) => {
-                let _ = reply.send(sealer::seal_guarded(shared, day, &mut upkeep.dirty));
+                let last_rollup = &mut tasks[ROLLUP].last;
+                let _ = reply.send(seal_flushing(shared, &jobs, &mut upkeep, last_rollup, day));
             }
             Ok(Job::Pull { reply }) => {
                 tasks[PULL].last = Some(Instant::now());
@@ -245,6 +251,11 @@ fn run_loop(shared: &Shared, jobs: Receiver<Job>) {
         for task in &mut tasks {
             task.run_if_due(shared, &mut upkeep);
         }
+        if let Some(day) = upkeep.seal_due.take() {
+            let last_rollup = &mut tasks[ROLLUP].last;
+            let sealed = seal_flushing(shared, &jobs, &mut upkeep, last_rollup, day);
+            upkeep.sealer.sealed(day, sealed.is_ok());
+        }
     }
 }
 
@@ -259,8 +270,20 @@ fn flush_and_merge(
     frozen: Arc<Frozen>,
     waiters: Vec<crate::store::FlushReply>,
 ) {
-    let mut todo = VecDeque::from([flush_table(shared, frozen, waiters)]);
-    let mut later = Vec::new();
+    let todo = VecDeque::from([flush_table(shared, frozen, waiters)]);
+    merge_flushed(shared, jobs, upkeep, last_rollup, todo, Vec::new());
+}
+
+/// The merges and answers of tables flushed (`todo`), flushing those handed
+/// off meanwhile, then the jobs put off (`later`).
+fn merge_flushed(
+    shared: &Shared,
+    jobs: &Receiver<Job>,
+    upkeep: &mut Upkeep,
+    last_rollup: &mut Option<Instant>,
+    mut todo: VecDeque<Flushed>,
+    mut later: Vec<Job>,
+) {
     while let Some(done) = todo.pop_front() {
         if done.result.is_ok() {
             upkeep.dirty.extend(done.days.iter().copied());
@@ -290,10 +313,61 @@ fn flush_and_merge(
         }
     }
     for job in later {
-        if let Job::Seal { day, reply } = job {
-            let _ = reply.send(sealer::seal_guarded(shared, day, &mut upkeep.dirty));
+        match job {
+            Job::Seal { day, reply } => {
+                let _ = reply.send(seal_flushing(shared, jobs, upkeep, last_rollup, day));
+            }
+            Job::Pull { reply } => {
+                let _ = reply.send(pull(shared, &mut upkeep.dirty, &mut upkeep.sealer));
+            }
+            Job::Flush { frozen, waiters } => {
+                flush_and_merge(shared, jobs, upkeep, last_rollup, frozen, waiters)
+            }
         }
     }
+}
+
+/// How often the flusher looks whether a seal it runs has ended.
+const SEAL_POLL: Duration = Duration::from_millis(20);
+
+/// Seal-compact `day` on a thread of its own while this one flushes the
+/// tables handed off meanwhile (so ingest never waits for a seal); their
+/// merges, rollups and answers, and the other jobs that arrive, come after
+/// the seal (a merge or a pull could replace the parts it reads).
+fn seal_flushing(
+    shared: &Shared,
+    jobs: &Receiver<Job>,
+    upkeep: &mut Upkeep,
+    last_rollup: &mut Option<Instant>,
+    day: i32,
+) -> Result<Option<SealReport>, StoreError> {
+    let (mut dirty, mut todo, mut later) = (BTreeSet::new(), VecDeque::new(), Vec::new());
+    let result = std::thread::scope(|s| {
+        let sealing = std::thread::Builder::new()
+            .name("stormwatch-seal".into())
+            .spawn_scoped(s, || sealer::seal_guarded(shared, day, &mut dirty))
+            .map_err(|e| StoreError::io("starting the seal thread", e))?;
+        while !sealing.is_finished() {
+            match jobs.recv_timeout(SEAL_POLL) {
+                Ok(Job::Flush { frozen, waiters }) => {
+                    todo.push_back(flush_table(shared, frozen, waiters))
+                }
+                Ok(other) => later.push(other),
+                Err(RecvTimeoutError::Timeout) => {}
+                // Closing: the loop sees it once the seal has ended.
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        sealing.join().unwrap_or_else(|_| {
+            Err(StoreError::data(
+                format!("seal-compacting {}", crate::model::day_to_string(day)),
+                "the seal compaction panicked",
+            ))
+        })
+    });
+    upkeep.dirty.extend(dirty);
+    merge_flushed(shared, jobs, upkeep, last_rollup, todo, later);
+    result
 }
 
 /// Pull a copy of the shared store up to date; the days it changed are the

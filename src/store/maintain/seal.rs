@@ -14,7 +14,8 @@
 //! after it, a summary manifest (`sealed/date=…/manifest.json`) that was
 //! built from exactly the sources is pointed at the outputs.
 //!
-//! The caller must have exclusive write access to the day (the flusher).
+//! The caller must be the only one to replace the day's parts: the flusher,
+//! which only adds parts (its flushes) while a seal runs on a thread of its own.
 
 use std::collections::BTreeSet;
 use std::fs;

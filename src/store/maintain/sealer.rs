@@ -2,8 +2,9 @@
 //! `seal_after` ago (wall clock), has a part that is not a seal output (so
 //! late spans re-seal it), and took no flush for a quiet spell (a day being
 //! imported is sealed once, after). One day per pass, oldest first, so
-//! flushes interleave with a backlog; a failed or panicking seal logs a
-//! warning, leaves the parts as they are and is retried later.
+//! merges and rollups interleave with a backlog (flushes go on during a
+//! seal: the flusher runs it on a thread of its own); a failed or panicking
+//! seal logs a warning, leaves the parts as they are and is retried later.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
@@ -52,22 +53,21 @@ impl Sealer {
         }
     }
 
-    /// Seal the oldest due day, when it is time to look.
-    pub fn tick(&mut self, shared: &Shared, dirty: &mut BTreeSet<i32>) {
-        let Some(after) = self.after else {
-            return;
-        };
+    /// The oldest day due for a seal, when it is time to look; the caller
+    /// seals it ([`seal_guarded`]) and says how that went ([`Sealer::sealed`]).
+    pub fn due(&mut self, shared: &Shared) -> Option<i32> {
+        let after = self.after?;
         if !self.more && self.last_check.elapsed() < self.every {
-            return;
+            return None;
         }
         self.last_check = Instant::now();
         self.more = false;
         if shared.poisoned.load(Ordering::Acquire) {
-            return;
+            return None;
         }
         // A copy of the shared store seals only on the lease holder.
         if shared.opts.mirror.as_ref().is_some_and(|m| !m.may_seal()) {
-            return;
+            return None;
         }
         let every = self.every;
         self.written.retain(|_, t| t.elapsed() < every);
@@ -78,30 +78,32 @@ impl Sealer {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!(error = %e, "could not list the days to seal");
-                return;
+                return None;
             }
         };
-        let due = days.into_iter().find(|&d| {
+        days.into_iter().find(|&d| {
             let ended = (i64::from(d) + 1).saturating_mul(NANOS_PER_DAY);
             now_ns.saturating_sub(ended) >= after_ns
                 && !self.written.contains_key(&d)
                 && !self.failed.contains_key(&d)
                 && seal::needs_seal(shared.layout(), d).unwrap_or(false)
-        });
-        let Some(day) = due else {
-            return;
-        };
-        match seal_guarded(shared, day, dirty) {
-            Ok(_) => self.more = true,
-            Err(_) => {
-                self.failed.insert(day, Instant::now());
-            }
+        })
+    }
+
+    /// The seal of a day [`Sealer::due`] gave ended: after a success look
+    /// again at once; a failed day waits [`RETRY_AFTER`].
+    pub fn sealed(&mut self, day: i32, ok: bool) {
+        if ok {
+            self.more = true;
+        } else {
+            self.failed.insert(day, Instant::now());
         }
     }
 }
 
-/// Seal-compact `day` on the flusher thread; a panic becomes an error, and
-/// any error is logged and leaves the parts as they were.
+/// Seal-compact `day` (on a thread the flusher starts for it, while it keeps
+/// flushing); a panic becomes an error, and any error is logged and leaves
+/// the parts as they were.
 pub fn seal_guarded(
     shared: &Shared,
     day: i32,
