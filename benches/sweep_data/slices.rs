@@ -171,6 +171,8 @@ pub fn main() {
             line["days_reused"] = report.days_reused.into();
             line["days_from_summary"] = report.days_from_summary.into();
             line["findings"] = serde_json::to_value(findings(&report)).expect("json");
+            line["rss_mib"] = rss_mib("VmRSS:").into();
+            line["live"] = serde_json::to_value(sweeper.live.census()).expect("json");
             last = Some(report);
         }
         println!("{line}");
@@ -302,10 +304,15 @@ fn reset_peak_rss() {
 }
 
 fn peak_rss_mib() -> f64 {
+    rss_mib("VmHWM:")
+}
+
+/// A `/proc/self/status` figure in MiB (`VmHWM:` the peak, `VmRSS:` now).
+fn rss_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
 }

@@ -76,7 +76,8 @@ fn combine(cfg: &DetectConfig, hashes: &[u128]) -> String {
 pub type Found = (signal::DayResult, String);
 
 /// The results of those of `days` that have a valid summary, computed on
-/// two threads, each with its fingerprint.
+/// as many threads as the machine has cores (at most one a day), each with
+/// its fingerprint.
 pub fn from_summaries(
     reader: &Reader,
     cfg: &DetectConfig,
@@ -94,9 +95,11 @@ pub fn from_summaries(
         let fingerprint = fingerprint_through(cfg, day, &hashes, s.read_through());
         Ok(Some((day_result(&s, day, now, cfg, None), fingerprint)))
     };
-    const WORKERS: usize = 2;
-    let chunks: Vec<Vec<i32>> = (0..WORKERS)
-        .map(|w| days.iter().copied().skip(w).step_by(WORKERS).collect())
+    let workers = std::thread::available_parallelism()
+        .map_or(2, usize::from)
+        .clamp(1, days.len().max(1));
+    let chunks: Vec<Vec<i32>> = (0..workers)
+        .map(|w| days.iter().copied().skip(w).step_by(workers).collect())
         .collect();
     let parts: Vec<Result<Vec<(i32, Found)>, SweepError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = chunks

@@ -28,7 +28,7 @@ mod window;
 
 pub use day::{day_fingerprint, settle_ns};
 pub use dry::dry_run;
-pub use live::Live;
+pub use live::{Census, Live};
 pub use report::{signal_json, to_json, to_markdown, to_text};
 
 /// What a sweep looks at.

@@ -104,6 +104,12 @@ impl SpanTable {
         self.start.is_empty()
     }
 
+    /// Whether trace key `t` stands for an id that is not hex of the usual
+    /// width (kept as text beside).
+    pub fn is_odd_trace(&self, t: u128) -> bool {
+        self.odd_traces.contains_key(&t)
+    }
+
     /// A table of `df`'s rows.
     pub fn from_frame(df: &DataFrame) -> PolarsResult<SpanTable> {
         let mut t = SpanTable::default();

@@ -23,6 +23,9 @@ struct Trace {
     own: Vec<u32>,
     /// Whether one of them is a root (no parent).
     rooted: bool,
+    /// Its rows let go of (settled, their records kept; 0: none): read
+    /// again if the trace's group gets spans.
+    let_go: u32,
 }
 
 /// Today's traces and their groups' records.
@@ -33,11 +36,16 @@ pub(super) struct Groups {
     /// whose spans pulled from the day before have it.
     by_call: HashMap<String, Vec<u128>>,
     by_call_before: HashMap<String, Vec<u128>>,
-    /// Trace → its group's key (the group's lowest trace), and each
-    /// group's traces and records.
+    /// Trace → its group's key (the group's lowest trace) and each
+    /// group's traces, for groups of more than one trace (a trace alone
+    /// is its own group, under its own key); each group's records.
     group_of: HashMap<u128, u128, Fast>,
     members: HashMap<u128, Vec<u128>, Fast>,
     parts: HashMap<u128, Parts, Fast>,
+    /// Spans let go of, and the latest end among them (the shape counts
+    /// them as a whole read would).
+    let_go: usize,
+    let_go_horizon: i64,
 }
 
 /// What the day's result says of the read as a whole.
@@ -114,10 +122,9 @@ impl Groups {
         let closure = self.closure(table, before, dirty);
         // Their old groups go; the traces are grouped again.
         for t in &closure {
-            if let Some(g) = self.group_of.remove(t) {
-                self.parts.remove(&g);
-                self.members.remove(&g);
-            }
+            let g = self.group_of.remove(t).unwrap_or(*t);
+            self.parts.remove(&g);
+            self.members.remove(&g);
         }
         let key_of = self.components(table, before, &closure);
         let key = |t| key_of.get(&t).copied().unwrap_or(t);
@@ -153,11 +160,22 @@ impl Groups {
             calls::parts(&sub, Keep::Findable).split(key)
         };
         let mut groups = 0;
-        for (t, g) in &key_of {
-            self.group_of.insert(*t, *g);
-            self.members.entry(*g).or_default().push(*t);
+        // A trace alone is its own group: only groups of several are noted.
+        let mut size: HashMap<u128, usize, Fast> = HashMap::default();
+        for g in key_of.values() {
+            *size.entry(*g).or_default() += 1;
         }
-        for (g, p) in made {
+        for (t, g) in &key_of {
+            if size[g] > 1 {
+                self.group_of.insert(*t, *g);
+                self.members.entry(*g).or_default().push(*t);
+            }
+        }
+        for (g, mut p) in made {
+            // Kept all day: no room left over from growing.
+            p.tool_turns.shrink_to_fit();
+            p.turn_services.shrink_to_fit();
+            p.calls.shrink_to_fit();
             self.parts.insert(g, p);
             groups += 1;
         }
@@ -266,6 +284,114 @@ impl Groups {
         today.chain(before).copied()
     }
 
+    /// The traces let go of that share a group with one of `dirty` (so
+    /// must be read again before it is made again), by their ids as stored.
+    pub fn asleep(
+        &self,
+        table: &SpanTable,
+        before: Option<&Before>,
+        dirty: &HashSet<u128>,
+    ) -> TraceIds {
+        if self.let_go == 0 {
+            return Vec::new();
+        }
+        let mut out: TraceIds = self
+            .closure(table, before, dirty)
+            .into_iter()
+            .filter(|t| self.traces.get(t).is_some_and(|tr| tr.let_go > 0))
+            .map(|t| (t, format!("{t:032x}")))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// `traces` (of [`Groups::asleep`]) are read again: no longer counted
+    /// as let go (their rows come back through [`Groups::take_rows`]).
+    pub fn wake(&mut self, traces: &TraceIds) {
+        for (t, _) in traces {
+            if let Some(tr) = self.traces.get_mut(t) {
+                self.let_go -= tr.let_go as usize;
+                tr.let_go = 0;
+            }
+        }
+    }
+
+    /// Let go of the rows of the groups settled by `settled_by` whose
+    /// traces all have a root today (their records stay; a whole read
+    /// would find them the same), once they are a quarter of the table:
+    /// the rows to keep, in order, and the traces' rows renumbered to
+    /// match.
+    pub fn let_go(&mut self, table: &SpanTable, settled_by: i64) -> Option<Vec<usize>> {
+        let settled = |t: &u128| {
+            self.traces.get(t).is_some_and(|tr| {
+                tr.rooted
+                    && tr.let_go == 0
+                    && !tr.own.is_empty()
+                    && !table.is_odd_trace(*t)
+                    && tr.own.iter().all(|&r| table.end[r as usize] <= settled_by)
+            })
+        };
+        let mut going: Vec<u128> = Vec::new();
+        for t in self.traces.keys() {
+            match self.group_of.get(t) {
+                None if settled(t) => going.push(*t),
+                Some(g) if g == t => {
+                    let members = &self.members[g];
+                    if members.iter().all(settled) {
+                        going.extend(members);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let rows: usize = going.iter().map(|t| self.traces[t].own.len()).sum();
+        if rows == 0 || rows * 4 < table.len() {
+            return None;
+        }
+        let mut gone = vec![false; table.len()];
+        for t in &going {
+            let tr = self.traces.get_mut(t).expect("a member");
+            for &r in &tr.own {
+                gone[r as usize] = true;
+                self.let_go_horizon = self.let_go_horizon.max(table.end[r as usize]);
+            }
+            tr.let_go = tr.own.len() as u32;
+            self.let_go += tr.own.len();
+            tr.own = Vec::new();
+        }
+        // The rows kept stay in their order; `at` maps old rows to new.
+        let mut kept = Vec::with_capacity(table.len() - rows);
+        let mut at = vec![u32::MAX; table.len()];
+        for (r, g) in gone.iter().enumerate() {
+            if !g {
+                at[r] = kept.len() as u32;
+                kept.push(r);
+            }
+        }
+        for tr in self.traces.values_mut() {
+            for r in tr.own.iter_mut() {
+                *r = at[*r as usize];
+            }
+        }
+        Some(kept)
+    }
+
+    /// Its traces, groups and records, counted (the rows are the caller's).
+    pub fn census(&self) -> super::Census {
+        let mut c = super::Census {
+            traces: self.traces.len(),
+            traces_let_go: self.traces.values().filter(|t| t.let_go > 0).count(),
+            groups: self.parts.len(),
+            ..Default::default()
+        };
+        for p in self.parts.values() {
+            c.tool_turns += p.tool_turns.len();
+            c.kept_calls += p.calls.len();
+            c.kept_turns += p.turns.len();
+        }
+        c
+    }
+
     /// Every group's records.
     pub fn parts(&self) -> impl Iterator<Item = &Parts> {
         self.parts.values()
@@ -281,8 +407,14 @@ impl Groups {
     ) -> Shape {
         let day_end = i64::from(day + 1) * NANOS_PER_DAY;
         let mut shape = Shape {
-            spans: table.len(),
-            horizon_ns: table.end.iter().copied().max().unwrap_or(0),
+            spans: table.len() + self.let_go,
+            horizon_ns: table
+                .end
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0)
+                .max(self.let_go_horizon),
             rootless: false,
             reaching: false,
             settles_at: None,

@@ -1,6 +1,9 @@
 //! Today read incrementally: what `serve`'s scheduled sweep keeps between
 //! sweeps so that each one costs what arrived since the last, not the
-//! whole day. Today's spans stay decoded ([`rows`]: only new parts read),
+//! whole day. Today's spans stay decoded ([`rows`]: only new parts read)
+//! until their traces' groups settle: a settled group's rows are let go
+//! (its records and its spans' keys stay) and read again only if it gets
+//! spans after all, so the rows held follow the traffic not yet settled;
 //! the day before is read only for the traces that need it ([`before`]),
 //! and the kernel's records ([`crate::detect::calls::Parts`]) are kept per
 //! group of traces (traces joined by a turn: an agent call id shared
@@ -60,12 +63,35 @@ struct Today {
     rules: String,
     /// The `now` of the last sweep that brought it up to date.
     last_now: i64,
+    /// Traces read again after their rows were let go, and how many
+    /// times settled rows were let go (for the tests).
+    woken: usize,
+    let_go: usize,
 }
 
 impl Live {
     /// How many times the state was built from a whole read of the day.
     pub fn rebuilds(&self) -> usize {
         self.rebuilt
+    }
+
+    /// What the state holds now (O(groups) to count: for benchmarks and
+    /// logs, not every sweep).
+    pub fn census(&self) -> Census {
+        let Some(t) = &self.today else {
+            return Census::default();
+        };
+        let mut c = t.groups.census();
+        c.rows = t.rows.table.len();
+        c.keys = t.rows.keys();
+        c.pulled_before = t.before.as_ref().map_or(0, |b| b.pulled.len());
+        c
+    }
+
+    /// Today's traces read again after their rows were let go, and how
+    /// many times settled rows were let go, since the state was built.
+    pub fn let_go_and_woken(&self) -> (usize, usize) {
+        self.today.as_ref().map_or((0, 0), |t| (t.let_go, t.woken))
     }
 
     /// `day`'s (today's) result as of `now` and its fingerprint (today is
@@ -126,7 +152,7 @@ impl Live {
         let today = self.today.as_mut().expect("built above");
         let t1 = std::time::Instant::now();
         let before_changed = today.refresh_before(reader, now)?;
-        let dirty = today
+        let mut dirty = today
             .groups
             .take_rows(&today.rows.table, first_new, before_changed);
         let rootless = today.groups.rootless(&today.rows.table, &dirty);
@@ -134,6 +160,16 @@ impl Live {
             b.pull(reader, now, &rootless)?;
         }
         today.groups.index_pulled(today.before.as_ref(), &rootless);
+        // Settled traces let go of whose groups got spans: read again.
+        let asleep = today
+            .groups
+            .asleep(&today.rows.table, today.before.as_ref(), &dirty);
+        if !asleep.is_empty() {
+            today.groups.wake(&asleep);
+            let first = today.rows.pull(reader, now, &asleep)?;
+            dirty.extend(today.groups.take_rows(&today.rows.table, first, false));
+            today.woken += asleep.len();
+        }
         let t2 = std::time::Instant::now();
         let recomputed =
             today
@@ -142,6 +178,13 @@ impl Live {
         let t3 = std::time::Instant::now();
         let out = today.result(reader, cfg, now)?;
         today.last_now = now;
+        let let_go = today
+            .groups
+            .let_go(&today.rows.table, now - settle_ns(cfg));
+        if let Some(kept) = &let_go {
+            today.rows.keep(kept);
+            today.let_go += 1;
+        }
         tracing::debug!(
             day = %day_to_string(day),
             new_rows = today.rows.table.len() - first_new,
@@ -151,6 +194,8 @@ impl Live {
             before_ms = (t2 - t1).as_millis() as u64,
             kernel_ms = (t3 - t2).as_millis() as u64,
             rules_ms = t3.elapsed().as_millis() as u64,
+            woken = asleep.len(),
+            kept_rows = today.rows.table.len(),
             "today from its new spans"
         );
         Ok(out)
@@ -167,6 +212,8 @@ impl Live {
             groups: Groups::default(),
             rules,
             last_now: i64::MIN,
+            woken: 0,
+            let_go: 0,
         });
     }
 }
@@ -234,6 +281,21 @@ impl Today {
             day::fingerprint_of_versions(reader, cfg, day, day_of_ns(now), &versions)?;
         Ok((result, fingerprint))
     }
+}
+
+/// What [`Live`] holds: rows kept decoded, span keys known, traces and
+/// groups, and the records kept.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Census {
+    pub rows: usize,
+    pub keys: usize,
+    pub pulled_before: usize,
+    pub traces: usize,
+    pub traces_let_go: usize,
+    pub groups: usize,
+    pub tool_turns: usize,
+    pub kept_calls: usize,
+    pub kept_turns: usize,
 }
 
 /// Traces by their ids as stored, for reading the day before.

@@ -14,19 +14,29 @@ use crate::model::NANOS_PER_DAY;
 use crate::spans::{SpanTable, COLUMNS};
 use crate::store::{DayParts, Reader};
 
+/// A span's (trace, span) key, in 24 bytes (a `u128` would align it to 32).
+type Key = (u64, u64, u64);
+
+fn key(table: &SpanTable, r: usize) -> Key {
+    let t = table.trace[r];
+    ((t >> 64) as u64, t as u64, table.span[r])
+}
+
 /// What was read of one part.
 #[derive(Debug, Clone)]
 struct Seen {
-    /// The rows of the table read from it (a merged part: those of the
-    /// parts it replaced, then its own).
-    ranges: Vec<(usize, usize)>,
+    /// The keys of the spans read from it (a merged part: those of the
+    /// parts it replaced, then its own): kept apart from the table, whose
+    /// settled rows may be let go.
+    keys: Vec<Key>,
     /// Its spans of the day that started before this were read.
     read_until_ns: i64,
     /// The earliest start of the day it holds at or after `read_until_ns`.
     held_back_ns: Option<i64>,
 }
 
-/// A day's spans that started before the latest `now`, in the order read.
+/// A day's spans that started before the latest `now`, in the order read
+/// (less those let go, [`DayRows::keep`]).
 pub(super) struct DayRows {
     pub day: i32,
     pub table: SpanTable,
@@ -48,6 +58,11 @@ impl DayRows {
             seen: BTreeMap::new(),
             version: 0,
         }
+    }
+
+    /// How many span keys it knows (rows read, kept or let go).
+    pub fn keys(&self) -> usize {
+        self.seen.values().map(|s| s.keys.len()).sum()
     }
 
     /// The earliest start of the day left out for being at or after `now`.
@@ -84,18 +99,14 @@ impl DayRows {
             i64::from(self.day + 1) * NANOS_PER_DAY,
         );
         // The spans of the parts replaced, to be found in the merged parts.
-        let mut replaced: HashMap<(u128, u64), usize, Fast> = HashMap::default();
+        let mut replaced: HashMap<Key, usize, Fast> = HashMap::default();
         let mut inherited = Vec::new();
         for k in &removed {
             let s = self.seen.remove(k).expect("listed above");
-            for &(a, b) in &s.ranges {
-                for r in a..b {
-                    *replaced
-                        .entry((self.table.trace[r], self.table.span[r]))
-                        .or_insert(0) += 1;
-                }
+            for &k in &s.keys {
+                *replaced.entry(k).or_insert(0) += 1;
             }
-            inherited.extend(s.ranges);
+            inherited.extend(s.keys);
         }
         for (i, name) in names.iter().enumerate() {
             if self.seen.contains_key(name) {
@@ -106,14 +117,12 @@ impl DayRows {
             let at = self.table.len();
             if merged {
                 let rows: Vec<usize> = (0..part.table.len())
-                    .filter(|&r| {
-                        match replaced.get_mut(&(part.table.trace[r], part.table.span[r])) {
-                            Some(n) if *n > 0 => {
-                                *n -= 1;
-                                false
-                            }
-                            _ => true,
+                    .filter(|&r| match replaced.get_mut(&key(&part.table, r)) {
+                        Some(n) if *n > 0 => {
+                            *n -= 1;
+                            false
                         }
+                        _ => true,
                     })
                     .collect();
                 self.table.extend_from(&part.table, &rows);
@@ -121,16 +130,17 @@ impl DayRows {
                 self.table
                     .extend_from(&part.table, &(0..part.table.len()).collect::<Vec<_>>());
             }
-            let mut ranges = if merged {
+            let mut keys = if merged {
                 std::mem::take(&mut inherited)
             } else {
                 Vec::new()
             };
-            ranges.push((at, self.table.len()));
+            keys.extend((at..self.table.len()).map(|r| key(&self.table, r)));
+            keys.shrink_to_fit();
             self.seen.insert(
                 name.clone(),
                 Seen {
-                    ranges,
+                    keys,
                     read_until_ns: now,
                     held_back_ns: part.held_back_ns,
                 },
@@ -166,12 +176,84 @@ impl DayRows {
             self.table
                 .extend_from(&part.table, &(0..part.table.len()).collect::<Vec<_>>());
             let s = self.seen.get_mut(&name).expect("listed above");
-            s.ranges.push((at, self.table.len()));
+            s.keys
+                .extend((at..self.table.len()).map(|r| key(&self.table, r)));
             s.read_until_ns = now;
             s.held_back_ns = part.held_back_ns;
         }
         self.version = version;
         Ok(Ok(first_new))
+    }
+}
+
+impl DayRows {
+    /// Keep only `rows` of the table, in that order (row `rows[i]` becomes
+    /// row `i`): the rest are let go, their keys still known to
+    /// [`DayRows::refresh`].
+    pub fn keep(&mut self, rows: &[usize]) {
+        let mut table = SpanTable::default();
+        table.extend_from(&self.table, rows);
+        self.table = table;
+    }
+
+    /// Read again the spans of `traces` (let go before) that the day's
+    /// parts hold and the table does not; the first new row's index.
+    pub fn pull(
+        &mut self,
+        reader: &Reader,
+        now: i64,
+        traces: &[(u128, String)],
+    ) -> Result<usize, SweepError> {
+        let first_new = self.table.len();
+        if traces.is_empty() {
+            return Ok(first_new);
+        }
+        let data = |e| SweepError::Data {
+            context: "reading again today's spans of traces that got more".into(),
+            source: e,
+        };
+        let from = i64::from(self.day) * NANOS_PER_DAY;
+        let until = (from + NANOS_PER_DAY).min(now);
+        let ids = Series::new(
+            "ids".into(),
+            traces.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
+        );
+        let listed = reader.day_parts(self.day)?;
+        let df = listed
+            .scan_all()
+            .and_then(|lf| {
+                lf.filter(
+                    col("start_ns")
+                        .gt_eq(lit(from))
+                        .and(col("start_ns").lt(lit(until)))
+                        .and(col("trace_id").is_in(lit(ids).implode(false), false)),
+                )
+                .select(COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>())
+                .collect()
+            })
+            .map_err(data)?;
+        let pulled = SpanTable::from_frame(&df).map_err(data)?;
+        // Those already in the table (the new spans that woke them) stay
+        // once.
+        let wanted: std::collections::HashSet<u128, Fast> =
+            traces.iter().map(|(t, _)| *t).collect();
+        let mut present: HashMap<Key, usize, Fast> = HashMap::default();
+        for r in 0..self.table.len() {
+            if wanted.contains(&self.table.trace[r]) {
+                *present.entry(key(&self.table, r)).or_insert(0) += 1;
+            }
+        }
+        let rows: Vec<usize> = (0..pulled.len())
+            .filter(|&r| match present.get_mut(&key(&pulled, r)) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    false
+                }
+                _ => true,
+            })
+            .collect();
+        self.table.extend_from(&pulled, &rows);
+        Ok(first_new)
     }
 }
 

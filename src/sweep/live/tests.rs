@@ -222,6 +222,7 @@ fn every_sweep_of_the_day_finds_what_a_whole_read_finds() {
     let mut sent = 0;
     let mut compared = 0;
     let mut found = 0;
+    let (mut let_go, mut woken) = (0, 0);
     // A sweep every 20 minutes of the day, and one after midnight's settling.
     for k in 1..=73i64 {
         let now = midnight + k * 20 * 60 * S;
@@ -260,6 +261,8 @@ fn every_sweep_of_the_day_finds_what_a_whole_read_finds() {
         if k == 40 {
             // A restart: the state is built again from one read.
             assert_eq!(live.rebuilds(), 1, "built once, at the first sweep");
+            let (l, w) = live.let_go_and_woken();
+            (let_go, woken) = (let_go + l, woken + w);
             live = Live::default();
         }
         if day_of_ns(now) != day {
@@ -280,4 +283,9 @@ fn every_sweep_of_the_day_finds_what_a_whole_read_finds() {
         "the traffic gives the rules something to find ({found})"
     );
     assert_eq!(live.rebuilds(), 1, "built again only at the restart");
+    // Settled rows were let go, and late spans woke traces let go.
+    let (l, w) = live.let_go_and_woken();
+    let (let_go, woken) = (let_go + l, woken + w);
+    assert!(let_go >= 5, "settled rows let go {let_go} times");
+    assert!(woken >= 1, "{woken} traces read again");
 }
