@@ -30,8 +30,11 @@
 //! times and what the sweep read), then one
 //! summary line (`"mode": "slices"`) with the sweeps' median, p90, max and
 //! sum, the cold read, sum / cold, and the peak RSS from the store's
-//! opening on (writing the history and the day's spill, before, is
-//! reported apart: `setup_peak_rss_mib`). Two store
+//! opening on through the last sweep (writing the history and the day's
+//! spill, before, is reported apart: `setup_peak_rss_mib`; the cold read
+//! after, too: `cold_peak_rss_mib`). Each sweep's line has its own peak
+//! (`sweep_peak_rss_mib`), the RSS after it and what `sweep::Live` holds
+//! (`live`, its census). Two store
 //! settings differ from `serve`'s: nothing is deleted for age (retention
 //! off, as for the demo: the data is dated in the past), and no day is
 //! seal-compacted (the trigger is the wall clock, at which the simulated
@@ -145,6 +148,9 @@ pub fn main() {
     let (warm_s, _) = sweeper.sweep(&store.reader(), day_start);
     eprintln!("first sweep, at midnight: {warm_s:.2} s");
     let mut times = Vec::new();
+    // The process's peak since the store opened: VmHWM is reset before each
+    // sweep (to give the sweep's own), so the peaks before are kept here.
+    let mut peak: f64 = 0.0;
     let mut last = None;
     let mut open = std::collections::HashSet::new();
     for slice in 0..a.count {
@@ -162,7 +168,10 @@ pub fn main() {
         });
         if (slice + 1) % a.sweep_every == 0 || slice + 1 == a.count {
             let now = day_start + slice_ns * (slice as i64 + 1);
+            peak = peak.max(peak_rss_mib());
+            reset_peak_rss();
             let (took, report) = sweeper.sweep(&store.reader(), now);
+            line["sweep_peak_rss_mib"] = peak_rss_mib().into();
             times.push(took);
             line["now"] = stormwatch::time::rfc3339(now).into();
             line["sweep_s"] = took.into();
@@ -179,7 +188,10 @@ pub fn main() {
     }
     let _ = std::fs::remove_dir_all(&spill);
     let now = day_start + slice_ns * a.count as i64;
+    peak = peak.max(peak_rss_mib());
+    reset_peak_rss();
     let (cold_s, cold) = cold_read(&store.reader(), &config, &a.out, now);
+    let cold_peak = peak_rss_mib();
     store.close().expect("closing the store");
     let last = findings(last.as_ref().expect("at least one sweep"));
     let cold_found = findings(&cold);
@@ -188,7 +200,7 @@ pub fn main() {
         &times,
         (cold_s, &cold),
         (&last, &cold_found),
-        (warm_s, setup_rss),
+        (warm_s, setup_rss, peak, cold_peak),
     );
 }
 
@@ -198,7 +210,7 @@ fn summary(
     times: &[f64],
     (cold_s, cold): (f64, &SweepReport),
     (last, cold_found): (&BTreeMap<String, usize>, &BTreeMap<String, usize>),
-    (warm_s, setup_rss): (f64, f64),
+    (warm_s, setup_rss, peak, cold_peak): (f64, f64, f64, f64),
 ) {
     let mut sorted = times.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -225,7 +237,9 @@ fn summary(
         "first_sweep_s": warm_s,
         // Since the store opened (VmHWM reset after writing the history
         // and spilling the day), and before.
-        "peak_rss_mib": peak_rss_mib(),
+        "peak_rss_mib": peak,
+        // The cold read's own (the store open, the sweeps' state kept).
+        "cold_peak_rss_mib": cold_peak,
         "setup_peak_rss_mib": setup_rss,
         "findings_last_sweep": last,
         "findings_cold": cold_found,

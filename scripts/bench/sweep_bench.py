@@ -279,6 +279,8 @@ def print_slices(args, rows):
     print(f"  {label:40} {med('sum_day_s'):8.2f} s")
     print(f"  {'one cold read of the day':40} {med('cold_s'):8.2f} s")
     print(f"  {'peak RSS, store and sweeps':40} {med('peak_rss_mib'):8.0f} MiB")
+    if all("cold_peak_rss_mib" in r for r in rows):
+        print(f"  {'peak RSS, the cold read after':40} {med('cold_peak_rss_mib'):8.0f} MiB")
     print(f"  {'peak RSS, the process (with the setup)':40} {med('wait4_rss_mib'):8.0f} MiB")
     print(f"  the day's sweeps / cold read: median {med('sum_over_cold'):.1f} "
           "(runs " + ", ".join(f"{r['sum_over_cold']:.1f}" for r in rows) + ")")

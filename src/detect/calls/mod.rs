@@ -24,10 +24,12 @@ use crate::model::ErrorClass;
 mod collect;
 mod numbering;
 mod parts;
+mod totals;
 mod waits;
 
 pub use collect::{collect_table_keeping, parts};
 pub use parts::{finish, Parts, ToolTurn, TurnService};
+pub use totals::Totals;
 pub use waits::{stated_waits, waitable, StatedWait};
 
 type Fast = foldhash::fast::RandomState;

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Call, FailingTurn, Healthy, Turn, TurnCalls, WORST_TURNS};
+use super::totals::Totals;
+use super::{Call, FailingTurn, Turn, TurnCalls};
 use crate::detect::driver::ModelCall;
 
 /// One turn's use of one tool.
@@ -94,69 +95,9 @@ impl Parts {
 /// The day's tables from the parts of disjoint sets of whole turns: a
 /// tool's traffic counted only from turns that ended by `settled_by_ns`.
 pub fn finish<'a>(parts: impl IntoIterator<Item = &'a Parts>, settled_by_ns: i64) -> TurnCalls {
-    let mut out = TurnCalls::default();
-    let mut healthy: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    let mut failing: BTreeMap<(&str, i32), Vec<&FailingTurn>> = BTreeMap::new();
-    let mut last_call: BTreeMap<(&str, i32), i64> = BTreeMap::new();
-    let mut by_service: BTreeMap<(&str, i32), u64> = BTreeMap::new();
+    let mut totals = Totals::default();
     for p in parts {
-        for tt in &p.tool_turns {
-            if tt.turn_end_ns <= settled_by_ns {
-                let l = last_call.entry((&tt.tool, tt.day)).or_insert(i64::MIN);
-                *l = (*l).max(tt.last_start_ns);
-            }
-            match &tt.failing {
-                Some(f) => failing.entry((&tt.tool, tt.day)).or_default().push(&**f),
-                None => {
-                    let h = healthy.entry(&tt.tool).or_default();
-                    h.0.push(tt.duration_s);
-                    h.1.push(tt.spans);
-                }
-            }
-        }
-        for ts in &p.turn_services {
-            *by_service.entry((&ts.service, ts.day)).or_insert(0) += 1;
-        }
-        out.calls.extend(p.calls.iter().cloned());
-        out.turns
-            .extend(p.turns.iter().map(|(k, v)| (k.clone(), v.clone())));
-        out.models
-            .extend(p.models.iter().map(|(k, v)| (k.clone(), v.clone())));
+        totals.add(p, settled_by_ns);
     }
-    out.calls.sort_by(|a, b| {
-        (&a.turn, &a.tool, a.start_ns, &a.span_id).cmp(&(&b.turn, &b.tool, b.start_ns, &b.span_id))
-    });
-    out.healthy = healthy
-        .into_iter()
-        .map(|(tool, (d, s))| {
-            let h = Healthy {
-                duration_s: crate::detect::median(d),
-                spans: crate::detect::median(s),
-            };
-            (tool.to_string(), h)
-        })
-        .collect();
-    out.failing = failing
-        .into_iter()
-        .map(|((tool, day), mut turns)| {
-            // Worst first; ties by turn id, so the order of rows in the parts
-            // (a compaction re-sorts them) changes nothing.
-            turns.sort_by(|a, b| {
-                (b.failures, b.calls)
-                    .cmp(&(a.failures, a.calls))
-                    .then(a.turn.cmp(&b.turn))
-            });
-            let kept = turns.into_iter().take(WORST_TURNS).cloned().collect();
-            ((tool.to_string(), day), kept)
-        })
-        .collect();
-    out.last_call = last_call
-        .into_iter()
-        .map(|((tool, day), ns)| ((tool.to_string(), day), ns))
-        .collect();
-    out.turns_by_service = by_service
-        .into_iter()
-        .map(|((service, day), n)| ((service.to_string(), day), n))
-        .collect();
-    out
+    totals.into_calls()
 }

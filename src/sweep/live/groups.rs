@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::before::Before;
 use super::TraceIds;
-use crate::detect::calls::{self, Keep, Parts};
+use crate::detect::calls::{self, Keep, Parts, Totals, TurnCalls};
 use crate::model::NANOS_PER_DAY;
 use crate::spans::SpanTable;
 
@@ -46,6 +46,12 @@ pub(super) struct Groups {
     /// them as a whole read would).
     let_go: usize,
     let_go_horizon: i64,
+    /// The traces whose rows are held (not let go).
+    awake: HashSet<u128, Fast>,
+    /// The records of the groups let go, added up once; made again when
+    /// one of them wakes.
+    folded: Totals,
+    folded_stale: bool,
 }
 
 /// What the day's result says of the read as a whole.
@@ -78,6 +84,7 @@ impl Groups {
             let t = table.trace[r];
             let trace = self.traces.entry(t).or_default();
             trace.own.push(r as u32);
+            self.awake.insert(t);
             trace.rooted |= !table.has_parent[r];
             dirty.insert(t);
             if let Some(call) = agent_call(table, r) {
@@ -308,6 +315,7 @@ impl Groups {
     /// `traces` (of [`Groups::asleep`]) are read again: no longer counted
     /// as let go (their rows come back through [`Groups::take_rows`]).
     pub fn wake(&mut self, traces: &TraceIds) {
+        self.folded_stale |= !traces.is_empty();
         for (t, _) in traces {
             if let Some(tr) = self.traces.get_mut(t) {
                 self.let_go -= tr.let_go as usize;
@@ -332,13 +340,18 @@ impl Groups {
             })
         };
         let mut going: Vec<u128> = Vec::new();
-        for t in self.traces.keys() {
+        let mut keys: Vec<u128> = Vec::new();
+        for t in &self.awake {
             match self.group_of.get(t) {
-                None if settled(t) => going.push(*t),
+                None if settled(t) => {
+                    going.push(*t);
+                    keys.push(*t);
+                }
                 Some(g) if g == t => {
                     let members = &self.members[g];
                     if members.iter().all(settled) {
                         going.extend(members);
+                        keys.push(*g);
                     }
                 }
                 _ => {}
@@ -348,8 +361,15 @@ impl Groups {
         if rows == 0 || rows * 4 < table.len() {
             return None;
         }
+        // Their records are added up now, and not walked again.
+        for g in &keys {
+            if let Some(p) = self.parts.get(g) {
+                self.folded.add(p, settled_by);
+            }
+        }
         let mut gone = vec![false; table.len()];
         for t in &going {
+            self.awake.remove(t);
             let tr = self.traces.get_mut(t).expect("a member");
             for &r in &tr.own {
                 gone[r as usize] = true;
@@ -368,7 +388,8 @@ impl Groups {
                 kept.push(r);
             }
         }
-        for tr in self.traces.values_mut() {
+        for t in &self.awake {
+            let tr = self.traces.get_mut(t).expect("an awake trace");
             for r in tr.own.iter_mut() {
                 *r = at[*r as usize];
             }
@@ -392,9 +413,35 @@ impl Groups {
         c
     }
 
-    /// Every group's records.
-    pub fn parts(&self) -> impl Iterator<Item = &Parts> {
-        self.parts.values()
+    /// The day's tables from every group's records, as
+    /// [`calls::finish`] makes them: those of the groups let go from their
+    /// totals, the others' added.
+    pub fn totals(&mut self, settled_by: i64) -> TurnCalls {
+        if self.folded_stale {
+            // (Every group let go is settled by now: its turns all ended.)
+            let asleep = self
+                .parts
+                .iter()
+                .filter(|(g, _)| self.traces.get(g).is_some_and(|tr| tr.let_go > 0))
+                .map(|(_, p)| p);
+            self.folded = Totals::default();
+            for p in asleep {
+                self.folded.add(p, settled_by);
+            }
+            self.folded_stale = false;
+        }
+        let mut totals = self.folded.clone();
+        let groups: HashSet<u128, Fast> = self
+            .awake
+            .iter()
+            .map(|t| self.group_of.get(t).copied().unwrap_or(*t))
+            .collect();
+        for g in groups {
+            if let Some(p) = self.parts.get(&g) {
+                totals.add(p, settled_by);
+            }
+        }
+        totals.into_calls()
     }
 
     /// The read as a whole, for the day's result.
@@ -427,7 +474,9 @@ impl Groups {
         for &e in &table.end {
             settles(e, &mut shape.settles_at);
         }
-        for (t, tr) in &self.traces {
+        // (A trace let go is rooted and settled: it changes none of this.)
+        for t in &self.awake {
+            let tr = &self.traces[t];
             let mut rooted = tr.rooted;
             let mut last = tr
                 .own

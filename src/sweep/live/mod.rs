@@ -20,7 +20,6 @@ use std::collections::HashSet;
 use super::day::{self, settle_ns};
 use super::SweepError;
 use crate::config::DetectConfig;
-use crate::detect::calls;
 use crate::model::{day_of_ns, day_to_string, NANOS_PER_DAY};
 use crate::signal;
 use crate::store::Reader;
@@ -73,6 +72,13 @@ impl Live {
     /// How many times the state was built from a whole read of the day.
     pub fn rebuilds(&self) -> usize {
         self.rebuilt
+    }
+
+    /// Let the state go unless it is of `day`.
+    pub(super) fn forget_unless(&mut self, day: i32) {
+        if self.today.as_ref().is_some_and(|t| t.rows.day != day) {
+            self.today = None;
+        }
     }
 
     /// What the state holds now (O(groups) to count: for benchmarks and
@@ -234,14 +240,14 @@ impl Today {
     /// The day's result from every group's records, as [`day::Days`]
     /// makes it from a whole read.
     fn result(
-        &self,
+        &mut self,
         reader: &Reader,
         cfg: &DetectConfig,
         now: i64,
     ) -> Result<(signal::DayResult, String), SweepError> {
         let day = self.rows.day;
         let settle = settle_ns(cfg);
-        let tc = calls::finish(self.groups.parts(), now - settle).began_on(day);
+        let tc = self.groups.totals(now - settle).began_on(day);
         let shape = self
             .groups
             .shape(&self.rows.table, self.before.as_ref(), day, now - settle);
