@@ -118,7 +118,7 @@ fn scan(
                 turn_rows.extend_from_slice(g);
             }
             let failing = (failures > 0).then(|| {
-                Box::new(FailingTurn {
+                Arc::new(FailingTurn {
                     turn: turns::turn_id(rows.anchors[st.row], t),
                     trace_id: t.trace_str(st.row),
                     calls: n.max(0) as usize,

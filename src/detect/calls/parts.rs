@@ -33,7 +33,7 @@ pub struct ToolTurn {
     pub duration_s: f64,
     pub spans: f64,
     /// The turn as a failing turn's evidence, when the tool failed in it.
-    pub failing: Option<Box<FailingTurn>>,
+    pub failing: Option<Arc<FailingTurn>>,
 }
 
 /// A turn's anchor service and the day it began.

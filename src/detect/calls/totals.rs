@@ -1,7 +1,9 @@
 //! The day's tables as running totals over records ([`Parts`]): what
 //! [`finish`](super::finish) adds up, kept so that records added once (the
-//! settled groups of `sweep::live`) are not walked again at every sweep.
-//! Only additions: records taken back mean totals made again.
+//! settled groups of `sweep::live`) need not be kept or walked again at
+//! every sweep. Records can be taken back out ([`Totals::remove`]): every
+//! total keeps what it needs for that (each sample, each failing turn,
+//! each last call), and is reduced to the table's value only at the end.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,16 +16,54 @@ use crate::detect::driver::ModelCall;
 /// records' own `Arc<str>`.
 type ByTool<V> = BTreeMap<Arc<str>, V>;
 
+/// A failing turn in the order the table lists them: worst first (most
+/// failures, then most calls); ties by turn id, so the order of rows in
+/// the parts (a compaction re-sorts them) changes nothing.
+#[derive(Debug, Clone)]
+struct Worst(Arc<FailingTurn>);
+
+impl Ord for Worst {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let (a, b) = (&self.0, &other.0);
+        (b.failures, b.calls)
+            .cmp(&(a.failures, a.calls))
+            .then(a.turn.cmp(&b.turn))
+            .then_with(|| a.cmp_rest(b))
+    }
+}
+
+impl PartialOrd for Worst {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Worst {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Worst {}
+
+impl FailingTurn {
+    /// The fields the table's order leaves out, compared (so two turns
+    /// equal in that order are told apart, as a sort would keep both).
+    fn cmp_rest(&self, o: &FailingTurn) -> std::cmp::Ordering {
+        (&self.trace_id, &self.session_id).cmp(&(&o.trace_id, &o.session_id))
+    }
+}
+
 /// The totals of some records of whole turns.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
     /// Per tool, the duration (s) and span count of each turn where it did
     /// not fail.
     healthy: ByTool<(Vec<f64>, Vec<f64>)>,
-    /// Per tool and day, the worst failing turns so far, worst first.
-    failing: ByTool<BTreeMap<i32, Vec<FailingTurn>>>,
-    /// Per tool and day, the latest start of a call in a settled turn.
-    last_call: ByTool<BTreeMap<i32, i64>>,
+    /// Per tool and day, its failing turns (how many of each), worst first.
+    failing: ByTool<BTreeMap<i32, BTreeMap<Worst, usize>>>,
+    /// Per tool and day, the latest start of a call in each settled turn.
+    last_call: ByTool<BTreeMap<i32, Vec<i64>>>,
     /// Per service and day, turns begun.
     by_service: ByTool<BTreeMap<i32, u64>>,
     calls: Vec<Call>,
@@ -39,6 +79,13 @@ fn slot<'m, V: Default>(map: &'m mut ByTool<V>, key: &Arc<str>) -> &'m mut V {
     map.get_mut(&**key).expect("inserted above")
 }
 
+/// Take one `v` out of `values` (any order kept), if it is there.
+fn take_one<T: PartialEq>(values: &mut Vec<T>, v: &T) {
+    if let Some(i) = values.iter().position(|x| x == v) {
+        values.swap_remove(i);
+    }
+}
+
 /// Per (tool, day), from per tool then per day.
 fn per_day<V>(m: ByTool<BTreeMap<i32, V>>) -> BTreeMap<(String, i32), V> {
     m.into_iter()
@@ -49,13 +96,12 @@ fn per_day<V>(m: ByTool<BTreeMap<i32, V>>) -> BTreeMap<(String, i32), V> {
         .collect()
 }
 
-/// The order of a tool's failing turns: worst first (most failures, then
-/// most calls); ties by turn id, so the order of rows in the parts (a
-/// compaction re-sorts them) changes nothing.
-fn worse(a: &FailingTurn, b: &FailingTurn) -> std::cmp::Ordering {
-    (b.failures, b.calls)
-        .cmp(&(a.failures, a.calls))
-        .then(a.turn.cmp(&b.turn))
+/// [`per_day`], leaving out the totals that came to nothing.
+fn nonempty<V>(m: ByTool<BTreeMap<i32, Option<V>>>) -> BTreeMap<(String, i32), V> {
+    per_day(m)
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v?)))
+        .collect()
 }
 
 impl Totals {
@@ -64,21 +110,18 @@ impl Totals {
     pub fn add(&mut self, p: &Parts, settled_by_ns: i64) {
         for tt in &p.tool_turns {
             if tt.turn_end_ns <= settled_by_ns {
-                let l = slot(&mut self.last_call, &tt.tool)
+                slot(&mut self.last_call, &tt.tool)
                     .entry(tt.day)
-                    .or_insert(i64::MIN);
-                *l = (*l).max(tt.last_start_ns);
+                    .or_default()
+                    .push(tt.last_start_ns);
             }
             match &tt.failing {
                 Some(f) => {
-                    let worst = slot(&mut self.failing, &tt.tool)
+                    *slot(&mut self.failing, &tt.tool)
                         .entry(tt.day)
-                        .or_default();
-                    let at = worst.partition_point(|w| worse(w, f).is_lt());
-                    if at < WORST_TURNS {
-                        worst.insert(at, (**f).clone());
-                        worst.truncate(WORST_TURNS);
-                    }
+                        .or_default()
+                        .entry(Worst(f.clone()))
+                        .or_insert(0) += 1;
                 }
                 None => {
                     let h = slot(&mut self.healthy, &tt.tool);
@@ -99,6 +142,63 @@ impl Totals {
             .extend(p.models.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
 
+    /// Take out records added by [`Totals::add`] with the same
+    /// `settled_by_ns` (or one by which the same turns had ended).
+    pub fn remove(&mut self, p: &Parts, settled_by_ns: i64) {
+        for tt in &p.tool_turns {
+            if tt.turn_end_ns <= settled_by_ns {
+                if let Some(v) = self
+                    .last_call
+                    .get_mut(&*tt.tool)
+                    .and_then(|d| d.get_mut(&tt.day))
+                {
+                    take_one(v, &tt.last_start_ns);
+                }
+            }
+            match &tt.failing {
+                Some(f) => {
+                    let set = self
+                        .failing
+                        .get_mut(&*tt.tool)
+                        .and_then(|d| d.get_mut(&tt.day));
+                    if let Some(set) = set {
+                        let w = Worst(f.clone());
+                        if let Some(n) = set.get_mut(&w) {
+                            *n -= 1;
+                            if *n == 0 {
+                                set.remove(&w);
+                            }
+                        }
+                    }
+                }
+                None => {
+                    if let Some(h) = self.healthy.get_mut(&*tt.tool) {
+                        take_one(&mut h.0, &tt.duration_s);
+                        take_one(&mut h.1, &tt.spans);
+                    }
+                }
+            }
+        }
+        for ts in &p.turn_services {
+            if let Some(n) = self
+                .by_service
+                .get_mut(&*ts.service)
+                .and_then(|d| d.get_mut(&ts.day))
+            {
+                *n -= 1;
+            }
+        }
+        if !p.turns.is_empty() {
+            self.calls.retain(|c| !p.turns.contains_key(&c.turn));
+        }
+        for id in p.turns.keys() {
+            self.turns.remove(id);
+        }
+        for id in p.models.keys() {
+            self.models.remove(id);
+        }
+    }
+
     /// The day's tables.
     pub fn into_calls(self) -> TurnCalls {
         let mut calls = self.calls;
@@ -106,12 +206,35 @@ impl Totals {
             (&a.turn, &a.tool, a.start_ns, &a.span_id)
                 .cmp(&(&b.turn, &b.tool, b.start_ns, &b.span_id))
         });
+        let worst = self.failing.into_iter().map(|(tool, days)| {
+            let days = days.into_iter().map(|(day, set)| {
+                let kept: Vec<FailingTurn> = set
+                    .into_iter()
+                    .flat_map(|(w, n)| std::iter::repeat_n(w.0, n))
+                    .take(WORST_TURNS)
+                    .map(|f| (*f).clone())
+                    .collect();
+                (day, (!kept.is_empty()).then_some(kept))
+            });
+            (tool, days.collect())
+        });
+        let last = self.last_call.into_iter().map(|(tool, days)| {
+            let days = days
+                .into_iter()
+                .map(|(day, v)| (day, v.into_iter().max()));
+            (tool, days.collect())
+        });
+        let services = self.by_service.into_iter().map(|(s, days)| {
+            let days = days.into_iter().map(|(day, n)| (day, (n > 0).then_some(n)));
+            (s, days.collect())
+        });
         TurnCalls {
             calls,
             turns: self.turns,
             healthy: self
                 .healthy
                 .into_iter()
+                .filter(|(_, (d, _))| !d.is_empty())
                 .map(|(tool, (d, s))| {
                     let h = Healthy {
                         duration_s: crate::detect::median(d),
@@ -120,9 +243,9 @@ impl Totals {
                     (tool.to_string(), h)
                 })
                 .collect(),
-            failing: per_day(self.failing),
-            last_call: per_day(self.last_call),
-            turns_by_service: per_day(self.by_service),
+            failing: nonempty(worst.collect()),
+            last_call: nonempty(last.collect()),
+            turns_by_service: nonempty(services.collect()),
             models: self.models,
         }
     }

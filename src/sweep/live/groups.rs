@@ -9,6 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::before::Before;
+use super::rows::Stale;
 use super::TraceIds;
 use crate::detect::calls::{self, Keep, Parts, Totals, TurnCalls};
 use crate::model::NANOS_PER_DAY;
@@ -23,9 +24,11 @@ struct Trace {
     own: Vec<u32>,
     /// Whether one of them is a root (no parent).
     rooted: bool,
-    /// Its rows let go of (settled, their records kept; 0: none): read
-    /// again if the trace's group gets spans.
+    /// Its rows let go of (settled, their records added up; 0: none):
+    /// read again if the trace's group gets spans, and then checked
+    /// against this sum of their [`row_sum`]s.
     let_go: u32,
+    let_go_sum: u64,
 }
 
 /// Today's traces and their groups' records.
@@ -48,10 +51,9 @@ pub(super) struct Groups {
     let_go_horizon: i64,
     /// The traces whose rows are held (not let go).
     awake: HashSet<u128, Fast>,
-    /// The records of the groups let go, added up once; made again when
-    /// one of them wakes.
+    /// The records of the groups let go, added up (their `Parts` are not
+    /// kept); a group that wakes has its records taken back out.
     folded: Totals,
-    folded_stale: bool,
 }
 
 /// What the day's result says of the read as a whole.
@@ -312,16 +314,45 @@ impl Groups {
         out
     }
 
-    /// `traces` (of [`Groups::asleep`]) are read again: no longer counted
-    /// as let go (their rows come back through [`Groups::take_rows`]).
-    pub fn wake(&mut self, traces: &TraceIds) {
-        self.folded_stale |= !traces.is_empty();
+    /// `traces` (of [`Groups::asleep`]) read again: `table`'s rows from
+    /// `first` on are their spans as they were let go (read again by
+    /// [`super::rows::DayRows::pull`]), so the kernel over them makes the
+    /// records that were added up, which are taken back out; the traces
+    /// are no longer let go (their rows come back through
+    /// [`Groups::take_rows`], their groups are made again). Stale when the
+    /// spans read again are not those let go (a duplicate merged away).
+    pub fn wake(
+        &mut self,
+        table: &SpanTable,
+        first: usize,
+        traces: &TraceIds,
+        settled_by: i64,
+    ) -> Result<(), Stale> {
+        let mut found: HashMap<u128, (u32, u64), Fast> = HashMap::default();
+        for r in first..table.len() {
+            let f = found.entry(table.trace[r]).or_default();
+            f.0 += 1;
+            f.1 = f.1.wrapping_add(row_sum(table, r));
+        }
         for (t, _) in traces {
-            if let Some(tr) = self.traces.get_mut(t) {
-                self.let_go -= tr.let_go as usize;
-                tr.let_go = 0;
+            let tr = &self.traces[t];
+            if found.get(t).copied().unwrap_or_default() != (tr.let_go, tr.let_go_sum) {
+                return Err(Stale(format!(
+                    "the spans of trace {t:032x} read again are not those let go"
+                )));
             }
         }
+        let mut old = SpanTable::default();
+        old.extend_from(table, &(first..table.len()).collect::<Vec<_>>());
+        self.folded
+            .remove(&calls::parts(&old, Keep::Findable), settled_by);
+        for (t, _) in traces {
+            let tr = self.traces.get_mut(t).expect("checked above");
+            self.let_go -= tr.let_go as usize;
+            tr.let_go = 0;
+            tr.let_go_sum = 0;
+        }
+        Ok(())
     }
 
     /// Let go of the rows of the groups settled by `settled_by` whose
@@ -361,10 +392,10 @@ impl Groups {
         if rows == 0 || rows * 4 < table.len() {
             return None;
         }
-        // Their records are added up now, and not walked again.
+        // Their records are added up now, and not kept or walked again.
         for g in &keys {
-            if let Some(p) = self.parts.get(g) {
-                self.folded.add(p, settled_by);
+            if let Some(p) = self.parts.remove(g) {
+                self.folded.add(&p, settled_by);
             }
         }
         let mut gone = vec![false; table.len()];
@@ -376,6 +407,10 @@ impl Groups {
                 self.let_go_horizon = self.let_go_horizon.max(table.end[r as usize]);
             }
             tr.let_go = tr.own.len() as u32;
+            tr.let_go_sum = tr
+                .own
+                .iter()
+                .fold(0u64, |a, &r| a.wrapping_add(row_sum(table, r as usize)));
             self.let_go += tr.own.len();
             tr.own = Vec::new();
         }
@@ -416,20 +451,7 @@ impl Groups {
     /// The day's tables from every group's records, as
     /// [`calls::finish`] makes them: those of the groups let go from their
     /// totals, the others' added.
-    pub fn totals(&mut self, settled_by: i64) -> TurnCalls {
-        if self.folded_stale {
-            // (Every group let go is settled by now: its turns all ended.)
-            let asleep = self
-                .parts
-                .iter()
-                .filter(|(g, _)| self.traces.get(g).is_some_and(|tr| tr.let_go > 0))
-                .map(|(_, p)| p);
-            self.folded = Totals::default();
-            for p in asleep {
-                self.folded.add(p, settled_by);
-            }
-            self.folded_stale = false;
-        }
+    pub fn totals(&self, settled_by: i64) -> TurnCalls {
         let mut totals = self.folded.clone();
         let groups: HashSet<u128, Fast> = self
             .awake
@@ -517,4 +539,17 @@ fn agent_call(table: &SpanTable, r: usize) -> Option<&str> {
         0 => None,
         c => table.dict.get(c).filter(|s| !s.is_empty()),
     }
+}
+
+/// A hash of row `r`'s key and times, summed over a trace's rows (in any
+/// order) to tell whether the spans read again are those let go.
+fn row_sum(table: &SpanTable, r: usize) -> u64 {
+    let mut b = [0u8; 56];
+    b[..16].copy_from_slice(&table.trace[r].to_le_bytes());
+    b[16..24].copy_from_slice(&table.span[r].to_le_bytes());
+    b[24..32].copy_from_slice(&table.parent[r].to_le_bytes());
+    b[32..40].copy_from_slice(&table.start[r].to_le_bytes());
+    b[40..48].copy_from_slice(&table.end[r].to_le_bytes());
+    b[48..56].copy_from_slice(&table.retry_after[r].to_le_bytes());
+    xxhash_rust::xxh3::xxh3_64(&b)
 }

@@ -137,74 +137,18 @@ impl Live {
                 "a new day, new rules or a clock set back",
             );
         }
-        let t0 = std::time::Instant::now();
+        // Something kept cannot be followed: build it again, once.
         let today = self.today.as_mut().expect("built above");
-        let first_new = match today.rows.refresh(reader, now)? {
-            Ok(first) => first,
+        match today.advance(reader, cfg, now)? {
+            Ok(out) => Ok(out),
             Err(rows::Stale(why)) => {
                 self.rebuild(day, rules, &why);
                 let today = self.today.as_mut().expect("built above");
-                match today.rows.refresh(reader, now)? {
-                    Ok(first) => first,
-                    Err(rows::Stale(why)) => {
-                        return Err(SweepError::Store(crate::store::StoreError::data(
-                            "reading today's spans",
-                            why,
-                        )))
-                    }
-                }
+                today.advance(reader, cfg, now)?.map_err(|rows::Stale(why)| {
+                    SweepError::Store(crate::store::StoreError::data("reading today's spans", why))
+                })
             }
-        };
-        let today = self.today.as_mut().expect("built above");
-        let t1 = std::time::Instant::now();
-        let before_changed = today.refresh_before(reader, now)?;
-        let mut dirty = today
-            .groups
-            .take_rows(&today.rows.table, first_new, before_changed);
-        let rootless = today.groups.rootless(&today.rows.table, &dirty);
-        if let Some(b) = today.before.as_mut() {
-            b.pull(reader, now, &rootless)?;
         }
-        today.groups.index_pulled(today.before.as_ref(), &rootless);
-        // Settled traces let go of whose groups got spans: read again.
-        let asleep = today
-            .groups
-            .asleep(&today.rows.table, today.before.as_ref(), &dirty);
-        if !asleep.is_empty() {
-            today.groups.wake(&asleep);
-            let first = today.rows.pull(reader, now, &asleep)?;
-            dirty.extend(today.groups.take_rows(&today.rows.table, first, false));
-            today.woken += asleep.len();
-        }
-        let t2 = std::time::Instant::now();
-        let recomputed =
-            today
-                .groups
-                .recompute(&mut today.rows.table, today.before.as_ref(), &dirty);
-        let t3 = std::time::Instant::now();
-        let out = today.result(reader, cfg, now)?;
-        today.last_now = now;
-        let let_go = today
-            .groups
-            .let_go(&today.rows.table, now - settle_ns(cfg));
-        if let Some(kept) = &let_go {
-            today.rows.keep(kept);
-            today.let_go += 1;
-        }
-        tracing::debug!(
-            day = %day_to_string(day),
-            new_rows = today.rows.table.len() - first_new,
-            traces = dirty.len(),
-            groups = recomputed,
-            read_ms = (t1 - t0).as_millis() as u64,
-            before_ms = (t2 - t1).as_millis() as u64,
-            kernel_ms = (t3 - t2).as_millis() as u64,
-            rules_ms = t3.elapsed().as_millis() as u64,
-            woken = asleep.len(),
-            kept_rows = today.rows.table.len(),
-            "today from its new spans"
-        );
-        Ok(out)
     }
 
     fn rebuild(&mut self, day: i32, rules: String, why: &str) {
@@ -225,6 +169,73 @@ impl Live {
 }
 
 impl Today {
+    /// Bring the state up to `now` and make the day's result; stale when
+    /// what is kept cannot be brought up to date (the caller rebuilds).
+    fn advance(
+        &mut self,
+        reader: &Reader,
+        cfg: &DetectConfig,
+        now: i64,
+    ) -> Result<Result<(signal::DayResult, String), rows::Stale>, SweepError> {
+        let settled_by = now - settle_ns(cfg);
+        let t0 = std::time::Instant::now();
+        let first_new = match self.rows.refresh(reader, now)? {
+            Ok(first) => first,
+            Err(stale) => return Ok(Err(stale)),
+        };
+        let t1 = std::time::Instant::now();
+        let before_changed = self.refresh_before(reader, now)?;
+        let mut dirty = self
+            .groups
+            .take_rows(&self.rows.table, first_new, before_changed);
+        let rootless = self.groups.rootless(&self.rows.table, &dirty);
+        if let Some(b) = self.before.as_mut() {
+            b.pull(reader, now, &rootless)?;
+        }
+        self.groups.index_pulled(self.before.as_ref(), &rootless);
+        // Settled traces let go of whose groups got spans: read again, and
+        // their records taken out of the totals.
+        let asleep = self
+            .groups
+            .asleep(&self.rows.table, self.before.as_ref(), &dirty);
+        if !asleep.is_empty() {
+            let first = self.rows.pull(reader, now, &asleep)?;
+            if let Err(stale) = self
+                .groups
+                .wake(&self.rows.table, first, &asleep, settled_by)
+            {
+                return Ok(Err(stale));
+            }
+            dirty.extend(self.groups.take_rows(&self.rows.table, first, false));
+            self.woken += asleep.len();
+        }
+        let t2 = std::time::Instant::now();
+        let recomputed = self
+            .groups
+            .recompute(&mut self.rows.table, self.before.as_ref(), &dirty);
+        let t3 = std::time::Instant::now();
+        let out = self.result(reader, cfg, now)?;
+        self.last_now = now;
+        if let Some(kept) = self.groups.let_go(&self.rows.table, settled_by) {
+            self.rows.keep(&kept);
+            self.let_go += 1;
+        }
+        tracing::debug!(
+            day = %day_to_string(self.rows.day),
+            new_rows = self.rows.table.len().saturating_sub(first_new),
+            traces = dirty.len(),
+            groups = recomputed,
+            read_ms = (t1 - t0).as_millis() as u64,
+            before_ms = (t2 - t1).as_millis() as u64,
+            kernel_ms = (t3 - t2).as_millis() as u64,
+            rules_ms = t3.elapsed().as_millis() as u64,
+            woken = asleep.len(),
+            kept_rows = self.rows.table.len(),
+            "today from its new spans"
+        );
+        Ok(Ok(out))
+    }
+
     /// The day before brought up to date: read again when its parts
     /// changed (late spans for it, its seal); whether it was.
     fn refresh_before(&mut self, reader: &Reader, now: i64) -> Result<bool, SweepError> {
@@ -240,7 +251,7 @@ impl Today {
     /// The day's result from every group's records, as [`day::Days`]
     /// makes it from a whole read.
     fn result(
-        &mut self,
+        &self,
         reader: &Reader,
         cfg: &DetectConfig,
         now: i64,
