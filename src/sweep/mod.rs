@@ -206,12 +206,12 @@ fn sweep(
         state.forget_days_before(first - 1)?;
     }
     let plan = plan::plan(reader, state, cfg, opts, &days, (since, today))?;
-    let live = live.map(|l| {
-        // A day kept that is no longer today goes before the days are read
-        // (not held beside yesterday's read from its spans at midnight).
+    // A day kept that is no longer today goes before the days are read
+    // (not held beside yesterday's read from its spans at midnight).
+    let mut live = live;
+    if let Some(l) = live.as_deref_mut() {
         l.forget_unless(today);
-        l
-    });
+    }
     let done = execute::execute(reader, cfg, now, plan, live)?;
     let mut tally = execute::Tally::default();
     for (day, (result, fingerprint)) in done.results {

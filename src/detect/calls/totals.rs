@@ -219,9 +219,7 @@ impl Totals {
             (tool, days.collect())
         });
         let last = self.last_call.into_iter().map(|(tool, days)| {
-            let days = days
-                .into_iter()
-                .map(|(day, v)| (day, v.into_iter().max()));
+            let days = days.into_iter().map(|(day, v)| (day, v.into_iter().max()));
             (tool, days.collect())
         });
         let services = self.by_service.into_iter().map(|(s, days)| {

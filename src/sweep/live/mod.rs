@@ -144,9 +144,14 @@ impl Live {
             Err(rows::Stale(why)) => {
                 self.rebuild(day, rules, &why);
                 let today = self.today.as_mut().expect("built above");
-                today.advance(reader, cfg, now)?.map_err(|rows::Stale(why)| {
-                    SweepError::Store(crate::store::StoreError::data("reading today's spans", why))
-                })
+                today
+                    .advance(reader, cfg, now)?
+                    .map_err(|rows::Stale(why)| {
+                        SweepError::Store(crate::store::StoreError::data(
+                            "reading today's spans",
+                            why,
+                        ))
+                    })
             }
         }
     }
