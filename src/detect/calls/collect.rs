@@ -10,8 +10,8 @@ use std::sync::Arc;
 use super::numbering::{Buckets, Rows, Sessions, Turns};
 use super::parts::{finish, Parts, ToolTurn, TurnService};
 use super::{
-    stated_waits, Call, Class, FailingTurn, Fast, Hex, Keep, SpanIndex, SpanTable, StatedWait,
-    Turn, TurnCalls,
+    may_nest_in, stated_waits, Call, Class, FailingTurn, Fast, Hex, Keep, SpanIndex, SpanTable,
+    StatedWait, Turn, TurnCalls,
 };
 use crate::detect::turns::{self, Anchor};
 use crate::model::ErrorClass;
@@ -26,8 +26,16 @@ pub fn collect_table_keeping(t: &SpanTable, settled_by_ns: i64, keep: Keep) -> T
 /// whole: [`finish`] of the parts of tables that split the spans by whole
 /// turns is [`collect_table_keeping`] of them all.
 pub fn parts(t: &SpanTable, keep: Keep) -> Parts {
+    parts_nesting(t, keep, may_nest_in(t))
+}
+
+/// [`parts`] of some whole turns of a larger table (the day a whole read
+/// takes), `nest` saying whether that table may hold one call as two
+/// spans ([`may_nest_in`] of it): the records are then those the larger
+/// table's would hold for these turns.
+pub fn parts_nesting(t: &SpanTable, keep: Keep, nest: bool) -> Parts {
     let index = SpanIndex::new(t);
-    let rows = Rows::of(t, &index);
+    let rows = Rows::of(t, &index, nest);
     let turns = Turns::number(t, &rows.anchors);
     let waits = stated_waits(t, &index, |i| rows.is_call(i));
     let buckets = Buckets::of(&rows, &turns);

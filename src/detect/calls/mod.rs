@@ -27,7 +27,7 @@ mod parts;
 mod totals;
 mod waits;
 
-pub use collect::{collect_table_keeping, parts};
+pub use collect::{collect_table_keeping, parts, parts_nesting};
 pub use parts::{finish, Parts, ToolTurn, TurnService};
 pub use totals::Totals;
 pub use waits::{stated_waits, waitable, StatedWait};

@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 
-use super::{may_nest_in, nested_in, takes_inner_class, Class, Fast, SpanIndex, SpanTable};
+#[cfg(doc)]
+use super::may_nest_in;
+use super::{nested_in, takes_inner_class, Class, Fast, SpanIndex, SpanTable};
 use crate::detect::turns::{self, Anchor};
 
 /// The table's rows as calls: each row's turn anchor, its nested
@@ -21,11 +23,13 @@ pub(super) struct Rows<'t> {
 }
 
 impl<'t> Rows<'t> {
-    pub fn of(t: &'t SpanTable, index: &SpanIndex<'_>) -> Rows<'t> {
+    /// `nest`: whether nested duplicates are looked for, which is where
+    /// one call can be two spans (an MCP span, or two conventions, in the
+    /// table a whole read of the day takes: [`may_nest_in`]), as the
+    /// rollup does.
+    pub fn of(t: &'t SpanTable, index: &SpanIndex<'_>, nest: bool) -> Rows<'t> {
         let anchors = turns::anchors(t, index);
-        // Nested duplicates are looked for only where one call can be two
-        // spans (an MCP span, or two conventions), as the rollup does.
-        let nested = may_nest_in(t).then(|| nested_in(t, index));
+        let nested = nest.then(|| nested_in(t, index));
         let mut class_src: Vec<u32> = (0..t.len() as u32).collect();
         for (i, p) in nested.iter().flatten().enumerate() {
             if let Some(p) = *p {

@@ -1,9 +1,10 @@
 //! The day's tables as running totals over records ([`Parts`]): what
 //! [`finish`](super::finish) adds up, kept so that records added once (the
-//! settled groups of `sweep::live`) need not be kept or walked again at
-//! every sweep. Records can be taken back out ([`Totals::remove`]): every
-//! total keeps what it needs for that (each sample, each failing turn,
-//! each last call), and is reduced to the table's value only at the end.
+//! settled groups of `sweep::live`) need not be kept: only what the tables
+//! are made from is. Records can be taken back out ([`Totals::remove`]):
+//! every total keeps what it needs for that (each sample, each failing
+//! turn, each last call), and is reduced to the tables' values only at the
+//! end ([`Totals::into_calls`], of a copy at each sweep).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -79,10 +80,15 @@ fn slot<'m, V: Default>(map: &'m mut ByTool<V>, key: &Arc<str>) -> &'m mut V {
     map.get_mut(&**key).expect("inserted above")
 }
 
-/// Take one `v` out of `values` (any order kept), if it is there.
-fn take_one<T: PartialEq>(values: &mut Vec<T>, v: &T) {
-    if let Some(i) = values.iter().position(|x| x == v) {
-        values.swap_remove(i);
+/// Take one `v` out of `values` (any order kept); whether it was there.
+fn take_one<T: PartialEq>(values: Option<&mut Vec<T>>, v: &T) -> bool {
+    let Some(values) = values else { return false };
+    match values.iter().position(|x| x == v) {
+        Some(i) => {
+            values.swap_remove(i);
+            true
+        }
+        None => false,
     }
 }
 
@@ -143,60 +149,67 @@ impl Totals {
     }
 
     /// Take out records added by [`Totals::add`] with the same
-    /// `settled_by_ns` (or one by which the same turns had ended).
-    pub fn remove(&mut self, p: &Parts, settled_by_ns: i64) {
+    /// `settled_by_ns` (or one by which the same turns had ended); whether
+    /// every one of them was found (if not, the totals no longer mean
+    /// anything: make them again).
+    pub fn remove(&mut self, p: &Parts, settled_by_ns: i64) -> bool {
+        let mut found = true;
         for tt in &p.tool_turns {
             if tt.turn_end_ns <= settled_by_ns {
-                if let Some(v) = self
-                    .last_call
-                    .get_mut(&*tt.tool)
-                    .and_then(|d| d.get_mut(&tt.day))
-                {
-                    take_one(v, &tt.last_start_ns);
-                }
+                let days = self.last_call.get_mut(&*tt.tool);
+                found &= take_one(days.and_then(|d| d.get_mut(&tt.day)), &tt.last_start_ns);
             }
             match &tt.failing {
                 Some(f) => {
+                    let w = Worst(f.clone());
                     let set = self
                         .failing
                         .get_mut(&*tt.tool)
                         .and_then(|d| d.get_mut(&tt.day));
-                    if let Some(set) = set {
-                        let w = Worst(f.clone());
-                        if let Some(n) = set.get_mut(&w) {
-                            *n -= 1;
-                            if *n == 0 {
+                    match set {
+                        Some(set) => match set.get_mut(&w) {
+                            Some(n) if *n > 1 => *n -= 1,
+                            Some(_) => {
                                 set.remove(&w);
                             }
-                        }
+                            None => found = false,
+                        },
+                        None => found = false,
                     }
                 }
                 None => {
-                    if let Some(h) = self.healthy.get_mut(&*tt.tool) {
-                        take_one(&mut h.0, &tt.duration_s);
-                        take_one(&mut h.1, &tt.spans);
-                    }
+                    let h = self.healthy.get_mut(&*tt.tool);
+                    let (d, s) = match h {
+                        Some(h) => (Some(&mut h.0), Some(&mut h.1)),
+                        None => (None, None),
+                    };
+                    found &= take_one(d, &tt.duration_s);
+                    found &= take_one(s, &tt.spans);
                 }
             }
         }
         for ts in &p.turn_services {
-            if let Some(n) = self
+            let n = self
                 .by_service
                 .get_mut(&*ts.service)
-                .and_then(|d| d.get_mut(&ts.day))
-            {
-                *n -= 1;
+                .and_then(|d| d.get_mut(&ts.day));
+            match n {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => found = false,
             }
         }
         if !p.turns.is_empty() {
+            let before = self.calls.len();
             self.calls.retain(|c| !p.turns.contains_key(&c.turn));
+            found &= before - self.calls.len() == p.calls.len();
         }
         for id in p.turns.keys() {
-            self.turns.remove(id);
+            found &= self.turns.remove(id).is_some();
         }
         for id in p.models.keys() {
-            self.models.remove(id);
+            found &= self.models.remove(id).is_some();
         }
+        found
     }
 
     /// The day's tables.
@@ -246,5 +259,81 @@ impl Totals {
             turns_by_service: nonempty(services.collect()),
             models: self.models,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parts, Keep};
+    use super::*;
+    use crate::spans::SpanTable;
+    use polars::prelude::*;
+
+    /// Spans of `traces` traces, each a root agent span and tool calls,
+    /// some failing, some repeated with the same arguments; ties in the
+    /// failing turns' order on purpose (equal failures and calls).
+    fn table(traces: std::ops::Range<u64>) -> SpanTable {
+        let (mut trace, mut span, mut parent) = (vec![], vec![], vec![]);
+        let (mut start, mut end, mut agent, mut tool_call) = (vec![], vec![], vec![], vec![]);
+        let (mut tool, mut class, mut args) = (vec![], vec![], vec![]);
+        for t in traces {
+            let tid = format!("{t:032x}");
+            let t0 = 1_000_000_000_000 + t as i64 * 10_000_000_000;
+            trace.push(tid.clone());
+            span.push(format!("{:016x}", t * 100));
+            parent.push(None::<String>);
+            start.push(t0);
+            end.push(t0 + 9_000_000_000);
+            agent.push(true);
+            tool_call.push(false);
+            tool.push(None::<String>);
+            class.push(None::<String>);
+            args.push(None::<String>);
+            for k in 0..(2 + t % 3) {
+                trace.push(tid.clone());
+                span.push(format!("{:016x}", t * 100 + k + 1));
+                parent.push(Some(format!("{:016x}", t * 100)));
+                start.push(t0 + k as i64 * 1_000_000_000);
+                end.push(t0 + k as i64 * 1_000_000_000 + 500_000_000);
+                agent.push(false);
+                tool_call.push(true);
+                tool.push(Some(if t % 2 == 0 { "search" } else { "book" }.to_string()));
+                let failed = t % 4 < 2 && k < 2;
+                class.push(Some(if failed { "timeout" } else { "ok" }.to_string()));
+                args.push(Some(format!("{:032x}", t % 5)));
+            }
+        }
+        let df = df!(
+            "trace_id" => trace, "span_id" => span, "parent_span_id" => parent,
+            "start_ns" => start, "end_ns" => end, "is_agent" => agent,
+            "is_tool_call" => tool_call, "tool_name" => tool, "error_class" => class,
+            "tool_args_hash" => args,
+        )
+        .unwrap();
+        SpanTable::from_frame(&df).unwrap()
+    }
+
+    #[test]
+    fn records_taken_out_leave_the_totals_of_the_rest() {
+        let a = parts(&table(0..40), Keep::Findable);
+        let b = parts(&table(40..90), Keep::Findable);
+        assert!(!a.calls.is_empty() && !b.calls.is_empty());
+        let settled = i64::MAX;
+        let mut both = Totals::default();
+        both.add(&a, settled);
+        both.add(&b, settled);
+        let whole = super::super::finish([&a, &b], settled);
+        assert_eq!(both.clone().into_calls(), whole);
+        assert!(both.remove(&a, settled), "every record of a was in");
+        assert_eq!(
+            both.clone().into_calls(),
+            super::super::finish([&b], settled)
+        );
+        // Taking out what is no longer there says so.
+        assert!(!both.remove(&a, settled));
+        let mut none = Totals::default();
+        none.add(&b, settled);
+        assert!(none.remove(&b, settled));
+        assert_eq!(none.into_calls(), super::super::finish([], settled));
     }
 }

@@ -125,6 +125,7 @@ impl Groups {
         table: &mut SpanTable,
         before: Option<&Before>,
         dirty: &HashSet<u128>,
+        nest: bool,
     ) -> usize {
         if dirty.is_empty() {
             return 0;
@@ -145,7 +146,7 @@ impl Groups {
                 .flat_map(|t| b.rows(*t).iter().copied())
                 .collect()
         };
-        let made = if closure.len() == self.traces.len() {
+        let made = if closure.len() == self.awake.len() {
             // Every trace: the kernel over the table itself, the day
             // before's spans appended for the while (no copy of the day).
             let own = table.len();
@@ -153,7 +154,7 @@ impl Groups {
             if let Some(b) = before {
                 table.extend_from(&b.pulled, &pulled);
             }
-            let made = calls::parts(table, Keep::Findable).split(key);
+            let made = calls::parts_nesting(table, Keep::Findable, nest).split(key);
             table.truncate(own);
             made
         } else {
@@ -167,7 +168,7 @@ impl Groups {
             if let Some(b) = before {
                 sub.extend_from(&b.pulled, &pulled_of(&mut order.iter()));
             }
-            calls::parts(&sub, Keep::Findable).split(key)
+            calls::parts_nesting(&sub, Keep::Findable, nest).split(key)
         };
         let mut groups = 0;
         // A trace alone is its own group: only groups of several are noted.

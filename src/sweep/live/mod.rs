@@ -26,10 +26,12 @@ use crate::store::Reader;
 
 mod before;
 mod groups;
+mod nest;
 mod rows;
 
 use before::Before;
 use groups::Groups;
+use nest::NestGate;
 use rows::DayRows;
 
 /// What a process keeps of today between its sweeps (one per data
@@ -37,7 +39,7 @@ use rows::DayRows;
 #[derive(Default)]
 pub struct Live {
     today: Option<Today>,
-    /// The last rebuild's reason, for tests and logs.
+    /// How many times the state was built (for tests).
     rebuilt: usize,
 }
 
@@ -62,6 +64,8 @@ struct Today {
     rules: String,
     /// The `now` of the last sweep that brought it up to date.
     last_now: i64,
+    /// Whether the day's read may hold one call as two spans.
+    gate: NestGate,
     /// Traces read again after their rows were let go, and how many
     /// times settled rows were let go (for the tests).
     woken: usize,
@@ -94,8 +98,8 @@ impl Live {
         c
     }
 
-    /// Today's traces read again after their rows were let go, and how
-    /// many times settled rows were let go, since the state was built.
+    /// How many times settled rows were let go, and how many traces let
+    /// go were read again, since the state was built.
     pub fn let_go_and_woken(&self) -> (usize, usize) {
         self.today.as_ref().map_or((0, 0), |t| (t.let_go, t.woken))
     }
@@ -167,6 +171,7 @@ impl Live {
             groups: Groups::default(),
             rules,
             last_now: i64::MIN,
+            gate: NestGate::default(),
             woken: 0,
             let_go: 0,
         });
@@ -189,7 +194,11 @@ impl Today {
             Err(stale) => return Ok(Err(stale)),
         };
         let t1 = std::time::Instant::now();
+        let nested = self.gate.may;
+        self.gate
+            .see(&self.rows.table, first_new..self.rows.table.len());
         let before_changed = self.refresh_before(reader, now)?;
+        let pulled_at = self.before.as_ref().map_or(0, |b| b.pulled.len());
         let mut dirty = self
             .groups
             .take_rows(&self.rows.table, first_new, before_changed);
@@ -198,6 +207,14 @@ impl Today {
             b.pull(reader, now, &rootless)?;
         }
         self.groups.index_pulled(self.before.as_ref(), &rootless);
+        if let Some(b) = &self.before {
+            self.gate.see(&b.pulled, pulled_at..b.pulled.len());
+        }
+        if self.gate.may && !nested && self.last_now != i64::MIN {
+            return Ok(Err(rows::Stale(
+                "a call may now be two spans (an MCP span or a second convention today)".into(),
+            )));
+        }
         // Settled traces let go of whose groups got spans: read again, and
         // their records taken out of the totals.
         let asleep = self
@@ -205,9 +222,9 @@ impl Today {
             .asleep(&self.rows.table, self.before.as_ref(), &dirty);
         if !asleep.is_empty() {
             let first = self.rows.pull(reader, now, &asleep)?;
-            if let Err(stale) = self
-                .groups
-                .wake(&self.rows.table, first, &asleep, settled_by)
+            if let Err(stale) =
+                self.groups
+                    .wake(&self.rows.table, first, &asleep, settled_by, self.gate.may)
             {
                 return Ok(Err(stale));
             }
@@ -215,9 +232,12 @@ impl Today {
             self.woken += asleep.len();
         }
         let t2 = std::time::Instant::now();
-        let recomputed = self
-            .groups
-            .recompute(&mut self.rows.table, self.before.as_ref(), &dirty);
+        let recomputed = self.groups.recompute(
+            &mut self.rows.table,
+            self.before.as_ref(),
+            &dirty,
+            self.gate.may,
+        );
         let t3 = std::time::Instant::now();
         let out = self.result(reader, cfg, now)?;
         self.last_now = now;

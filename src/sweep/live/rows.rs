@@ -233,24 +233,28 @@ impl DayRows {
             })
             .map_err(data)?;
         let pulled = SpanTable::from_frame(&df).map_err(data)?;
-        // Those already in the table (the new spans that woke them) stay
-        // once.
+        // Those already in the table (the new spans that woke them, told
+        // by key and times) stay once.
         let wanted: std::collections::HashSet<u128, Fast> =
             traces.iter().map(|(t, _)| *t).collect();
-        let mut present: HashMap<Key, usize, Fast> = HashMap::default();
+        let mut present: HashMap<(Key, u64), usize, Fast> = HashMap::default();
         for r in 0..self.table.len() {
             if wanted.contains(&self.table.trace[r]) {
-                *present.entry(key(&self.table, r)).or_insert(0) += 1;
+                *present
+                    .entry((key(&self.table, r), row_sum(&self.table, r)))
+                    .or_insert(0) += 1;
             }
         }
         let rows: Vec<usize> = (0..pulled.len())
-            .filter(|&r| match present.get_mut(&key(&pulled, r)) {
-                Some(n) if *n > 0 => {
-                    *n -= 1;
-                    false
-                }
-                _ => true,
-            })
+            .filter(
+                |&r| match present.get_mut(&(key(&pulled, r), row_sum(&pulled, r))) {
+                    Some(n) if *n > 0 => {
+                        *n -= 1;
+                        false
+                    }
+                    _ => true,
+                },
+            )
             .collect();
         self.table.extend_from(&pulled, &rows);
         Ok(first_new)
@@ -320,4 +324,17 @@ fn read_part(
 /// merged part, or a seal's output.
 fn is_rewrite(name: &str) -> bool {
     name.ends_with("-c.parquet") || crate::store::layout::is_seal_output(std::path::Path::new(name))
+}
+
+/// A hash of row `r`'s key and times, summed over a trace's rows (in any
+/// order) to tell whether the spans read again are those let go.
+pub(super) fn row_sum(table: &SpanTable, r: usize) -> u64 {
+    let mut b = [0u8; 56];
+    b[..16].copy_from_slice(&table.trace[r].to_le_bytes());
+    b[16..24].copy_from_slice(&table.span[r].to_le_bytes());
+    b[24..32].copy_from_slice(&table.parent[r].to_le_bytes());
+    b[32..40].copy_from_slice(&table.start[r].to_le_bytes());
+    b[40..48].copy_from_slice(&table.end[r].to_le_bytes());
+    b[48..56].copy_from_slice(&table.retry_after[r].to_le_bytes());
+    xxhash_rust::xxh3::xxh3_64(&b)
 }

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::rows::Stale;
+use super::super::rows::{row_sum, Stale};
 use super::super::{Census, TraceIds};
 use super::{Before, Fast, Groups};
 use crate::detect::calls::{self, Keep, TurnCalls};
@@ -47,6 +47,7 @@ impl Groups {
         first: usize,
         traces: &TraceIds,
         settled_by: i64,
+        nest: bool,
     ) -> Result<(), Stale> {
         let mut found: HashMap<u128, (u32, u64), Fast> = HashMap::default();
         for r in first..table.len() {
@@ -64,8 +65,12 @@ impl Groups {
         }
         let mut old = SpanTable::default();
         old.extend_from(table, &(first..table.len()).collect::<Vec<_>>());
-        self.folded
-            .remove(&calls::parts(&old, Keep::Findable), settled_by);
+        let records = calls::parts_nesting(&old, Keep::Findable, nest);
+        if !self.folded.remove(&records, settled_by) {
+            return Err(Stale(
+                "the records of traces read again are not those let go".into(),
+            ));
+        }
         for (t, _) in traces {
             let tr = self.traces.get_mut(t).expect("checked above");
             self.let_go -= tr.let_go as usize;
@@ -185,17 +190,4 @@ impl Groups {
         }
         totals.into_calls()
     }
-}
-
-/// A hash of row `r`'s key and times, summed over a trace's rows (in any
-/// order) to tell whether the spans read again are those let go.
-fn row_sum(table: &SpanTable, r: usize) -> u64 {
-    let mut b = [0u8; 56];
-    b[..16].copy_from_slice(&table.trace[r].to_le_bytes());
-    b[16..24].copy_from_slice(&table.span[r].to_le_bytes());
-    b[24..32].copy_from_slice(&table.parent[r].to_le_bytes());
-    b[32..40].copy_from_slice(&table.start[r].to_le_bytes());
-    b[40..48].copy_from_slice(&table.end[r].to_le_bytes());
-    b[48..56].copy_from_slice(&table.retry_after[r].to_le_bytes());
-    xxhash_rust::xxh3::xxh3_64(&b)
 }
