@@ -68,14 +68,18 @@ pub(super) fn quick() -> StoreOptions {
     }
 }
 
-pub(super) fn count(dir: &std::path::Path) -> usize {
+/// Every span of `dir`, all columns, as read.
+pub(super) fn all_spans(dir: &std::path::Path) -> DataFrame {
     Reader::open(dir)
         .unwrap()
         .all_spans()
         .unwrap()
         .collect()
         .unwrap()
-        .height()
+}
+
+pub(super) fn count(dir: &std::path::Path) -> usize {
+    all_spans(dir).height()
 }
 
 #[test]

@@ -215,12 +215,7 @@ fn a_long_wal_replays_in_bounded_chunks_with_every_span_once() {
 
 /// Every span of `dir`, all columns, in key order.
 fn all_rows(dir: &Path) -> DataFrame {
-    Reader::open(dir)
-        .unwrap()
-        .all_spans()
-        .unwrap()
-        .collect()
-        .unwrap()
+    super::tests::all_spans(dir)
         .sort(["trace_id", "span_id"], Default::default())
         .unwrap()
 }

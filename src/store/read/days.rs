@@ -34,6 +34,21 @@ impl DayParts {
         parquet::scan_parts(&self.paths)
     }
 
+    /// Those whose names `keep` takes, as one frame (`None`: no part is).
+    pub fn scan_some(&self, keep: impl Fn(&str) -> bool) -> PolarsResult<Option<LazyFrame>> {
+        let paths: Vec<PathBuf> = self
+            .names
+            .iter()
+            .zip(&self.paths)
+            .filter(|(n, _)| keep(n))
+            .map(|(_, p)| p.clone())
+            .collect();
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        parquet::scan_parts(&paths).map(Some)
+    }
+
     /// Part `i`'s path (for messages) and a frame of it alone.
     pub fn part(&self, i: usize) -> Option<(&Path, PolarsResult<LazyFrame>)> {
         let p = self.paths.get(i)?;

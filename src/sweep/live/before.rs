@@ -83,28 +83,12 @@ impl Before {
         if wanted.is_empty() {
             return Ok(());
         }
-        let data = |e| SweepError::Data {
-            context: "reading the day before's spans of today's traces".into(),
-            source: e,
-        };
-        let ids = Series::new(
-            "ids".into(),
-            wanted.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
-        );
-        let listed = reader.day_parts(self.day)?;
-        let df = listed
-            .scan_all()
-            .and_then(|lf| {
-                lf.filter(
-                    in_day(self.day, now)
-                        .and(col("trace_id").is_in(lit(ids).implode(false), false)),
-                )
-                .select(COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>())
-                .collect()
-            })
-            .map_err(data)?;
+        let ids = wanted.iter().map(|(_, s)| s.as_str());
+        let context = "reading the day before's spans of today's traces";
+        let pulled = super::spans_of(reader, (self.day, now), ids, None, context)?;
         let at = self.pulled.len();
-        self.pulled.append(&df).map_err(data)?;
+        self.pulled
+            .extend_from(&pulled, &(0..pulled.len()).collect::<Vec<_>>());
         for (t, _) in &wanted {
             self.rows.entry(*t).or_default();
         }

@@ -340,6 +340,45 @@ pub struct Census {
     pub kept_turns: usize,
 }
 
+/// The spans of the traces `ids` (as stored) that `day`'s parts hold (of
+/// those `only` names, when given) and that started on it before `now`,
+/// as a table.
+fn spans_of<'i>(
+    reader: &Reader,
+    (day, now): (i32, i64),
+    ids: impl Iterator<Item = &'i str>,
+    only: Option<&HashSet<&str>>,
+    context: &str,
+) -> Result<crate::spans::SpanTable, SweepError> {
+    use polars::prelude::*;
+    let data = |e| SweepError::Data {
+        context: context.into(),
+        source: e,
+    };
+    let from = i64::from(day) * NANOS_PER_DAY;
+    let until = (from + NANOS_PER_DAY).min(now);
+    let ids = Series::new("ids".into(), ids.collect::<Vec<_>>());
+    let listed = reader.day_parts(day)?;
+    let scan = match only {
+        None => listed.scan_all().map(Some),
+        Some(names) => listed.scan_some(|n| names.contains(n)),
+    };
+    let Some(scan) = scan.map_err(data)? else {
+        return Ok(crate::spans::SpanTable::default());
+    };
+    let df = scan
+        .filter(
+            col("start_ns")
+                .gt_eq(lit(from))
+                .and(col("start_ns").lt(lit(until)))
+                .and(col("trace_id").is_in(lit(ids).implode(false), false)),
+        )
+        .select(crate::spans::COLUMNS.map(col))
+        .collect()
+        .map_err(data)?;
+    crate::spans::SpanTable::from_frame(&df).map_err(data)
+}
+
 /// Traces by their ids as stored, for reading the day before.
 pub(super) type TraceIds = Vec<(u128, String)>;
 

@@ -208,35 +208,24 @@ impl DayRows {
         if traces.is_empty() {
             return Ok(first_new);
         }
-        let data = |e| SweepError::Data {
-            context: "reading again today's spans of traces that got more".into(),
-            source: e,
-        };
-        let from = i64::from(self.day) * NANOS_PER_DAY;
-        let until = (from + NANOS_PER_DAY).min(now);
-        let ids = Series::new(
-            "ids".into(),
-            traces.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
-        );
-        let listed = reader.day_parts(self.day)?;
-        let df = listed
-            .scan_all()
-            .and_then(|lf| {
-                lf.filter(
-                    col("start_ns")
-                        .gt_eq(lit(from))
-                        .and(col("start_ns").lt(lit(until)))
-                        .and(col("trace_id").is_in(lit(ids).implode(false), false)),
-                )
-                .select(COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>())
-                .collect()
-            })
-            .map_err(data)?;
-        let pulled = SpanTable::from_frame(&df).map_err(data)?;
-        // Those already in the table (the new spans that woke them, told
-        // by key and times) stay once.
+        // Only the parts that held them (by the keys read from each).
         let wanted: std::collections::HashSet<u128, Fast> =
             traces.iter().map(|(t, _)| *t).collect();
+        let holding: std::collections::HashSet<&str> = self
+            .seen
+            .iter()
+            .filter(|(_, s)| {
+                s.keys
+                    .iter()
+                    .any(|k| wanted.contains(&((u128::from(k.0) << 64) | u128::from(k.1))))
+            })
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let ids = traces.iter().map(|(_, s)| s.as_str());
+        let context = "reading again today's spans of traces that got more";
+        let pulled = super::spans_of(reader, (self.day, now), ids, Some(&holding), context)?;
+        // Those already in the table (the new spans that woke them, told
+        // by key and times) stay once.
         let mut present: HashMap<(Key, u64), usize, Fast> = HashMap::default();
         for r in 0..self.table.len() {
             if wanted.contains(&self.table.trace[r]) {
