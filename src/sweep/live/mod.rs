@@ -135,11 +135,11 @@ impl Live {
             .is_some_and(|t| t.rows.day == day && t.rules == rules && t.last_now <= now);
         if !keep {
             // (A `now` before the last sweep's: spans read since may start after it.)
-            self.rebuild(
-                day,
-                rules.clone(),
-                "a new day, new rules or a clock set back",
-            );
+            let why = match self.today {
+                None => "nothing kept yet: the process started, or a new day began",
+                Some(_) => "a new day, new rules or a clock set back",
+            };
+            self.rebuild(day, rules.clone(), why);
         }
         // Something kept cannot be followed: build it again, once.
         let today = self.today.as_mut().expect("built above");
@@ -161,9 +161,7 @@ impl Live {
     }
 
     fn rebuild(&mut self, day: i32, rules: String, why: &str) {
-        if self.today.is_some() {
-            tracing::info!(day = %day_to_string(day), reason = why, "today's kept state read again from the day's spans");
-        }
+        tracing::info!(day = %day_to_string(day), reason = why, "today's kept state built from one read of the day's spans");
         self.rebuilt += 1;
         self.today = Some(Today {
             rows: DayRows::new(day),
@@ -193,6 +191,7 @@ impl Today {
             Ok(first) => first,
             Err(stale) => return Ok(Err(stale)),
         };
+        let new_rows = self.rows.table.len() - first_new;
         let t1 = std::time::Instant::now();
         let nested = self.gate.may;
         self.gate
@@ -247,7 +246,7 @@ impl Today {
         }
         tracing::debug!(
             day = %day_to_string(self.rows.day),
-            new_rows = self.rows.table.len().saturating_sub(first_new),
+            new_rows,
             traces = dirty.len(),
             groups = recomputed,
             read_ms = (t1 - t0).as_millis() as u64,
