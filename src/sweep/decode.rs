@@ -10,6 +10,8 @@
 //! The earliest start left out for being at or after `now` comes from
 //! the same column, not from a third scan.
 
+use std::path::Path;
+
 use polars::prelude::*;
 
 use super::SweepError;
@@ -112,13 +114,6 @@ fn decode_once(
 ) -> Result<Decoded, SweepError> {
     let mut table = SpanTable::default();
     let mut held_back: Option<i64> = None;
-    // The ids and the start (to pick the rows by), then the rest.
-    let first: Vec<Expr> = COLUMNS[..3]
-        .iter()
-        .chain(std::iter::once(&"start_ns"))
-        .map(|c| col(*c))
-        .collect();
-    let rest: Vec<Expr> = COLUMNS[3..].iter().map(|c| col(*c)).collect();
     let version = part_hash(reader, day)?;
     let listed = reader.day_parts(day)?;
     let parts = listed.names().to_vec();
@@ -138,33 +133,8 @@ fn decode_once(
         table.reserve_exact(rows + rows / 64 + 1024);
     }
     for (part, lf) in listed.each() {
-        let lf = lf.map_err(data)?;
-        let ids = lf.clone().select(&first).collect().map_err(data)?;
-        let rows = ids.height();
-        // Which rows to keep: started on the day, before `now`.
-        let (keep, later) = pick(ids.column("start_ns").map_err(data)?, from, until, now_ns)?;
+        let later = read_part_into(&mut table, part, lf.map_err(data)?, (from, until), now_ns)?;
         held_back = min_opt(held_back, later);
-        let ids = match &keep {
-            Some(mask) => ids.filter(mask).map_err(data)?,
-            None => ids,
-        };
-        table.append_ids(&ids).map_err(data)?;
-        drop(ids);
-        let other = lf.select(&rest).collect().map_err(data)?;
-        if other.height() != rows {
-            return Err(SweepError::Store(crate::store::StoreError::data(
-                format!("reading {}", part.display()),
-                format!(
-                    "the part changed while it was read ({rows} then {} rows)",
-                    other.height()
-                ),
-            )));
-        }
-        let other = match &keep {
-            Some(mask) => other.filter(mask).map_err(data)?,
-            None => other,
-        };
-        table.append_rest(&other).map_err(data)?;
     }
     Ok(Decoded {
         table,
@@ -172,6 +142,51 @@ fn decode_once(
         version,
         held_back_ns: held_back,
     })
+}
+
+/// Append to `table` the spans of one part (`lf`; `part` names it in
+/// messages) that started in `from..until` and before `now_ns`; the
+/// earliest start in that range at or after `now_ns` (left out, held back
+/// for a later read).
+pub fn read_part_into(
+    table: &mut SpanTable,
+    part: &Path,
+    lf: LazyFrame,
+    (from, until): (i64, i64),
+    now_ns: i64,
+) -> Result<Option<i64>, SweepError> {
+    // The ids and the start (to pick the rows by), then the rest.
+    let first: Vec<Expr> = COLUMNS[..3]
+        .iter()
+        .chain(std::iter::once(&"start_ns"))
+        .map(|c| col(*c))
+        .collect();
+    let rest: Vec<Expr> = COLUMNS[3..].iter().map(|c| col(*c)).collect();
+    let ids = lf.clone().select(&first).collect().map_err(data)?;
+    let rows = ids.height();
+    let (keep, later) = pick(ids.column("start_ns").map_err(data)?, from, until, now_ns)?;
+    let ids = match &keep {
+        Some(mask) => ids.filter(mask).map_err(data)?,
+        None => ids,
+    };
+    table.append_ids(&ids).map_err(data)?;
+    drop(ids);
+    let other = lf.select(&rest).collect().map_err(data)?;
+    if other.height() != rows {
+        return Err(SweepError::Store(crate::store::StoreError::data(
+            format!("reading {}", part.display()),
+            format!(
+                "the part changed while it was read ({rows} then {} rows)",
+                other.height()
+            ),
+        )));
+    }
+    let other = match &keep {
+        Some(mask) => other.filter(mask).map_err(data)?,
+        None => other,
+    };
+    table.append_rest(&other).map_err(data)?;
+    Ok(later)
 }
 
 /// The rows of a part to keep, by their start: `None` when all are (no

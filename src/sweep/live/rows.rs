@@ -6,12 +6,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use polars::prelude::*;
-
+use super::super::decode;
 use super::super::window::part_hash;
 use super::super::SweepError;
 use crate::model::NANOS_PER_DAY;
-use crate::spans::{SpanTable, COLUMNS};
+use crate::spans::SpanTable;
 use crate::store::{DayParts, Reader};
 
 /// A span's (trace, span) key, in 24 bytes (a `u128` would align it to 32).
@@ -257,11 +256,12 @@ struct PartRead {
 }
 
 /// Part `i`'s spans that started in `from..until` and before `now`, and
-/// the earliest start in that range at or after `now`.
+/// the earliest start in that range at or after `now` (as a whole read
+/// takes them: [`decode::read_part_into`]).
 fn read_part(
     listed: &DayParts,
     i: usize,
-    (from, until): (i64, i64),
+    range: (i64, i64),
     now: i64,
 ) -> Result<PartRead, SweepError> {
     let Some((path, lf)) = listed.part(i) else {
@@ -270,39 +270,12 @@ fn read_part(
             "a part listed was not found in the listing",
         )));
     };
-    let context = format!("reading {}", path.display());
-    let data = |e| SweepError::Data {
-        context: context.clone(),
+    let lf = lf.map_err(|e| SweepError::Data {
+        context: format!("reading {}", path.display()),
         source: e,
-    };
-    let lf = lf.map_err(data)?;
-    let in_day = col("start_ns")
-        .gt_eq(lit(from))
-        .and(col("start_ns").lt(lit(until)));
-    let columns: Vec<Expr> = COLUMNS.iter().map(|c| col(*c)).collect();
-    let df = lf
-        .clone()
-        .filter(in_day.clone().and(col("start_ns").lt(lit(now))))
-        .select(columns)
-        .collect()
-        .map_err(data)?;
+    })?;
     let mut table = SpanTable::default();
-    table.append(&df).map_err(data)?;
-    if until <= now {
-        return Ok(PartRead {
-            table,
-            held_back_ns: None,
-        });
-    }
-    let later = lf
-        .filter(in_day.and(col("start_ns").gt_eq(lit(now))))
-        .select([col("start_ns").min()])
-        .collect()
-        .map_err(data)?;
-    let held_back_ns = later
-        .column("start_ns")
-        .and_then(|c| c.i64().map(|c| c.get(0)))
-        .map_err(data)?;
+    let held_back_ns = decode::read_part_into(&mut table, path, lf, range, now)?;
     Ok(PartRead {
         table,
         held_back_ns,
