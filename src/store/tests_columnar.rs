@@ -1,7 +1,8 @@
 //! The columnar write path against the row path it replaced: the same
 //! request gives the same rows, the same frame and the same Parquet bytes;
 //! dedup drops redelivered spans across the memtable, the frozen table and
-//! the parts.
+//! the parts. The store's Parquet writer: span parts' chosen encodings read
+//! back as polars' own writer's, and a frame of other columns refused.
 
 use std::sync::Arc;
 
@@ -454,4 +455,113 @@ fn redelivered_spans_are_dropped_against_memtable_frozen_table_and_parts() {
     assert_eq!(put(&store).duplicates, 120);
     store.close().unwrap();
     assert_eq!(super::tests::count(dir.path()), 95);
+}
+
+/// Each column's dictionary page, by column name, in every row group of
+/// the file at `path`: whether it has one.
+fn dictionaries(path: &std::path::Path) -> Vec<(String, bool)> {
+    let bytes = std::fs::read(path).unwrap();
+    let meta =
+        polars_parquet::parquet::read::read_metadata(&mut std::io::Cursor::new(bytes)).unwrap();
+    assert!(!meta.row_groups.is_empty());
+    meta.row_groups
+        .iter()
+        .flat_map(|rg| {
+            rg.parquet_columns()
+                .iter()
+                .map(|c| {
+                    (
+                        c.descriptor().path_in_schema.join("."),
+                        c.dictionary_page_offset().is_some(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_writer_chooses_plain_pages_for_unique_columns_and_reads_back_as_polars_does() {
+    use crate::store::format::writer::{SpanWriter, PLAIN};
+    let dir = tempfile::tempdir().unwrap();
+    for (day, df) in row_frames(&varied_request()) {
+        // polars' own writer, every column's dictionary tried.
+        let theirs = dir.path().join(format!("{day}-polars.parquet"));
+        ParquetWriter::new(std::fs::File::create(&theirs).unwrap())
+            .with_compression(ParquetCompression::Zstd(None))
+            .finish(&mut df.clone())
+            .unwrap();
+        let ours = dir.path().join(format!("{day}-ours.parquet"));
+        parquet::write_file(&ours, &mut df.clone()).unwrap();
+        let spill = dir.path().join(format!("{day}-spill.parquet"));
+        let mut b = parquet::Batches::create(&spill, ParquetCompression::Lz4Raw).unwrap();
+        b.write(&df).unwrap();
+        assert_eq!(b.finish(false).unwrap(), df.height());
+        let read = |p: &std::path::Path| {
+            let f = std::fs::File::open(p).unwrap();
+            ParquetReader::new(f).finish().unwrap()
+        };
+        for p in [&theirs, &ours, &spill] {
+            let back = read(p);
+            assert_eq!(back.schema(), df.schema(), "{}", p.display());
+            assert!(back.equals_missing(&df), "{}\n{back}\n{df}", p.display());
+        }
+        // Ids, hashes, blobs and times plain; name columns keep their dictionary.
+        for p in [&ours, &spill] {
+            let dicts = dictionaries(p);
+            for (column, dict) in &dicts {
+                if PLAIN.contains(&column.as_str()) {
+                    assert!(!dict, "{column} has a dictionary page in {}", p.display());
+                }
+            }
+            assert!(
+                dicts.iter().any(|(c, d)| c == "service_name" && *d),
+                "{dicts:?}"
+            );
+        }
+        // (polars tries one everywhere: a chunk this small always gets it.)
+        assert!(dictionaries(&theirs)
+            .iter()
+            .any(|(c, d)| c == "span_id" && *d));
+        // A flush output's row groups may be copied into a merged part as they are.
+        let merged = SpanWriter::new(
+            std::io::sink(),
+            &frame::schema(),
+            ParquetCompression::Zstd(None),
+        )
+        .unwrap();
+        let raw = crate::store::format::pages::RawGroups::read(&ours).unwrap();
+        assert!(raw.fits(merged.parquet_schema()));
+        assert_eq!(raw.rows(), df.height());
+    }
+}
+
+#[test]
+fn a_frame_whose_columns_are_not_the_files_is_refused_by_name() {
+    use crate::store::format::writer::SpanWriter;
+    let (_, df) = row_frames(&varied_request()).remove(0);
+    let mut w = SpanWriter::new(
+        std::io::sink(),
+        &frame::schema(),
+        ParquetCompression::Zstd(None),
+    )
+    .unwrap();
+    // The same number of columns, two of them swapped.
+    let mut names: Vec<PlSmallStr> = df.get_column_names_owned();
+    names.swap(3, 6);
+    let swapped = df.select(names).unwrap();
+    let e = w.write(&swapped).unwrap_err().to_string();
+    assert!(
+        e.contains("column 4 of the file is `name` (str), the frame's is `start_ns` (i64)"),
+        "{e}"
+    );
+    let e = w
+        .write(&df.drop("model_name").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`model_name` (str), the frame's is no column"),
+        "{e}"
+    );
+    w.write(&df).unwrap();
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 
 use crate::model::SpanKey;
+use crate::store::format::writer::SpanWriter;
 use crate::store::StoreError;
 
 /// Write a frame to `path` (zstd, statistics on) and fsync it.
@@ -14,82 +15,49 @@ pub fn write_file(path: &Path, df: &mut DataFrame) -> Result<(), StoreError> {
     write_file_with(path, df, ParquetCompression::Zstd(None))
 }
 
+/// Rows per row group of [`write_file`] (polars' own default).
+const GROUP_ROWS: usize = 512 * 512;
+
 /// [`write_file`] with the given compression.
 pub fn write_file_with(
     path: &Path,
     df: &mut DataFrame,
     compression: ParquetCompression,
 ) -> Result<(), StoreError> {
-    let context = || format!("writing {}", path.display());
-    crate::faults::check("parquet_write").map_err(|e| StoreError::io(context(), e))?;
-    let file = File::create(path).map_err(|e| StoreError::io(context(), e))?;
-    ParquetWriter::new(&file)
-        .with_compression(compression)
-        .finish(df)
-        .map_err(|e| StoreError::io(context(), e))?;
-    file.sync_all().map_err(|e| StoreError::io(context(), e))
+    let mut out = Batches::create_for(path, df.schema(), compression)?;
+    for at in (0..df.height()).step_by(GROUP_ROWS) {
+        out.write(&df.slice(at as i64, GROUP_ROWS.min(df.height() - at)))?;
+    }
+    out.finish(true)?;
+    Ok(())
 }
 
-/// Write frames one after another into one Parquet file (row groups per
-/// frame), holding only the frame in hand; fsynced at the end.
-pub fn write_batches(
-    path: &Path,
-    mut next: impl FnMut() -> Result<Option<DataFrame>, StoreError>,
-) -> Result<usize, StoreError> {
-    let context = || format!("writing {}", path.display());
-    crate::faults::check("parquet_write").map_err(|e| StoreError::io(context(), e))?;
-    let file = File::create(path).map_err(|e| StoreError::io(context(), e))?;
-    let mut writer = None;
-    let mut rows = 0;
-    while let Some(df) = next()? {
-        if writer.is_none() {
-            writer = Some(
-                ParquetWriter::new(&file)
-                    .with_compression(ParquetCompression::Zstd(None))
-                    .batched(df.schema())
-                    .map_err(|e| StoreError::io(context(), e))?,
-            );
-        }
-        if let Some(w) = writer.as_mut() {
-            w.write_batch(&df)
-                .map_err(|e| StoreError::io(context(), e))?;
-        }
-        rows += df.height();
-    }
-    match writer {
-        Some(w) => {
-            w.finish().map_err(|e| StoreError::io(context(), e))?;
-        }
-        None => {
-            ParquetWriter::new(&file)
-                .finish(&mut crate::store::format::frame::empty())
-                .map_err(|e| StoreError::io(context(), e))?;
-        }
-    }
-    file.sync_all().map_err(|e| StoreError::io(context(), e))?;
-    Ok(rows)
-}
-
-/// A Parquet file with the span schema written frame by frame: each frame
-/// becomes one row group (it is rechunked first), so the caller sizes them.
+/// A Parquet file written frame by frame: each frame becomes one row group
+/// (it is rechunked first), so the caller sizes them.
 pub struct Batches {
     path: PathBuf,
     file: File,
-    writer: polars::io::parquet::write::BatchedWriter<File>,
+    writer: SpanWriter<File>,
     rows: usize,
 }
 
 impl Batches {
     /// Create `path` for frames with [`frame::schema`](crate::store::format::frame::schema).
     pub fn create(path: &Path, compression: ParquetCompression) -> Result<Batches, StoreError> {
+        Self::create_for(path, &crate::store::format::frame::schema(), compression)
+    }
+
+    /// Create `path` for frames with `schema`'s columns.
+    pub fn create_for(
+        path: &Path,
+        schema: &Schema,
+        compression: ParquetCompression,
+    ) -> Result<Batches, StoreError> {
         let context = || format!("writing {}", path.display());
         crate::faults::check("parquet_write").map_err(|e| StoreError::io(context(), e))?;
         let file = File::create(path).map_err(|e| StoreError::io(context(), e))?;
         let handle = file.try_clone().map_err(|e| StoreError::io(context(), e))?;
-        let writer = ParquetWriter::new(handle)
-            .with_compression(compression)
-            .with_statistics(StatisticsOptions::default())
-            .batched(&crate::store::format::frame::schema())
+        let writer = SpanWriter::new(handle, schema, compression)
             .map_err(|e| StoreError::io(context(), e))?;
         Ok(Batches {
             path: path.to_path_buf(),
@@ -107,7 +75,7 @@ impl Batches {
         let mut df = df.clone();
         df.rechunk_mut();
         self.writer
-            .write_batch(&df)
+            .write(&df)
             .map_err(|e| StoreError::io(format!("writing {}", self.path.display()), e))?;
         self.rows += df.height();
         Ok(())

@@ -11,13 +11,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use polars::prelude::{ParquetCompression, ParquetWriter};
+use polars::prelude::ParquetCompression;
 
 use crate::model::day_to_string;
 use crate::store::catalog::commit::{self, Intent};
 use crate::store::catalog::layout::is_seal_output;
 use crate::store::catalog::stage;
 use crate::store::format::pages::RawGroups;
+use crate::store::format::writer::SpanWriter;
 use crate::store::maintain::guard::{guarded, Task};
 use crate::store::write::memtable::KeySet;
 use crate::store::{format::frame, format::parquet, Shared, StoreError};
@@ -111,9 +112,8 @@ fn merge(
     let data = |e: polars::prelude::PolarsError| StoreError::data(context(), e);
     crate::faults::check("parquet_write").map_err(io)?;
     let file = File::create(path).map_err(io)?;
-    let mut writer = ParquetWriter::new(&file)
-        .with_compression(ParquetCompression::Zstd(None))
-        .batched(&frame::schema())
+    let handle = file.try_clone().map_err(io)?;
+    let mut writer = SpanWriter::new(handle, &frame::schema(), ParquetCompression::Zstd(None))
         .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
     let schema = writer.parquet_schema().clone();
     let mut rows = 0;
@@ -131,12 +131,15 @@ fn merge(
             rows += raw.rows();
             continue;
         }
+        // The span schema's columns only (a scan adds the partition's `date`).
+        let columns = frame::schema().iter_names().cloned().collect::<Vec<_>>();
         let df = parquet::scan_parts(part)
             .and_then(|lf| lf.collect())
+            .and_then(|df| df.select(columns))
             .and_then(|df| frame::dedup(df, seen))
             .map_err(data)?;
         writer
-            .write_batch(&df)
+            .write(&df)
             .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
         rows += df.height();
     }
