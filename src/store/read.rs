@@ -117,7 +117,9 @@ impl Reader {
     /// `Store`, take `Store::reader` instead, whose pins the store sees.
     pub fn open(dir: &std::path::Path) -> Result<Reader, StoreError> {
         if !dir.is_dir() {
-            return Err(StoreError::io(
+            // Said once: not an I/O error with a source (which the CLI
+            // prints again after it), and nothing to retry.
+            return Err(StoreError::data(
                 format!("opening data directory {}", dir.display()),
                 "no such directory (expected a stormwatch --data-dir)",
             ));

@@ -168,7 +168,8 @@ fn fail_on_mute_and_the_empty_store() {
         &[],
     );
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no such directory"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("no such directory").count(), 1, "{err}");
 
     import(&data, &["storms_jul29.json"]);
     let d = data.to_str().unwrap();

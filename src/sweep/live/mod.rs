@@ -135,9 +135,12 @@ impl Live {
             .is_some_and(|t| t.rows.day == day && t.rules == rules && t.last_now <= now);
         if !keep {
             // (A `now` before the last sweep's: spans read since may start after it.)
-            let why = match self.today {
-                None => "nothing kept yet: the process started, or a new day began",
-                Some(_) => "a new day, new rules or a clock set back",
+            let why = match &self.today {
+                None if self.rebuilt == 0 => "the process started: nothing kept yet",
+                None => "the last sweep failed: what was kept was dropped",
+                Some(t) if t.rows.day != day => "a new day began",
+                Some(t) if t.rules != rules => "the detection rules changed",
+                Some(_) => "the clock was set back: now is before the last sweep's",
             };
             self.rebuild(day, rules.clone(), why);
         }
