@@ -9,6 +9,16 @@ use super::{Dict, Fast, Hex, SpanTable, Usage};
 impl SpanTable {
     /// Append the rows `rows` of `other` (a table with its own dictionary).
     pub fn extend_from(&mut self, other: &SpanTable, rows: &[usize]) {
+        self.extend_rows(other, rows.iter().copied());
+    }
+
+    /// Append the rows of `other` in `rows`, in order ([`extend_from`](Self::extend_from)
+    /// of a range, without listing it).
+    pub fn extend_range(&mut self, other: &SpanTable, rows: std::ops::Range<usize>) {
+        self.extend_rows(other, rows);
+    }
+
+    fn extend_rows(&mut self, other: &SpanTable, rows: impl ExactSizeIterator<Item = usize>) {
         let mut remap: HashMap<u32, u32, Fast> = HashMap::default();
         let mut map = |dict: &mut Dict, id: u32| -> u32 {
             if id == 0 {
@@ -20,7 +30,7 @@ impl SpanTable {
         };
         self.conventions_unknown |= other.conventions_unknown;
         self.reserve_exact(rows.len());
-        for &i in rows {
+        for i in rows {
             let row = self.len();
             self.trace.push(other.trace[i]);
             if let Some(s) = other.odd_traces.get(&other.trace[i]) {

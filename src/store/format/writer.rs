@@ -13,14 +13,11 @@
 //! writer writes; those columns' pages differ, and a frame becomes one row
 //! group per chunk (the caller sizes them).
 //!
-//! A row group's columns are encoded and compressed on polars' thread pool,
-//! each worker taking the next column not yet taken (polars' writer
-//! compresses on the calling thread); the compressed pages are then written
-//! in column order.
+//! A row group's columns are encoded and compressed on polars' thread pool
+//! (polars' writer compresses on the calling thread); the compressed pages
+//! are then written in column order.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use polars::prelude::{
     CompatLevel, DataFrame, DataType, ParquetCompression, PlSmallStr, PolarsError, PolarsResult,
@@ -35,6 +32,7 @@ use polars_parquet::write::{
     DynStreamingIterator, Encoding, FileWriter, ParquetType, SchemaDescriptor, StatisticsOptions,
     Version, WriteOptions,
 };
+use rayon::prelude::*;
 
 use super::frame;
 
@@ -175,8 +173,8 @@ fn mismatch(file: &Schema, frame: &Schema) -> String {
         )
 }
 
-/// Encode and compress each column of a row group, one worker per core on
-/// polars' pool; the pages in column order.
+/// Encode and compress each column of a row group on polars' pool; the
+/// pages in column order.
 fn encode(
     arrays: &[polars::prelude::ArrayRef],
     fields: &[ParquetType],
@@ -205,31 +203,8 @@ fn encode(
         }
         Ok(pages)
     };
-    let threads = RAYON.current_num_threads().min(arrays.len());
-    if threads <= 1 {
-        return (0..arrays.len()).map(one).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, PolarsResult<Vec<CompressedPage>>)>> =
-        Mutex::new(Vec::with_capacity(arrays.len()));
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= arrays.len() {
-            break;
-        }
-        let pages = one(i);
-        done.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((i, pages));
-    };
-    // On polars' own pool: its threads outlive the call (a thread per row
-    // group would leave each one's allocator heap behind).
-    RAYON.scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|_| work());
-        }
-    });
-    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, pages)| pages).collect()
+    // On polars' own pool, whose threads outlive the call (a thread per
+    // row group would leave each one's allocator heap behind); collected
+    // in column order.
+    RAYON.install(|| (0..arrays.len()).into_par_iter().map(one).collect())
 }

@@ -112,10 +112,12 @@ fn merge(
     let data = |e: polars::prelude::PolarsError| StoreError::data(context(), e);
     crate::faults::check("parquet_write").map_err(io)?;
     let file = File::create(path).map_err(io)?;
-    let handle = file.try_clone().map_err(io)?;
-    let mut writer = SpanWriter::new(handle, &frame::schema(), ParquetCompression::Zstd(None))
+    let mut writer = SpanWriter::new(&file, &frame::schema(), ParquetCompression::Zstd(None))
         .map_err(|e| StoreError::io(format!("writing {}", path.display()), e))?;
     let schema = writer.parquet_schema().clone();
+    // The span schema's columns only, of a part decoded (a scan adds the
+    // partition's `date`).
+    let columns = frame::schema().iter_names().cloned().collect::<Vec<_>>();
     let mut rows = 0;
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
@@ -131,11 +133,9 @@ fn merge(
             rows += raw.rows();
             continue;
         }
-        // The span schema's columns only (a scan adds the partition's `date`).
-        let columns = frame::schema().iter_names().cloned().collect::<Vec<_>>();
         let df = parquet::scan_parts(part)
             .and_then(|lf| lf.collect())
-            .and_then(|df| df.select(columns))
+            .and_then(|df| df.select(columns.iter().cloned()))
             .and_then(|df| frame::dedup(df, seen))
             .map_err(data)?;
         writer

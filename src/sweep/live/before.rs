@@ -87,8 +87,7 @@ impl Before {
         let context = "reading the day before's spans of today's traces";
         let pulled = super::spans_of(reader, (self.day, now), ids, None, context)?;
         let at = self.pulled.len();
-        self.pulled
-            .extend_from(&pulled, &(0..pulled.len()).collect::<Vec<_>>());
+        self.pulled.extend_range(&pulled, 0..pulled.len());
         for (t, _) in &wanted {
             self.rows.entry(*t).or_default();
         }

@@ -129,19 +129,19 @@ impl Live {
         day: i32,
     ) -> Result<(signal::DayResult, String), SweepError> {
         let rules = format!("{cfg:?}");
-        let keep = self
-            .today
-            .as_ref()
-            .is_some_and(|t| t.rows.day == day && t.rules == rules && t.last_now <= now);
-        if !keep {
-            // (A `now` before the last sweep's: spans read since may start after it.)
-            let why = match &self.today {
-                None if self.rebuilt == 0 => "the process started: nothing kept yet",
-                None => "the last sweep failed: what was kept was dropped",
-                Some(t) if t.rows.day != day => "a new day began",
-                Some(t) if t.rules != rules => "the detection rules changed",
-                Some(_) => "the clock was set back: now is before the last sweep's",
-            };
+        // What is kept is followed unless one of these holds. (A `now`
+        // before the last sweep's: spans read since may start after it.)
+        let why = match &self.today {
+            None if self.rebuilt == 0 => Some("the process started: nothing kept yet"),
+            None => Some("the last sweep failed: what was kept was dropped"),
+            Some(t) if t.rows.day != day => Some("a new day began"),
+            Some(t) if t.rules != rules => Some("the detection rules changed"),
+            Some(t) if t.last_now > now => {
+                Some("the clock was set back: now is before the last sweep's")
+            }
+            Some(_) => None,
+        };
+        if let Some(why) = why {
             self.rebuild(day, rules.clone(), why);
         }
         // Something kept cannot be followed: build it again, once.

@@ -126,8 +126,7 @@ impl DayRows {
                     .collect();
                 self.table.extend_from(&part.table, &rows);
             } else {
-                self.table
-                    .extend_from(&part.table, &(0..part.table.len()).collect::<Vec<_>>());
+                self.table.extend_range(&part.table, 0..part.table.len());
             }
             let mut keys = if merged {
                 std::mem::take(&mut inherited)
@@ -172,8 +171,7 @@ impl DayRows {
             let from = self.seen[&name].read_until_ns.max(range.0);
             let part = read_part(&listed, i, (from, range.1), now)?;
             let at = self.table.len();
-            self.table
-                .extend_from(&part.table, &(0..part.table.len()).collect::<Vec<_>>());
+            self.table.extend_range(&part.table, 0..part.table.len());
             let s = self.seen.get_mut(&name).expect("listed above");
             s.keys
                 .extend((at..self.table.len()).map(|r| key(&self.table, r)));

@@ -64,7 +64,7 @@ impl Groups {
             }
         }
         let mut old = SpanTable::default();
-        old.extend_from(table, &(first..table.len()).collect::<Vec<_>>());
+        old.extend_range(table, first..table.len());
         let records = calls::parts_nesting(&old, Keep::Findable, nest);
         if !self.folded.remove(&records, settled_by) {
             return Err(Stale(
